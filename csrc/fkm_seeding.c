@@ -1,0 +1,165 @@
+/* fkm_seeding.c -- weighted D^2 seeding resumable from a prefix (see
+ * fkm_seeding.h for the contract). */
+#include "fkm_seeding.h"
+#include "fkm_alloc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Points per block of the two-level cumulative weight structure. */
+#define FKM_SEED_BLOCK 512
+/* 4 * (1 + 1e-9): pruning only when the triangle inequality holds with room
+ * to spare for rounding, so pruning never changes a result. */
+#define FKM_PRUNE_FACTOR 4.000000004
+/* Up to this dimension the data are packed 4 points to a vector and every
+ * distance is computed branch-free; above it, pruning by the triangle
+ * inequality pays for its unpredictable branch. */
+#define FKM_PACK_MAX_D 16
+#define FKM_PRUNE_MIN_D (FKM_PACK_MAX_D + 1)
+
+/* Four doubles; GCC/clang vector extensions lower this to AVX2, SSE2 pairs or
+ * scalars depending on the clone being compiled. */
+typedef double fkm_v4d __attribute__((vector_size(32), aligned(8)));
+typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
+typedef float fkm_v4f __attribute__((vector_size(16), aligned(4)));
+
+#define load4_f64(p) (*(const fkm_v4d *)(p))
+#define load4_f32(p) __builtin_convertvector(*(const fkm_v4f *)(p), fkm_v4d)
+
+static inline double point_mass(const double *mind, const double *w,
+                                const uint8_t *removed, fkm_index_t i)
+{
+    if (removed && removed[i])
+        return 0.0;
+    return w ? w[i] * mind[i] : mind[i];
+}
+
+/* Block sums of w_i * mind_i over active points. */
+static void seeding_block_sums(double *bsum, const double *mind,
+                               const double *w, const uint8_t *removed,
+                               fkm_index_t n)
+{
+    fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
+    for (fkm_index_t b = 0; b < nb; ++b) {
+        fkm_index_t lo = b * FKM_SEED_BLOCK;
+        fkm_index_t hi = lo + FKM_SEED_BLOCK < n ? lo + FKM_SEED_BLOCK : n;
+        double s = 0.0;
+        for (fkm_index_t i = lo; i < hi; ++i)
+            s += point_mass(mind, w, removed, i);
+        bsum[b] = s;
+    }
+}
+
+/* Draw i with probability w_i * mind_i / total, total the sum of bsum in
+ * block order.  Rounding can leave the target at the very end of the range:
+ * the last point of positive mass is taken then. */
+static int seeding_sample(fkm_rng_t *rng, fkm_index_t *out, const double *bsum,
+                          const double *mind, const double *w,
+                          const uint8_t *removed, fkm_index_t n)
+{
+    fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
+    double total = 0.0;
+    for (fkm_index_t b = 0; b < nb; ++b)
+        total += bsum[b];
+    if (!(total > 0.0))
+        return FKM_EDOM;
+    if (!(total < HUGE_VAL))
+        return FKM_ENONFINITE;
+    double target = fkm_rng_double(rng) * total;
+    double acc = 0.0;
+    fkm_index_t last_block = -1;
+    for (fkm_index_t b = 0; b < nb; ++b) {
+        if (bsum[b] > 0.0)
+            last_block = b;
+        if (bsum[b] > 0.0 && acc + bsum[b] > target) {
+            last_block = b;
+            break;
+        }
+        acc += bsum[b];
+    }
+    if (last_block < 0)
+        return FKM_EDOM;
+    fkm_index_t lo = last_block * FKM_SEED_BLOCK;
+    fkm_index_t hi = lo + FKM_SEED_BLOCK < n ? lo + FKM_SEED_BLOCK : n;
+    fkm_index_t last = -1;
+    for (fkm_index_t i = lo; i < hi; ++i) {
+        double p = point_mass(mind, w, removed, i);
+        if (p > 0.0) {
+            last = i;
+            acc += p;
+            if (acc > target)
+                break;
+        }
+    }
+    if (last < 0)
+        return FKM_EDOM;
+    *out = last;
+    return FKM_OK;
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+    fkm_index_t x = *(const fkm_index_t *)a, y = *(const fkm_index_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int is_chosen(const fkm_index_t *sorted, fkm_index_t m, fkm_index_t i)
+{
+    fkm_index_t lo = 0, hi = m;
+    while (lo < hi) {
+        fkm_index_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m && sorted[lo] == i;
+}
+
+/* All remaining D^2 mass is zero: draw proportionally to weight among active
+ * points that are not centers yet. */
+static int seeding_fallback(fkm_rng_t *rng, fkm_index_t *out,
+                            fkm_index_t *sorted, const fkm_index_t *centers,
+                            fkm_index_t m, const double *w,
+                            const uint8_t *removed, fkm_index_t n)
+{
+    memcpy(sorted, centers, (size_t)m * sizeof(fkm_index_t));
+    qsort(sorted, (size_t)m, sizeof(fkm_index_t), cmp_index);
+    double total = 0.0;
+    for (fkm_index_t i = 0; i < n; ++i)
+        if (!(removed && removed[i]) && !is_chosen(sorted, m, i))
+            total += w ? w[i] : 1.0;
+    if (!(total > 0.0))
+        return FKM_EDOM;
+    double target = fkm_rng_double(rng) * total;
+    double acc = 0.0;
+    fkm_index_t last = -1;
+    for (fkm_index_t i = 0; i < n; ++i) {
+        if ((removed && removed[i]) || is_chosen(sorted, m, i))
+            continue;
+        double p = w ? w[i] : 1.0;
+        if (p > 0.0) {
+            last = i;
+            acc += p;
+            if (acc > target)
+                break;
+        }
+    }
+    if (last < 0)
+        return FKM_EDOM;
+    *out = last;
+    return FKM_OK;
+}
+
+#define FKM_REAL double
+#define FKM_SFX f64
+#include "fkm_seeding_impl.h"
+#undef FKM_REAL
+#undef FKM_SFX
+
+#define FKM_REAL float
+#define FKM_SFX f32
+#include "fkm_seeding_impl.h"
+#undef FKM_REAL
+#undef FKM_SFX

@@ -1,0 +1,52 @@
+/* fkm_seeding.h -- weighted k-means++ (D^2) seeding, resumable from a prefix.
+ *
+ * This is the exact-unlearning primitive of MUFC (Pan et al., ICLR 2023,
+ * Alg. 3): seeding a dataset whose removed points are masked out, keeping a
+ * given prefix of centers and drawing the rest by D^2 sampling.
+ *
+ * Sampling rule (one candidate per step, as analysed by Arthur & Vassilvitskii
+ * 2007): the first center is drawn with probability proportional to its
+ * weight w_i, every later one with probability proportional to
+ * w_i * D_i^2, D_i the distance to the nearest center chosen so far.  When all
+ * w_i * D_i^2 vanish (fewer distinct points than centers), the next center is
+ * drawn proportionally to weight among the active points not chosen yet; the
+ * rule depends only on the prefix, so removal stays exact.
+ *
+ * Arithmetic is double precision for both input types.  Distances to a new
+ * center are skipped for points that the triangle inequality proves cannot
+ * get closer (||c_new - c_l||^2 >= 4 D_i^2, c_l the point's nearest center),
+ * which leaves results unchanged and makes later centers cheap.
+ */
+#ifndef FKM_SEEDING_H
+#define FKM_SEEDING_H
+
+#include "fkm_common.h"
+#include "fkm_rng.h"
+
+/* fkm_seeding_run_{f64,f32}
+ *
+ * rng        generator; drawn from exactly k - max(n_prefix, 0) times
+ * centers    INOUT, length k: centers[0..n_prefix) are given row ids (kept),
+ *            centers[n_prefix..k) are written
+ * mind       OUT, length n: squared distance of each active point to its
+ *            nearest center (removed points: 0)
+ * labels     OUT, length n: position (0..k-1) of the nearest center, first
+ *            one on ties (removed points: -1)
+ * X          IN, n x d row-major
+ * w          IN, length n, nonnegative weights, or NULL for unit weights
+ * removed    IN, length n, nonzero marks a removed point, or NULL
+ * Assumes without checking: finite X, 0 <= n_prefix <= k, the prefix ids are
+ * active and distinct, at least k active points have positive weight.
+ * Returns FKM_OK, FKM_ENOMEM, FKM_ENONFINITE (squared distances overflow) or
+ * FKM_EDOM (no point is left to sample: the assumption above is violated).
+ */
+int fkm_seeding_run_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                        int32_t *labels, const double *X, const double *w,
+                        const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+                        fkm_index_t k, fkm_index_t n_prefix);
+int fkm_seeding_run_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                        int32_t *labels, const float *X, const double *w,
+                        const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+                        fkm_index_t k, fkm_index_t n_prefix);
+
+#endif /* FKM_SEEDING_H */

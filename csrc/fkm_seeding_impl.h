@@ -1,0 +1,261 @@
+/* Type-generic body of fkm_seeding.c; included once per input type with
+ * FKM_REAL (element type) and FKM_SFX (name suffix) defined. */
+
+#define FKM_CAT_(a, b) a##_##b
+#define FKM_CAT(a, b) FKM_CAT_(a, b)
+#define FKM_NAME(name) FKM_CAT(name, FKM_SFX)
+
+/* Squared Euclidean distance in double precision.  Four lanes of partial
+ * sums over the first 4*floor(d/4) coordinates, combined as
+ * ((s0+s1)+(s2+s3)) + tail: a fixed order, so results do not depend on the
+ * instruction set. */
+static inline double FKM_NAME(dist2)(const FKM_REAL *restrict a,
+                                     const FKM_REAL *restrict b,
+                                     fkm_index_t d)
+{
+    fkm_v4d acc = {0.0, 0.0, 0.0, 0.0};
+    fkm_index_t j = 0;
+    for (; j + 4 <= d; j += 4) {
+        fkm_v4d t = FKM_NAME(load4)(a + j) - FKM_NAME(load4)(b + j);
+        acc += t * t;
+    }
+    double r = 0.0;
+    for (; j < d; ++j) {
+        double t = (double)a[j] - (double)b[j];
+        r += t * t;
+    }
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + r;
+}
+
+/* Update mind/labels of block [lo, hi) for center number `pos` (row xc);
+ * returns whether any point moved.  Always inlined so that callers passing a
+ * constant d get a fully unrolled distance. */
+static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
+    double *restrict mind, int32_t *restrict labels, const FKM_REAL *X,
+    const uint8_t *removed, fkm_index_t lo, fkm_index_t hi, fkm_index_t d,
+    fkm_index_t pos, const FKM_REAL *restrict xc, const double *restrict dcc,
+    int prune)
+{
+    const int32_t p32 = (int32_t)pos;
+    int changed = 0;
+    if (prune) {
+        for (fkm_index_t i = lo; i < hi; ++i) {
+            if (removed && removed[i])
+                continue;
+            double m = mind[i];
+            if (dcc[labels[i]] >= FKM_PRUNE_FACTOR * m)
+                continue;
+            double dd = FKM_NAME(dist2)(X + i * d, xc, d);
+            if (dd < m) {
+                mind[i] = dd;
+                labels[i] = p32;
+                changed = 1;
+            }
+        }
+        return changed;
+    }
+    /* Removed points and chosen centers hold mind = 0, which no distance
+     * beats: no test needed. */
+    for (fkm_index_t i = lo; i < hi; ++i) {
+        double m = mind[i];
+        double dd = FKM_NAME(dist2)(X + i * d, xc, d);
+        int lt = dd < m;
+        mind[i] = lt ? dd : m;
+        labels[i] = lt ? p32 : labels[i];
+        changed |= lt;
+    }
+    return changed;
+}
+
+/* Same as update_block (branch-free path) on points [lo, hi), lo and hi
+ * multiples of 4, read from the packed copy P (panels of 4 points, coordinate
+ * major).  Four points per vector; the per-point summation order is that of
+ * dist2, so both paths give bit-identical distances. */
+static inline __attribute__((always_inline)) int FKM_NAME(update_packed)(
+    double *restrict mind, int32_t *restrict labels, const double *restrict P,
+    fkm_index_t lo, fkm_index_t hi, fkm_index_t d, fkm_index_t pos,
+    const FKM_REAL *restrict xc)
+{
+    const int32_t p32 = (int32_t)pos;
+    fkm_v4i any = {0, 0, 0, 0};
+    for (fkm_index_t i = lo; i < hi; i += 4) {
+        const double *pp = P + i * d; /* panel i/4 starts at (i/4)*4*d */
+        fkm_v4d s[4] = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0},
+                        {0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+        fkm_v4d r = {0.0, 0.0, 0.0, 0.0};
+        fkm_index_t j = 0;
+        for (; j + 4 <= d; j += 4) {
+            for (int l = 0; l < 4; ++l) {
+                fkm_v4d t = load4_f64(pp + 4 * (j + l)) - (double)xc[j + l];
+                s[l] += t * t;
+            }
+        }
+        for (; j < d; ++j) {
+            fkm_v4d t = load4_f64(pp + 4 * j) - (double)xc[j];
+            r += t * t;
+        }
+        fkm_v4d dd = ((s[0] + s[1]) + (s[2] + s[3])) + r;
+        fkm_v4d m = load4_f64(mind + i);
+        fkm_v4i lt = dd < m;
+        if (lt[0] | lt[1] | lt[2] | lt[3]) { /* later passes rarely write */
+            fkm_v4d nm = (fkm_v4d)(((fkm_v4i)dd & lt) | ((fkm_v4i)m & ~lt));
+            memcpy(mind + i, &nm, sizeof nm);
+            for (int l = 0; l < 4; ++l)
+                labels[i + l] = lt[l] ? p32 : labels[i + l];
+            any |= lt;
+        }
+    }
+    return (any[0] | any[1] | any[2] | any[3]) != 0;
+}
+
+/* One pass for center number `pos` (row id c): update mind/labels of active
+ * points and the block sums of w_i * mind_i.  Low-dimensional data take a
+ * branch-free path with the distance unrolled for the exact d (distances are
+ * cheap there, mispredicted branches are not); higher-dimensional data skip
+ * the points the triangle inequality rules out (||c - c_l||^2 >= 4 D_i^2
+ * implies d(x, c) >= D_i, c_l the point's nearest center), with a margin so
+ * rounding can never change a result. */
+FKM_HOT static void FKM_NAME(update_pass)(
+    double *restrict mind, int32_t *restrict labels, double *restrict bsum,
+    const FKM_REAL *X, const double *P, const double *w,
+    const uint8_t *removed, fkm_index_t n, fkm_index_t d, fkm_index_t pos,
+    fkm_index_t c, const double *dcc)
+{
+    const fkm_index_t n4 = P ? n - n % 4 : 0; /* points covered by P */
+    const FKM_REAL *xc = X + c * d;
+    const int prune = pos > 0 && d >= FKM_PRUNE_MIN_D;
+    fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
+    for (fkm_index_t b = 0; b < nb; ++b) {
+        fkm_index_t lo = b * FKM_SEED_BLOCK;
+        fkm_index_t hi = lo + FKM_SEED_BLOCK < n ? lo + FKM_SEED_BLOCK : n;
+        int changed = 0;
+        fkm_index_t mid = lo;
+        if (P && lo < n4) {
+            mid = hi < n4 ? hi : n4;
+            if (pos == 0) /* pack while the block is read for the first time */
+                for (fkm_index_t i = lo; i < mid; i += 4)
+                    for (fkm_index_t j = 0; j < d; ++j)
+                        for (fkm_index_t l = 0; l < 4; ++l)
+                            ((double *)P)[i * d + 4 * j + l] =
+                                (double)X[(i + l) * d + j];
+#define FKM_PCASE(D)                                                          \
+    case D:                                                                   \
+        changed = FKM_NAME(update_packed)(mind, labels, P, lo, mid, D, pos,   \
+                                          xc);                                \
+        break;
+            switch (d) {
+                FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
+                FKM_PCASE(5) FKM_PCASE(6) FKM_PCASE(7) FKM_PCASE(8)
+                FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
+                FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
+            default:
+                changed = FKM_NAME(update_packed)(mind, labels, P, lo, mid, d,
+                                                  pos, xc);
+            }
+#undef FKM_PCASE
+        }
+#define FKM_CASE(D)                                                           \
+    case D:                                                                   \
+        changed |= FKM_NAME(update_block)(mind, labels, X, removed, mid, hi,  \
+                                          D, pos, xc, dcc, prune);            \
+        break;
+        if (mid < hi) switch (d) {
+            FKM_CASE(1) FKM_CASE(2) FKM_CASE(3) FKM_CASE(4)
+            FKM_CASE(5) FKM_CASE(6) FKM_CASE(7) FKM_CASE(8)
+            FKM_CASE(9) FKM_CASE(10) FKM_CASE(11) FKM_CASE(12)
+            FKM_CASE(13) FKM_CASE(14) FKM_CASE(15) FKM_CASE(16)
+        default:
+            changed |= FKM_NAME(update_block)(mind, labels, X, removed, mid, hi,
+                                              d, pos, xc, dcc, prune);
+        }
+#undef FKM_CASE
+        if (changed) {
+            double s = 0.0;
+            if (w) {
+                for (fkm_index_t i = lo; i < hi; ++i)
+                    s += w[i] * mind[i];
+            } else {
+                for (fkm_index_t i = lo; i < hi; ++i)
+                    s += mind[i];
+            }
+            bsum[b] = s;
+        }
+    }
+}
+
+int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
+                              double *mind, int32_t *labels, const FKM_REAL *X,
+                              const double *w, const uint8_t *removed,
+                              fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                              fkm_index_t n_prefix)
+{
+    fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
+    double *bsum = calloc((size_t)(nb > 0 ? nb : 1), sizeof(double));
+    double *dcc = malloc((size_t)(k > 0 ? k : 1) * sizeof(double));
+    fkm_index_t *sorted = malloc((size_t)(k > 0 ? k : 1) * sizeof(fkm_index_t));
+    double *P = NULL;
+    int status = FKM_OK;
+    if (!bsum || !dcc || !sorted) {
+        status = FKM_ENOMEM;
+        goto done;
+    }
+    if (d <= FKM_PACK_MAX_D && n >= 4 && k > 1) {
+        /* Panels of 4 points, coordinate major: P[4*(p*d + j) + l] holds
+         * X[4p + l, j].  One pass here saves instructions on all k passes. */
+        fkm_index_t n4 = n - n % 4;
+        P = fkm_alloc_large((size_t)n4 * (size_t)d * sizeof(double));
+        if (!P) {
+            status = FKM_ENOMEM;
+            goto done;
+        }
+        (void)n4; /* filled block by block during the first pass */
+    }
+    for (fkm_index_t i = 0; i < n; ++i) {
+        mind[i] = (removed && removed[i]) ? 0.0 : 1.0;
+        labels[i] = -1;
+    }
+    if (n_prefix == 0 && k > 0) {
+        /* First center: probability proportional to weight. */
+        seeding_block_sums(bsum, mind, w, removed, n);
+        status = seeding_sample(rng, &centers[0], bsum, mind, w, removed, n);
+        if (status != FKM_OK)
+            goto done;
+    }
+    for (fkm_index_t i = 0; i < n; ++i)
+        if (!(removed && removed[i]))
+            mind[i] = HUGE_VAL;
+    for (fkm_index_t pos = 0; pos < k; ++pos) {
+        if (pos >= n_prefix && pos > 0) {
+            double total = 0.0;
+            for (fkm_index_t b = 0; b < nb; ++b)
+                total += bsum[b];
+            if (!(total < HUGE_VAL)) {
+                status = FKM_ENONFINITE;
+                goto done;
+            }
+            if (total > 0.0)
+                status = seeding_sample(rng, &centers[pos], bsum, mind, w,
+                                        removed, n);
+            else
+                status = seeding_fallback(rng, &centers[pos], sorted, centers,
+                                          pos, w, removed, n);
+            if (status != FKM_OK)
+                goto done;
+        }
+        const FKM_REAL *xc = X + centers[pos] * d;
+        for (fkm_index_t a = 0; a < pos; ++a)
+            dcc[a] = FKM_NAME(dist2)(X + centers[a] * d, xc, d);
+        FKM_NAME(update_pass)(mind, labels, bsum, X, P, w, removed, n, d, pos,
+                              centers[pos], dcc);
+    }
+done:
+    free(bsum);
+    free(dcc);
+    free(sorted);
+    fkm_free_large(P);
+    return status;
+}
+
+#undef FKM_NAME
+#undef FKM_CAT
+#undef FKM_CAT_

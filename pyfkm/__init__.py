@@ -1,0 +1,22 @@
+"""pyfkm: federated k-means clustering that is private and can forget.
+
+Core kernels are C (csrc/) behind Cython (pyfkm._core); this package is the
+Python API.
+"""
+from .exceptions import (CapacityError, InvalidIdError, InvalidInputError,
+                         NotFittedError, NumericalError, PyfkmError)
+from .seeding import RemovableSeeding, RemovalReport, kmeans_plusplus
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "kmeans_plusplus",
+    "RemovableSeeding",
+    "RemovalReport",
+    "PyfkmError",
+    "InvalidInputError",
+    "InvalidIdError",
+    "NotFittedError",
+    "NumericalError",
+    "CapacityError",
+]

@@ -1,0 +1,34 @@
+# Helpers shared by the Cython modules: status mapping and generator plumbing.
+from numpy.random cimport bitgen_t
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from pyfkm._core._csrc cimport (fkm_rng_t, FKM_OK, FKM_ENOMEM, FKM_EDOM,
+                                FKM_EOVERFLOW, FKM_ENONFINITE)
+
+
+cdef inline int check_status(int status, str where) except -1:
+    """Map a C status code to a pyfkm exception (nothing on FKM_OK)."""
+    if status == FKM_OK:
+        return 0
+    from pyfkm import exceptions as exc
+    if status == FKM_ENOMEM:
+        raise MemoryError(f"{where}: out of memory")
+    if status == FKM_EOVERFLOW:
+        raise exc.CapacityError(f"{where}: an integer result does not fit in 64 bits")
+    if status == FKM_ENONFINITE:
+        raise exc.NumericalError(
+            f"{where}: squared distances overflow to infinity; rescale the data")
+    if status == FKM_EDOM:
+        raise exc.InvalidInputError(f"{where}: argument outside the kernel's domain")
+    raise exc.PyfkmError(f"{where}: unknown status {status}")
+
+
+cdef inline bitgen_t *bitgen_of(object generator) except NULL:
+    """The bitgen_t behind a numpy Generator (hold its lock while drawing)."""
+    capsule = generator.bit_generator.capsule
+    return <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
+
+
+cdef inline void rng_from_bitgen(fkm_rng_t *out, bitgen_t *bg) noexcept nogil:
+    out.state = bg.state
+    out.next_uint64 = bg.next_uint64
+    out.next_double = bg.next_double

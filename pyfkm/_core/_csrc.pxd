@@ -1,0 +1,27 @@
+# Declarations of the whole C API in csrc/ (one block per header).
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+
+cdef extern from "fkm_common.h" nogil:
+    enum:
+        FKM_OK
+        FKM_ENOMEM
+        FKM_EDOM
+        FKM_EOVERFLOW
+        FKM_ENONFINITE
+    ctypedef int64_t fkm_index_t
+
+cdef extern from "fkm_rng.h" nogil:
+    ctypedef struct fkm_rng_t:
+        void *state
+        uint64_t (*next_uint64)(void *st) nogil
+        double (*next_double)(void *st) nogil
+
+cdef extern from "fkm_seeding.h" nogil:
+    int fkm_seeding_run_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                            int32_t *labels, const double *X, const double *w,
+                            const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+                            fkm_index_t k, fkm_index_t n_prefix)
+    int fkm_seeding_run_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                            int32_t *labels, const float *X, const double *w,
+                            const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+                            fkm_index_t k, fkm_index_t n_prefix)

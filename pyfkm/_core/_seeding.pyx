@@ -1,0 +1,242 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython wrappers of csrc/fkm_seeding.c (weighted D^2 seeding, exact removal).
+
+No input validation beyond what protects memory: callers in pyfkm.seeding
+validate shapes, dtypes, finiteness and weights.
+"""
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from numpy.random cimport bitgen_t
+from pyfkm._core._csrc cimport (fkm_rng_t, fkm_index_t, fkm_seeding_run_f64,
+                                fkm_seeding_run_f32)
+from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
+
+
+cdef int _run(object generator, fkm_index_t[::1] centers, double[::1] mind,
+              int32_t[::1] labels, object X, const double *w,
+              const uint8_t *removed, fkm_index_t k,
+              fkm_index_t n_prefix) except -1:
+    cdef const double[:, ::1] X64
+    cdef const float[:, ::1] X32
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+    cdef bitgen_t *bg = bitgen_of(generator)
+    cdef fkm_rng_t rng
+    cdef int status = 0
+    rng_from_bitgen(&rng, bg)
+    with generator.bit_generator.lock:
+        if X.dtype == np.float64:
+            X64 = X
+            with nogil:
+                status = fkm_seeding_run_f64(&rng, &centers[0], &mind[0], &labels[0],
+                                             &X64[0, 0], w, removed, n, d, k, n_prefix)
+        else:
+            X32 = X
+            with nogil:
+                status = fkm_seeding_run_f32(&rng, &centers[0], &mind[0], &labels[0],
+                                             &X32[0, 0], w, removed, n, d, k, n_prefix)
+    check_status(status, "k-means++ seeding")
+    return 0
+
+
+def seed(object X, object sample_weight, fkm_index_t k, object generator):
+    """D^2 seeding of all rows of C-contiguous float X (float32/float64).
+
+    Returns (center_ids int64[k], min_sq_dist float64[n], labels int32[n]).
+    """
+    cdef fkm_index_t n = X.shape[0]
+    centers = np.zeros(k, dtype=np.int64)
+    mind = np.empty(n, dtype=np.float64)
+    labels = np.empty(n, dtype=np.int32)
+    cdef const double[::1] w
+    cdef const double *wp = NULL
+    if sample_weight is not None:
+        w = sample_weight
+        wp = &w[0]
+    _run(generator, centers, mind, labels, X, wp, NULL, k, 0)
+    return centers, mind, labels
+
+
+cdef class SeedingState:
+    """Seeding of a dataset with stable ids that supports exact removal.
+
+    Holds the per-point nearest-center labels and squared distances, the
+    removed mask and per-cluster counts, so that removing a non-center point
+    costs O(1) and removing a center reseeds from the first removed position.
+    """
+    cdef readonly object X
+    cdef readonly object sample_weight
+    cdef readonly fkm_index_t n_clusters
+    cdef readonly fkm_index_t n_active
+    cdef readonly fkm_index_t n_positive
+    cdef object generator
+    cdef object _removed_arr, _mind_arr, _labels_arr, _centers_arr
+    cdef object _pos_arr, _counts_arr, _wsizes_arr
+    cdef uint8_t[::1] removed
+    cdef double[::1] mind
+    cdef int32_t[::1] labels
+    cdef fkm_index_t[::1] centers
+    cdef int32_t[::1] center_pos
+    cdef int64_t[::1] counts
+    cdef double[::1] wsizes
+    cdef const double[::1] w
+
+    def __init__(self, X, sample_weight, fkm_index_t n_clusters, generator):
+        cdef fkm_index_t n = X.shape[0]
+        self.X = X
+        self.sample_weight = sample_weight
+        self.n_clusters = n_clusters
+        self.generator = generator
+        self.n_active = n
+        if sample_weight is None:
+            self.n_positive = n
+        else:
+            self.w = sample_weight
+            self.n_positive = int(np.count_nonzero(sample_weight > 0))
+        self._removed_arr = np.zeros(n, dtype=np.uint8)
+        self.removed = self._removed_arr
+        self._pos_arr = np.full(n, -1, dtype=np.int32)
+        self.center_pos = self._pos_arr
+        self._reseed(0, self._removed_arr)
+
+    cdef const double *_wptr(self):
+        if self.sample_weight is None:
+            return NULL
+        return &self.w[0]
+
+    cdef int _reseed(self, fkm_index_t n_prefix, object removed) except -1:
+        """Keep centers[:n_prefix], resample the rest; atomic on failure."""
+        cdef fkm_index_t n = self.X.shape[0], k = self.n_clusters, i
+        centers = np.zeros(k, dtype=np.int64)
+        if n_prefix > 0:
+            centers[:n_prefix] = self._centers_arr[:n_prefix]
+        mind = np.empty(n, dtype=np.float64)
+        labels = np.empty(n, dtype=np.int32)
+        cdef uint8_t[::1] rm = removed
+        _run(self.generator, centers, mind, labels, self.X, self._wptr(),
+             &rm[0], k, n_prefix)
+        # Success: swap in the new state.
+        if self._centers_arr is not None:
+            for i in range(k):
+                self.center_pos[self._centers_arr[i]] = -1
+        self._centers_arr, self._mind_arr, self._labels_arr = centers, mind, labels
+        self.centers, self.mind, self.labels = centers, mind, labels
+        for i in range(k):
+            self.center_pos[centers[i]] = <int32_t> i
+        active = labels >= 0
+        self._counts_arr = np.bincount(labels[active], minlength=k).astype(np.int64)
+        if self.sample_weight is None:
+            self._wsizes_arr = self._counts_arr.astype(np.float64)
+        else:
+            self._wsizes_arr = np.bincount(labels[active],
+                                           weights=self.sample_weight[active],
+                                           minlength=k).astype(np.float64)
+        self.counts, self.wsizes = self._counts_arr, self._wsizes_arr
+        return 0
+
+    def remove(self, const int64_t[::1] ids):
+        """Remove the points `ids` (validated here, atomically).
+
+        Returns (reseeded, position): position is the index of the first
+        removed center in the seeding order, or -1.
+        """
+        cdef fkm_index_t m = ids.shape[0], n = self.X.shape[0], t, i
+        cdef fkm_index_t first = -1, n_pos_removed = 0
+        cdef int bad = 0
+        cdef str why = ""
+        # Validate, marking with 2 to catch repeats; roll back on error.
+        for t in range(m):
+            i = ids[t]
+            if i < 0 or i >= n:
+                bad, why = 1, f"id {i} is out of range [0, {n})"
+                break
+            if self.removed[i] == 2:
+                bad, why = 1, f"id {i} is repeated in the request"
+                break
+            if self.removed[i] == 1:
+                bad, why = 1, f"id {i} was already removed"
+                break
+            self.removed[i] = 2
+            if self.sample_weight is None or self.w[i] > 0:
+                n_pos_removed += 1
+            if self.center_pos[i] >= 0 and (first < 0 or self.center_pos[i] < first):
+                first = self.center_pos[i]
+        if not bad and self.n_positive - n_pos_removed < self.n_clusters:
+            bad = 1
+            why = (f"removing {m} point(s) would leave "
+                   f"{self.n_positive - n_pos_removed} point(s) with positive "
+                   f"weight, fewer than n_clusters={self.n_clusters}")
+        if bad:
+            for t in range(m):
+                i = ids[t]
+                if 0 <= i < n and self.removed[i] == 2:
+                    self.removed[i] = 0
+            from pyfkm.exceptions import InvalidIdError
+            raise InvalidIdError(why + "; nothing was removed")
+        for t in range(m):
+            self.removed[ids[t]] = 1
+        if first >= 0:
+            try:
+                self._reseed(first, self._removed_arr)
+            except BaseException:
+                for t in range(m):
+                    self.removed[ids[t]] = 0
+                raise
+        else:
+            for t in range(m):
+                i = ids[t]
+                self.counts[self.labels[i]] -= 1
+                self.wsizes[self.labels[i]] -= 1.0 if self.sample_weight is None else self.w[i]
+                self.labels[i] = -1
+                self.mind[i] = 0.0
+        self.n_active -= m
+        self.n_positive -= n_pos_removed
+        return first >= 0, first
+
+    def remove_one(self, int64_t i):
+        """Fast path of remove() for a single id."""
+        cdef fkm_index_t n = self.X.shape[0]
+        cdef int32_t lab
+        if i < 0 or i >= n or self.removed[i] or self.center_pos[i] >= 0 or \
+                (self.n_positive - 1 < self.n_clusters and
+                 (self.sample_weight is None or self.w[i] > 0)):
+            return self.remove(np.array([i], dtype=np.int64))
+        self.removed[i] = 1
+        lab = self.labels[i]
+        self.counts[lab] -= 1
+        if self.sample_weight is None:
+            self.wsizes[lab] -= 1.0
+        else:
+            self.wsizes[lab] -= self.w[i]
+            if self.w[i] > 0:
+                self.n_positive -= 1
+        if self.sample_weight is None:
+            self.n_positive -= 1
+        self.labels[i] = -1
+        self.mind[i] = 0.0
+        self.n_active -= 1
+        return False, -1
+
+    @property
+    def center_ids(self):
+        return self._centers_arr.copy()
+
+    @property
+    def labels_array(self):
+        return self._labels_arr.copy()
+
+    @property
+    def min_sq_dist(self):
+        return self._mind_arr.copy()
+
+    @property
+    def counts_array(self):
+        return self._counts_arr.copy()
+
+    @property
+    def weights_array(self):
+        return self._wsizes_arr.copy()
+
+    @property
+    def removed_mask(self):
+        return self._removed_arr.astype(bool)

@@ -1,0 +1,86 @@
+"""Input validation at the edge of the public API (private)."""
+import numbers
+
+import numpy as np
+
+from .exceptions import InvalidInputError
+
+_FLOATS = (np.float64, np.float32)
+
+
+def check_array(X, name="X", *, dtype=_FLOATS, ndim=2, allow_empty=False):
+    """Return ``X`` as a C-contiguous float32/float64 array of ``ndim`` dims.
+
+    Integer and other real inputs are converted to float64; non-contiguous
+    arrays are copied.  Raises InvalidInputError on wrong dimensionality,
+    emptiness, complex or non-numeric data, NaN or infinity.
+    """
+    try:
+        arr = np.asarray(X)
+    except Exception as e:  # ragged lists and the like
+        raise InvalidInputError(f"{name} could not be converted to an array: {e}") from None
+    if arr.dtype.kind == "c":
+        raise InvalidInputError(f"{name} must be real, got complex dtype {arr.dtype}")
+    if arr.dtype.kind not in "biuf":
+        raise InvalidInputError(f"{name} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        hint = " (reshape 1-D data with X.reshape(-1, 1))" if ndim == 2 and arr.ndim == 1 else ""
+        raise InvalidInputError(
+            f"{name} must be a {ndim}-D array, got {arr.ndim}-D with shape {arr.shape}{hint}")
+    target = arr.dtype if arr.dtype in dtype else dtype[0]
+    arr = np.ascontiguousarray(arr, dtype=target)
+    if not allow_empty and arr.size == 0:
+        raise InvalidInputError(f"{name} is empty (shape {arr.shape})")
+    if not np.isfinite(arr).all():
+        raise InvalidInputError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def check_sample_weight(sample_weight, n, name="sample_weight"):
+    """Return weights as float64[n] (None stays None), nonnegative, not all zero."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
+        w = np.full(n, float(sample_weight))
+    else:
+        w = check_array(sample_weight, name, dtype=(np.float64,), ndim=1)
+        if w.shape[0] != n:
+            raise InvalidInputError(
+                f"{name} has {w.shape[0]} entries but X has {n} rows")
+    if not np.isfinite(w).all():
+        raise InvalidInputError(f"{name} contains NaN or infinity")
+    if (w < 0).any():
+        raise InvalidInputError(f"{name} must be nonnegative; found {int((w < 0).sum())} negative entries")
+    if not (w > 0).any():
+        raise InvalidInputError(f"{name} is all zero; at least n_clusters points need positive weight")
+    return w
+
+
+def check_n_clusters(n_clusters, n_samples=None, n_positive=None):
+    """Validate ``n_clusters`` (an int >= 1, <= the number of usable points)."""
+    if not isinstance(n_clusters, numbers.Integral) or isinstance(n_clusters, bool):
+        raise InvalidInputError(f"n_clusters must be an int, got {n_clusters!r}")
+    n_clusters = int(n_clusters)
+    if n_clusters < 1:
+        raise InvalidInputError(f"n_clusters={n_clusters} must be >= 1")
+    if n_samples is not None and n_clusters > n_samples:
+        raise InvalidInputError(f"n_samples={n_samples} should be >= n_clusters={n_clusters}")
+    if n_positive is not None and n_clusters > n_positive:
+        raise InvalidInputError(
+            f"only {n_positive} points have positive sample_weight, fewer than "
+            f"n_clusters={n_clusters}")
+    return n_clusters
+
+
+def check_ids(ids, name="ids"):
+    """Return ids as a 1-D C-contiguous int64 array (a scalar becomes length 1)."""
+    arr = np.asarray(ids)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name} must be an int or a 1-D sequence of ints")
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise InvalidInputError(f"{name} must be integers, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.int64)

@@ -1,0 +1,40 @@
+"""Exceptions raised by pyfkm.
+
+Every error a user can cause by passing bad input is an :class:`InvalidInputError`,
+which subclasses both :class:`PyfkmError` and :class:`ValueError`, so
+``except ValueError`` keeps working.  An operation that raises leaves the
+object it was called on unchanged.
+"""
+
+__all__ = [
+    "PyfkmError",
+    "InvalidInputError",
+    "InvalidIdError",
+    "NotFittedError",
+    "NumericalError",
+    "CapacityError",
+]
+
+
+class PyfkmError(Exception):
+    """Base class of all pyfkm errors."""
+
+
+class InvalidInputError(PyfkmError, ValueError):
+    """An argument (data, weights, parameter) is not acceptable."""
+
+
+class InvalidIdError(InvalidInputError):
+    """A point id to remove is unknown, repeated or already removed."""
+
+
+class NotFittedError(PyfkmError, ValueError, AttributeError):
+    """An estimator was used before ``fit``."""
+
+
+class NumericalError(InvalidInputError):
+    """The data make the computation overflow (e.g. squared distances reach inf)."""
+
+
+class CapacityError(InvalidInputError, OverflowError):
+    """An integer result (bin coordinate, flattened index) does not fit in 64 bits."""
