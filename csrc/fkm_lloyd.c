@@ -1,0 +1,86 @@
+/* fkm_lloyd.c -- see fkm_lloyd.h. */
+
+/* Contract a*b + c into fused multiply-adds here (the build disables it
+ * elsewhere): the score tiles are bound by arithmetic. */
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+#include "fkm_lloyd.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef double fkm_v4d __attribute__((vector_size(32), aligned(8)));
+typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
+
+#define LOAD4(p) (*(const fkm_v4d *)(p))
+
+void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
+                            fkm_index_t k, fkm_index_t d)
+{
+    const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
+    for (fkm_index_t p = 0; p < np; ++p) {
+        for (fkm_index_t l = 0; l < FKM_LLOYD_PANEL; ++l) {
+            fkm_index_t c = p * FKM_LLOYD_PANEL + l;
+            double s = 0.0;
+            for (fkm_index_t j = 0; j < d; ++j) {
+                double v = c < k ? centers[c * d + j] : 0.0;
+                ct[(p * d + j) * FKM_LLOYD_PANEL + l] = v;
+                s += v * v;
+            }
+            hnorm[c] = c < k ? 0.5 * s : HUGE_VAL;
+        }
+    }
+}
+
+void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
+                               fkm_index_t hi, fkm_index_t d)
+{
+    for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
+        for (fkm_index_t j = 0; j < d; ++j)
+            for (fkm_index_t l = 0; l < 4; ++l)
+                P[i * d + 4 * j + l] = X[(i + l) * d + j];
+}
+
+void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
+                               fkm_index_t hi, fkm_index_t d)
+{
+    for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
+        for (fkm_index_t j = 0; j < d; ++j)
+            for (fkm_index_t l = 0; l < 4; ++l)
+                P[i * d + 4 * j + l] = (double)X[(i + l) * d + j];
+}
+
+void fkm_lloyd_merge(double *sums, double *wsums, double *inertia,
+                     const double *part_sums, const double *part_wsums,
+                     const double *part_inertia, fkm_index_t n_parts,
+                     fkm_index_t k, fkm_index_t d)
+{
+    const fkm_index_t kd = k * d;
+    memset(sums, 0, (size_t)kd * sizeof(double));
+    memset(wsums, 0, (size_t)k * sizeof(double));
+    double s = 0.0;
+    for (fkm_index_t p = 0; p < n_parts; ++p) {
+        for (fkm_index_t t = 0; t < kd; ++t)
+            sums[t] += part_sums[p * kd + t];
+        for (fkm_index_t c = 0; c < k; ++c)
+            wsums[c] += part_wsums[p * k + c];
+        s += part_inertia[p];
+    }
+    *inertia = s;
+}
+
+#define FKM_REAL double
+#define FKM_SFX f64
+#include "fkm_lloyd_impl.h"
+#undef FKM_REAL
+#undef FKM_SFX
+
+#define FKM_REAL float
+#define FKM_SFX f32
+#include "fkm_lloyd_impl.h"
+#undef FKM_REAL
+#undef FKM_SFX

@@ -1,0 +1,195 @@
+/* Type-generic body of fkm_lloyd.c; included once per input type with
+ * FKM_REAL and FKM_SFX defined. */
+
+#define FKM_CAT_(a, b) a##_##b
+#define FKM_CAT(a, b) FKM_CAT_(a, b)
+#define FKM_NAME(name) FKM_CAT(name, FKM_SFX)
+
+/* Nearest center of the 4 rows r0..r3 (each d values, converted to double on
+ * load) by the score 0.5||c||^2 - <x, c>: best[r] gets the index. */
+static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
+    fkm_index_t *best, const FKM_REAL *r0, const FKM_REAL *r1,
+    const FKM_REAL *r2, const FKM_REAL *r3, fkm_index_t d,
+    const double *restrict ct, const double *restrict hnorm, fkm_index_t k)
+{
+    const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
+    const fkm_v4d inf = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};
+    /* Per row and lane: best score so far and its panel (branch-free). */
+    fkm_v4d bv[8] = {inf, inf, inf, inf, inf, inf, inf, inf};
+    fkm_v4i bp[8] = {{0}};
+    for (fkm_index_t p = 0; p < np; ++p) {
+        const double *pc = ct + p * d * FKM_LLOYD_PANEL;
+        fkm_v4d a00 = {0, 0, 0, 0}, a01 = {0, 0, 0, 0};
+        fkm_v4d a10 = {0, 0, 0, 0}, a11 = {0, 0, 0, 0};
+        fkm_v4d a20 = {0, 0, 0, 0}, a21 = {0, 0, 0, 0};
+        fkm_v4d a30 = {0, 0, 0, 0}, a31 = {0, 0, 0, 0};
+        for (fkm_index_t j = 0; j < d; ++j) {
+            fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
+            fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
+            double x0 = (double)r0[j], x1 = (double)r1[j];
+            double x2 = (double)r2[j], x3 = (double)r3[j];
+            a00 += x0 * c0;
+            a01 += x0 * c1;
+            a10 += x1 * c0;
+            a11 += x1 * c1;
+            a20 += x2 * c0;
+            a21 += x2 * c1;
+            a30 += x3 * c0;
+            a31 += x3 * c1;
+        }
+        const double *hn = hnorm + p * FKM_LLOYD_PANEL;
+        const fkm_v4d h0 = LOAD4(hn), h1 = LOAD4(hn + 4);
+        const fkm_v4d s[8] = {h0 - a00, h1 - a01, h0 - a10, h1 - a11,
+                              h0 - a20, h1 - a21, h0 - a30, h1 - a31};
+        const fkm_v4i pv = {p, p, p, p};
+        for (int t = 0; t < 8; ++t) {
+            fkm_v4i lt = s[t] < bv[t]; /* strict: earlier panel wins ties */
+            bv[t] = (fkm_v4d)(((fkm_v4i)s[t] & lt) | ((fkm_v4i)bv[t] & ~lt));
+            bp[t] = (pv & lt) | (bp[t] & ~lt);
+        }
+    }
+    for (int r = 0; r < 4; ++r) {
+        double b = bv[2 * r][0];
+        fkm_index_t bi = bp[2 * r][0] * FKM_LLOYD_PANEL;
+        for (int l = 1; l < FKM_LLOYD_PANEL; ++l) {
+            double v = bv[2 * r + l / 4][l % 4];
+            fkm_index_t id = bp[2 * r + l / 4][l % 4] * FKM_LLOYD_PANEL + l;
+            int take = (v < b) | ((v == b) & (id < bi));
+            b = take ? v : b;
+            bi = take ? id : bi;
+        }
+        best[r] = bi < k ? bi : k - 1;
+    }
+}
+
+/* Nearest center for 4 points of a packed panel (coordinate-major: pp[4j + l]
+ * is coordinate j of point l): vectorized over the points, so the argmin over
+ * centers is vertical.  Scores are the same 0.5||c||^2 - <x, c>. */
+static inline __attribute__((always_inline)) void FKM_NAME(panel4)(
+    fkm_index_t *best, const double *restrict pp, fkm_index_t d,
+    const double *restrict centers, const double *restrict hnorm,
+    fkm_index_t k)
+{
+    fkm_v4d bv = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};
+    fkm_v4i bi = {0, 0, 0, 0};
+    fkm_index_t c = 0;
+    /* Four centers at a time: four independent FMA chains hide latency. */
+    for (; c + 4 <= k; c += 4) {
+        const double *c0 = centers + c * d, *c1 = c0 + d, *c2 = c1 + d,
+                     *c3 = c2 + d;
+        fkm_v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+        fkm_v4d a2 = {0, 0, 0, 0}, a3 = {0, 0, 0, 0};
+        for (fkm_index_t j = 0; j < d; ++j) {
+            const fkm_v4d x = LOAD4(pp + 4 * j);
+            a0 += x * c0[j];
+            a1 += x * c1[j];
+            a2 += x * c2[j];
+            a3 += x * c3[j];
+        }
+        const fkm_v4d sc[4] = {hnorm[c] - a0, hnorm[c + 1] - a1,
+                               hnorm[c + 2] - a2, hnorm[c + 3] - a3};
+        for (int t = 0; t < 4; ++t) {
+            fkm_v4i lt = sc[t] < bv; /* strict: lowest index wins ties */
+            bv = (fkm_v4d)(((fkm_v4i)sc[t] & lt) | ((fkm_v4i)bv & ~lt));
+            const fkm_v4i cv = {c + t, c + t, c + t, c + t};
+            bi = (cv & lt) | (bi & ~lt);
+        }
+    }
+    for (; c < k; ++c) {
+        const double *cc = centers + c * d;
+        fkm_v4d acc = {0, 0, 0, 0};
+        for (fkm_index_t j = 0; j < d; ++j)
+            acc += LOAD4(pp + 4 * j) * cc[j];
+        fkm_v4d sc = hnorm[c] - acc;
+        fkm_v4i lt = sc < bv;
+        bv = (fkm_v4d)(((fkm_v4i)sc & lt) | ((fkm_v4i)bv & ~lt));
+        const fkm_v4i cv = {c, c, c, c};
+        bi = (cv & lt) | (bi & ~lt);
+    }
+    for (int r = 0; r < 4; ++r)
+        best[r] = bi[r];
+}
+
+FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
+    int32_t *labels, double *mind, double *sums, double *wsums,
+    double *inertia, const FKM_REAL *X, const double *P, const double *w,
+    fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
+    const double *hnorm, const double *centers, fkm_index_t k)
+{
+    const fkm_index_t n4 = P ? hi - hi % 4 : lo;
+    if (P && lo % 4 != 0)
+        return FKM_EDOM;
+    memset(sums, 0, (size_t)(k * d) * sizeof(double));
+    memset(wsums, 0, (size_t)k * sizeof(double));
+    double inert = 0.0;
+    FKM_REAL *pad = NULL;
+    for (fkm_index_t i = lo; i < hi; i += 4) {
+        const FKM_REAL *rows[4];
+        fkm_index_t m = hi - i < 4 ? hi - i : 4;
+        if (m == 4) {
+            for (int r = 0; r < 4; ++r)
+                rows[r] = X + (i + r) * d;
+        } else {
+            /* Tail: repeat the last row; extra results are ignored. */
+            if (!pad) {
+                pad = malloc((size_t)(d > 0 ? d : 1) * sizeof(FKM_REAL));
+                if (!pad)
+                    return FKM_ENOMEM;
+                memcpy(pad, X + (hi - 1) * d, (size_t)d * sizeof(FKM_REAL));
+            }
+            for (int r = 0; r < 4; ++r)
+                rows[r] = r < m ? X + (i + r) * d : pad;
+        }
+        fkm_index_t best[4];
+        if (i + 4 <= n4) {
+#define FKM_PCASE(D)                                                          \
+    case D:                                                                   \
+        FKM_NAME(panel4)(best, P + i * D, D, centers, hnorm, k);             \
+        break;
+            switch (d) {
+                FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
+                FKM_PCASE(5) FKM_PCASE(6) FKM_PCASE(7) FKM_PCASE(8)
+                FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
+                FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
+            default:
+                FKM_NAME(panel4)(best, P + i * d, d, centers, hnorm, k);
+            }
+#undef FKM_PCASE
+        } else {
+            FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct,
+                            hnorm, k);
+        }
+        for (fkm_index_t r = 0; r < m; ++r) {
+            const FKM_REAL *x = rows[r];
+            const fkm_index_t c = best[r];
+            double *sc = sums + c * d;
+            const double wi = w ? w[i + r] : 1.0;
+            if (w) {
+                for (fkm_index_t j = 0; j < d; ++j)
+                    sc[j] += wi * (double)x[j];
+            } else {
+                for (fkm_index_t j = 0; j < d; ++j)
+                    sc[j] += (double)x[j];
+            }
+            wsums[c] += wi;
+            labels[i + r] = (int32_t)c;
+            if (mind) {
+                const double *cc = centers + c * d;
+                double dd = 0.0;
+                for (fkm_index_t j = 0; j < d; ++j) {
+                    double t = (double)x[j] - cc[j];
+                    dd += t * t;
+                }
+                mind[i + r] = dd;
+                inert += wi * dd;
+            }
+        }
+    }
+    free(pad);
+    *inertia = inert;
+    return FKM_OK;
+}
+
+#undef FKM_NAME
+#undef FKM_CAT
+#undef FKM_CAT_

@@ -1,0 +1,125 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython wrappers of csrc/fkm_lloyd.c (weighted Lloyd assignment/update).
+
+No input validation: pyfkm.kmeans passes C-contiguous float32/float64 X,
+float64 weights (or None) and float64 centers of matching shapes.
+"""
+import numpy as np
+
+from libc.stdint cimport int32_t, int64_t
+from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
+                                FKM_LLOYD_PACK_MAX_D, fkm_lloyd_pack_points_f64,
+                                fkm_lloyd_pack_points_f32,
+                                fkm_lloyd_pack_centers, fkm_lloyd_assign_f64,
+                                fkm_lloyd_assign_f32, fkm_lloyd_merge)
+from pyfkm._core._common cimport check_status
+
+
+def part_bounds(fkm_index_t n, fkm_index_t k, fkm_index_t d):
+    """Fixed partition of [0, n) into contiguous parts (depends on n, k, d only).
+
+    At most 64 parts, at least ~4096 points each, and at most 2**25 doubles
+    of partial sums in total.
+    """
+    cdef fkm_index_t n_parts = min(n // 4096, (1 << 25) // max(k * d, 1), 64)
+    n_parts = max(n_parts, 1)
+    b = np.linspace(0, n, n_parts + 1).astype(np.int64)
+    inner = b[1:len(b) - 1]
+    inner -= inner % 4  # parts start on packed panels (a view: updates b)
+    return b
+
+
+def pack_points(X):
+    """X packed in panels of 4 points (float64), or None when d is too large
+    for packing to pay."""
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+    if d > FKM_LLOYD_PACK_MAX_D or n < 4:
+        return None
+    P = np.empty(n * d, dtype=np.float64)
+    cdef double[::1] Pv = P
+    cdef const double[:, ::1] X64
+    cdef const float[:, ::1] X32
+    if X.dtype == np.float64:
+        X64 = X
+        with nogil:
+            fkm_lloyd_pack_points_f64(&Pv[0], &X64[0, 0], 0, n, d)
+    else:
+        X32 = X
+        with nogil:
+            fkm_lloyd_pack_points_f32(&Pv[0], &X32[0, 0], 0, n, d)
+    return P
+
+
+def pack_centers(const double[:, ::1] centers):
+    """Packed panels and half squared norms for fkm_lloyd_assign_*."""
+    cdef fkm_index_t k = centers.shape[0], d = centers.shape[1]
+    ct = np.empty(max(fkm_lloyd_packed_size(k, d), 1), dtype=np.float64)
+    hn = np.empty(((k + 7) // 8) * 8, dtype=np.float64)
+    cdef double[::1] ctv = ct, hnv = hn
+    with nogil:
+        fkm_lloyd_pack_centers(&ctv[0], &hnv[0], &centers[0, 0], k, d)
+    return ct, hn
+
+
+def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
+                 const double[::1] hn, const double[:, ::1] centers,
+                 const int64_t[::1] bounds, fkm_index_t part_lo,
+                 fkm_index_t part_hi, int32_t[::1] labels, object mind,
+                 double[:, :, ::1] part_sums, double[:, ::1] part_wsums,
+                 double[::1] part_inertia):
+    """Assign points and accumulate partial sums for parts [part_lo, part_hi).
+
+    ``w_or_empty`` of length 0 means unit weights; ``P`` is pack_points(X)
+    (or None); ``mind`` None skips distances and inertia.  Releases the GIL.
+    """
+    cdef double[::1] mv
+    cdef double *mp = NULL
+    cdef const double[::1] Pv
+    cdef const double *Pp = NULL
+    if mind is not None:
+        mv = mind
+        mp = &mv[0]
+    if P is not None:
+        Pv = P
+        Pp = &Pv[0]
+    cdef fkm_index_t k = centers.shape[0], d = centers.shape[1], p
+    cdef const double *wp = &w_or_empty[0] if w_or_empty.shape[0] > 0 else NULL
+    cdef const double[:, ::1] X64
+    cdef const float[:, ::1] X32
+    cdef int status = 0
+    cdef bint is64 = X.dtype == np.float64
+    if is64:
+        X64 = X
+    else:
+        X32 = X
+    with nogil:
+        for p in range(part_lo, part_hi):
+            if is64:
+                status = fkm_lloyd_assign_f64(
+                    &labels[0], mp, &part_sums[p, 0, 0], &part_wsums[p, 0],
+                    &part_inertia[p], &X64[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
+                    &ct[0], &hn[0], &centers[0, 0], k)
+            else:
+                status = fkm_lloyd_assign_f32(
+                    &labels[0], mp, &part_sums[p, 0, 0], &part_wsums[p, 0],
+                    &part_inertia[p], &X32[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
+                    &ct[0], &hn[0], &centers[0, 0], k)
+            if status != 0:
+                break
+    check_status(status, "Lloyd assignment")
+
+
+def merge(const double[:, :, ::1] part_sums, const double[:, ::1] part_wsums,
+          const double[::1] part_inertia):
+    """Sum the parts in order; returns (sums[k, d], wsums[k], inertia)."""
+    cdef fkm_index_t P = part_sums.shape[0], k = part_sums.shape[1]
+    cdef fkm_index_t d = part_sums.shape[2]
+    sums = np.empty((k, d), dtype=np.float64)
+    wsums = np.empty(k, dtype=np.float64)
+    cdef double[:, ::1] sv = sums
+    cdef double[::1] wv = wsums
+    cdef double inertia = 0.0
+    with nogil:
+        fkm_lloyd_merge(&sv[0, 0], &wv[0], &inertia, &part_sums[0, 0, 0],
+                        &part_wsums[0, 0], &part_inertia[0], P, k, d)
+    return sums, wsums, inertia

@@ -1,0 +1,318 @@
+"""Weighted Lloyd k-means over the C assignment/update kernel."""
+import numbers
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ._base import BaseEstimator
+from ._core import _lloyd, _seeding
+from ._validation import check_array, check_n_clusters, check_sample_weight
+from .exceptions import InvalidInputError
+from .rng import as_generator
+
+__all__ = ["KMeans", "lloyd"]
+
+
+def _tolerance(X, tol):
+    """Absolute tolerance: tol times the mean per-feature variance (as scikit-learn)."""
+    if tol == 0:
+        return 0.0
+    return float(np.mean(np.var(X, axis=0, dtype=np.float64)) * tol)
+
+
+class _LloydWorkspace:
+    """Buffers and the fixed partition for repeated Lloyd steps on one X."""
+
+    def __init__(self, X, w, k, n_threads, pack=True):
+        n, d = X.shape
+        self.X, self.k, self.d = X, k, d
+        self.w = np.empty(0) if w is None else w
+        self.bounds = _lloyd.part_bounds(n, k, d)
+        P = len(self.bounds) - 1
+        self.part_sums = np.empty((P, k, d))
+        self.part_wsums = np.empty((P, k))
+        self.part_inertia = np.empty(P)
+        self.labels = np.empty(n, dtype=np.int32)
+        self.mind = np.empty(n)
+        self.P = _lloyd.pack_points(X) if pack else None
+        self.n_threads = max(1, min(int(n_threads), P))
+        self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def step(self, centers, distances=True):
+        """Assign to ``centers``; return (sums, wsums, inertia) merged in part order.
+
+        With ``distances=False`` the per-point squared distances (``mind``)
+        and the inertia are not computed (inertia is returned as nan).
+        """
+        ct, hn = _lloyd.pack_centers(centers)
+        P = len(self.bounds) - 1
+        args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
+        outs = (self.labels, self.mind if distances else None, self.part_sums,
+                self.part_wsums, self.part_inertia)
+        if self._pool is None:
+            _lloyd.assign_parts(*args, 0, P, *outs)
+        else:
+            cuts = np.linspace(0, P, self.n_threads + 1).astype(int)
+            futures = [self._pool.submit(_lloyd.assign_parts, *args, int(a), int(b), *outs)
+                       for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+            for f in futures:
+                f.result()
+        sums, wsums, inertia = _lloyd.merge(self.part_sums, self.part_wsums,
+                                            self.part_inertia)
+        return sums, wsums, (inertia if distances else float("nan"))
+
+
+def _new_centers(ws, centers, sums, wsums):
+    """Centers from sums; empty clusters are relocated deterministically.
+
+    Each empty cluster (total weight 0) takes the point farthest from its
+    assigned center (largest squared distance, ties to the lowest index) not
+    taken by another empty cluster; that point moves to the empty cluster,
+    and its old cluster's sums lose it.  Returns the number relocated.
+    """
+    empty = np.flatnonzero(wsums <= 0)
+    new = centers.copy()
+    if empty.size:
+        order = np.argsort(-ws.mind, kind="stable")[:empty.size]
+        X = ws.X
+        for e, i in zip(empty, order):
+            old = ws.labels[i]
+            wi = 1.0 if ws.w.size == 0 else ws.w[i]
+            xi = X[i].astype(np.float64)
+            sums[old] -= wi * xi
+            wsums[old] -= wi
+            sums[e] = wi * xi
+            wsums[e] = wi
+            ws.labels[i] = e
+            ws.mind[i] = 0.0
+            new[e] = xi
+    pos = wsums > 0
+    new[pos] = sums[pos] / wsums[pos, None]
+    return new, int(empty.size)
+
+
+def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1,
+          verbose=0):
+    """Run weighted Lloyd iterations from ``centers`` (no input validation).
+
+    Semantics follow scikit-learn's ``lloyd``: each iteration assigns points
+    to the current centers and recomputes them; it stops when labels do not
+    change (strict convergence) or when the total squared center shift is
+    at most ``tol`` times the mean feature variance; without strict
+    convergence a final assignment makes labels consistent with the returned
+    centers.
+
+    Returns
+    -------
+    centers, labels, inertia, n_iter
+    """
+    X = np.ascontiguousarray(X)
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
+    k = centers.shape[0]
+    ws = _LloydWorkspace(X, sample_weight, k, n_threads)
+    tol_abs = _tolerance(X, tol)
+    labels_old = None
+    strict = False
+    n_iter = 0
+    try:
+        for it in range(max_iter):
+            # Distances are only needed to report progress or to relocate
+            # empty clusters (then the step is redone with them).
+            sums, wsums, inertia = ws.step(centers, distances=bool(verbose))
+            if not verbose and (wsums <= 0).any():
+                sums, wsums, inertia = ws.step(centers, distances=True)
+            new, n_reloc = _new_centers(ws, centers, sums, wsums)
+            shift = float(((new - centers) ** 2).sum())
+            centers = new
+            n_iter = it + 1
+            if verbose:
+                print(f"Lloyd iteration {n_iter}: inertia {inertia:.6g}, "
+                      f"center shift {shift:.3g}"
+                      + (f", {n_reloc} empty cluster(s) relocated" if n_reloc else ""))
+            if labels_old is not None and np.array_equal(ws.labels, labels_old):
+                strict = True
+                break
+            if shift <= tol_abs:
+                break
+            labels_old = ws.labels.copy()
+        # Final assignment to the returned centers: makes labels consistent
+        # with them (scikit-learn skips it on strict convergence, where the
+        # labels cannot change) and gives the exact inertia.
+        _, _, inertia = ws.step(centers)
+        return centers, ws.labels.copy(), float(inertia), n_iter
+    finally:
+        ws.close()
+
+
+class KMeans(BaseEstimator):
+    """Weighted k-means (Lloyd's algorithm) with k-means++ seeding.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    init : "k-means++", "random" or array of shape (n_clusters, n_features)
+        "k-means++" uses :func:`pyfkm.kmeans_plusplus` (one candidate per
+        step); "random" picks ``n_clusters`` distinct rows with probability
+        proportional to weight; an array is used as given (then ``n_init``
+        must be 1).
+    n_init : int, default=1
+        Number of initialisations; the run with the lowest inertia is kept.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        Relative tolerance on the total squared center shift (times the mean
+        feature variance), as in scikit-learn.
+    random_state : None, int, SeedSequence or Generator
+    n_threads : int, default=1
+        Threads for the assignment step (the C kernel releases the GIL).
+        Results do not depend on it: points are split into fixed parts whose
+        partial sums are merged in order.
+    verbose : int, default=0
+        Print one line per Lloyd iteration.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features), float64
+    labels_ : ndarray of shape (n_samples,), int32
+    inertia_ : float
+        Weighted sum of squared distances to the closest center.
+    n_iter_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Empty clusters: after an assignment, each cluster that received no
+    weight takes as its new center the point farthest from its own center
+    (ties to the lowest row index), a different point for each empty
+    cluster; that point is moved to the empty cluster.  This is
+    deterministic and matches scikit-learn's rule in spirit.
+
+    All arithmetic is float64 (float32 input is read as is and converted in
+    the kernel).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0., 0.], [0., 1.], [10., 10.], [10., 11.]])
+    >>> km = KMeans(2, random_state=0).fit(X)
+    >>> sorted(km.cluster_centers_.tolist())
+    [[0.0, 0.5], [10.0, 10.5]]
+    >>> float(km.inertia_)
+    1.0
+    >>> km.predict([[9., 9.]]) == km.predict([[10., 10.]])
+    array([ True])
+    """
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init=1, max_iter=300,
+                 tol=1e-4, random_state=None, n_threads=1, verbose=0):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.verbose = verbose
+
+    def _check_params(self, X, w):
+        n_pos = X.shape[0] if w is None else int(np.count_nonzero(w > 0))
+        k = check_n_clusters(self.n_clusters, X.shape[0], n_pos)
+        for name, lo in (("n_init", 1), ("max_iter", 1), ("n_threads", 1)):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
+                raise InvalidInputError(f"{name}={v!r} must be an int >= {lo}")
+        if not isinstance(self.tol, numbers.Real) or not np.isfinite(self.tol) or self.tol < 0:
+            raise InvalidInputError(f"tol={self.tol!r} must be a finite number >= 0")
+        init = self.init
+        if isinstance(init, str):
+            if init not in ("k-means++", "random"):
+                raise InvalidInputError(
+                    f"init={init!r} must be 'k-means++', 'random' or an array of centers")
+        else:
+            init = check_array(init, "init")
+            if init.shape != (k, X.shape[1]):
+                raise InvalidInputError(
+                    f"init has shape {init.shape}, expected (n_clusters, n_features) = "
+                    f"{(k, X.shape[1])}")
+            if self.n_init != 1:
+                raise InvalidInputError(
+                    f"n_init={self.n_init} must be 1 when init is an array of centers")
+            init = init.astype(np.float64)
+        return k, init
+
+    def _init_centers(self, X, w, k, init, rng):
+        if isinstance(init, np.ndarray):
+            return init.copy()
+        if init == "k-means++":
+            ids, _, _ = _seeding.seed(X, w, k, rng)
+        else:
+            p = None if w is None else w / w.sum()
+            ids = rng.choice(X.shape[0], size=k, replace=False, p=p)
+        return X[ids].astype(np.float64)
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Compute k-means clustering.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), optional
+            Nonnegative weights, not all zero.
+
+        Returns
+        -------
+        self
+        """
+        X = check_array(X, "X")
+        w = check_sample_weight(sample_weight, X.shape[0])
+        k, init = self._check_params(X, w)
+        rng = as_generator(self.random_state)
+        best = None
+        for _ in range(self.n_init):
+            c0 = self._init_centers(X, w, k, init, rng)
+            res = lloyd(X, c0, sample_weight=w, max_iter=self.max_iter, tol=self.tol,
+                        n_threads=self.n_threads, verbose=self.verbose)
+            if best is None or res[2] < best[2]:
+                best = res
+        self.cluster_centers_, self.labels_, self.inertia_, self.n_iter_ = best
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fit and return ``labels_``."""
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def _assign(self, X, sample_weight=None):
+        self._check_fitted()
+        X = check_array(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise InvalidInputError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} was fitted "
+                f"with {self.n_features_in_}")
+        w = check_sample_weight(sample_weight, X.shape[0])
+        ws = _LloydWorkspace(X, w, self.cluster_centers_.shape[0], self.n_threads)
+        try:
+            _, _, inertia = ws.step(self.cluster_centers_)
+            return ws.labels.copy(), float(inertia)
+        finally:
+            ws.close()
+
+    def predict(self, X):
+        """Index of the closest center for each row of ``X``."""
+        return self._assign(X)[0]
+
+    def transform(self, X):
+        """Euclidean distances to every center, shape (n_samples, n_clusters)."""
+        self._check_fitted()
+        X = check_array(X, "X").astype(np.float64, copy=False)
+        C = self.cluster_centers_
+        d2 = (X ** 2).sum(1)[:, None] - 2 * X @ C.T + (C ** 2).sum(1)[None, :]
+        return np.sqrt(np.maximum(d2, 0.0))
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the (weighted) inertia of ``X`` on the fitted centers."""
+        return -self._assign(X, sample_weight)[1]
