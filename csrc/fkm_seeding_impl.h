@@ -248,6 +248,15 @@ int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
         FKM_NAME(update_pass)(mind, labels, bsum, X, P, w, removed, n, d, pos,
                               centers[pos], dcc);
     }
+    {
+        /* Squared distances that overflowed make the final state unusable
+         * too (k = 1 never samples from them). */
+        double total = 0.0;
+        for (fkm_index_t b = 0; b < nb; ++b)
+            total += bsum[b];
+        if (!(total < HUGE_VAL))
+            status = FKM_ENONFINITE;
+    }
 done:
     free(bsum);
     free(dcc);

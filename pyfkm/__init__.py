@@ -5,11 +5,13 @@ Python API.
 """
 from .exceptions import (CapacityError, InvalidIdError, InvalidInputError,
                          NotFittedError, NumericalError, PyfkmError)
+from .kmeans import KMeans
 from .seeding import RemovableSeeding, RemovalReport, kmeans_plusplus
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "KMeans",
     "kmeans_plusplus",
     "RemovableSeeding",
     "RemovalReport",

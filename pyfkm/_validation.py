@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from .exceptions import InvalidInputError
+from .exceptions import InvalidIdError, InvalidInputError
 
 _FLOATS = (np.float64, np.float32)
 
@@ -83,4 +83,7 @@ def check_ids(ids, name="ids"):
         return np.zeros(0, dtype=np.int64)
     if arr.dtype.kind not in "iu":
         raise InvalidInputError(f"{name} must be integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.dtype.itemsize >= 8 and (arr > np.iinfo(np.int64).max).any():
+        big = int(arr[arr > np.iinfo(np.int64).max][0])
+        raise InvalidIdError(f"id {big} is out of range; nothing was removed")
     return np.ascontiguousarray(arr, dtype=np.int64)

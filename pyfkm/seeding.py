@@ -6,6 +6,7 @@ import numpy as np
 
 from ._core import _seeding
 from ._validation import check_array, check_ids, check_n_clusters, check_sample_weight
+from .exceptions import InvalidIdError
 from .rng import as_generator
 
 __all__ = ["kmeans_plusplus", "RemovableSeeding", "RemovalReport"]
@@ -178,7 +179,11 @@ class RemovableSeeding:
             ``n_clusters``.  Nothing is removed then.
         """
         if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
-            reseeded, pos = self._state.remove_one(ids)
+            try:
+                reseeded, pos = self._state.remove_one(ids)
+            except OverflowError:
+                raise InvalidIdError(f"id {ids} is out of range [0, {self._state.X.shape[0]}); "
+                                     "nothing was removed") from None
             return RemovalReport(1, reseeded, pos if reseeded else None)
         arr = check_ids(ids)
         if arr.size == 0:

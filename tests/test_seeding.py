@@ -260,10 +260,6 @@ def test_remove_empty_batch_is_a_no_op(seeding):
     _assert_state(s, snap)
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="BUG: an id >= 2**63 given as a scalar raises OverflowError "
-                          "(from the int64_t argument of SeedingState.remove_one) instead "
-                          "of InvalidIdError")
 @pytest.mark.parametrize("big", [2**63, np.uint64(2**63), 2**70], ids=["int", "uint64", "int-huge"])
 def test_remove_id_beyond_int64_raises_invalid_id(seeding, big):
     _, s, _ = seeding
@@ -276,7 +272,7 @@ def test_remove_id_beyond_int64_raises_invalid_id(seeding, big):
 def test_remove_id_beyond_int64_in_batch_raises(seeding):
     _, s, _ = seeding
     snap = _snapshot(s)
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidIdError, match="9223372036854775808"):
         s.remove([2**63])
     with pytest.raises(InvalidInputError):
         s.remove([2**64])
@@ -848,3 +844,13 @@ def test_removal_emptying_whole_blocks_matches_reference(d):
         s.center_ids_, d2_seeding(X, k, None, g, removed=removed, prefix=ids[: min(hits)]))
     assert (s.center_ids_ >= 600).all()
     _assert_consistent(s, X)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_overflowing_squared_distances_raise_for_every_k(k):
+    # (1e200)^2 overflows float64: the seeding state would hold inf distances.
+    Y = np.array([[0.0], [1e200], [3.0], [4.0], [5.0]])
+    with pytest.raises(pyfkm.NumericalError):
+        pyfkm.RemovableSeeding(Y, k, random_state=0)
+    with pytest.raises(ValueError):
+        pyfkm.kmeans_plusplus(Y, k, random_state=0)
