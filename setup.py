@@ -22,14 +22,18 @@ else:
     c_flags += ["-O0", "-g", "-DFKM_DEBUG"] if DEBUG else ["-O3"]
 
 csrc = sorted(glob(os.path.join("csrc", "*.c")))
+headers = sorted(glob(os.path.join("csrc", "*.h")))
+# obj_deps: every object also depends on every header, so editing a header
+# (e.g. a type-generic *_impl.h body) rebuilds the library.
 libraries = [("fkm", {"sources": csrc, "include_dirs": ["csrc"],
-                      "cflags": c_flags})]
+                      "cflags": c_flags, "obj_deps": {"": headers}})]
 
 ext_flags = [] if MSVC else (["-O0", "-g"] if DEBUG else ["-O3"])
 extensions = [
     Extension(
         name=path[:-4].replace(os.sep, "."),
         sources=[path],
+        depends=csrc + headers + glob(os.path.join("pyfkm", "_core", "*.pxd")),
         include_dirs=["csrc", np.get_include()],
         libraries=["fkm"] + ([] if MSVC else ["m"]),
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
