@@ -5,16 +5,39 @@
 #define FKM_CAT(a, b) FKM_CAT_(a, b)
 #define FKM_NAME(name) FKM_CAT(name, FKM_SFX)
 
-/* Squared Euclidean distance in double precision.  Four lanes of partial
- * sums over the first 4*floor(d/4) coordinates, combined as
- * ((s0+s1)+(s2+s3)) + tail: a fixed order, so results do not depend on the
- * instruction set. */
+/* Squared Euclidean distance in double precision, in a fixed summation
+ * order (results do not depend on the instruction set):
+ *  - d > FKM_PACK_MAX_D only: sixteen partial sums L_0..L_15 over the first
+ *    16*floor(d/16) coordinates (coordinate j to L_{j mod 16}), folded into
+ *    four, V_l = (L_l + L_{4+l}) + (L_{8+l} + L_{12+l});
+ *  - then four partial sums V_0..V_3 (starting at 0 when d <= FKM_PACK_MAX_D)
+ *    continue over the next coordinates up to a multiple of 4 (coordinate j
+ *    to V_{j mod 4});
+ *  - the result is ((V_0 + V_1) + (V_2 + V_3)) + tail, the tail summing the
+ *    last d mod 4 coordinates in order.
+ * The packed path (update_packed) follows the same order. */
 static inline double FKM_NAME(dist2)(const FKM_REAL *restrict a,
                                      const FKM_REAL *restrict b,
                                      fkm_index_t d)
 {
     fkm_v4d acc = {0.0, 0.0, 0.0, 0.0};
     fkm_index_t j = 0;
+    if (d > FKM_PACK_MAX_D) {
+        /* Independent chains hide the add latency on long rows. */
+        fkm_v4d a0 = acc, a1 = acc, a2 = acc, a3 = acc;
+        for (; j + 16 <= d; j += 16) {
+            fkm_v4d t0 = FKM_NAME(load4)(a + j) - FKM_NAME(load4)(b + j);
+            fkm_v4d t1 = FKM_NAME(load4)(a + j + 4) - FKM_NAME(load4)(b + j + 4);
+            fkm_v4d t2 = FKM_NAME(load4)(a + j + 8) - FKM_NAME(load4)(b + j + 8);
+            fkm_v4d t3 =
+                FKM_NAME(load4)(a + j + 12) - FKM_NAME(load4)(b + j + 12);
+            a0 += t0 * t0;
+            a1 += t1 * t1;
+            a2 += t2 * t2;
+            a3 += t3 * t3;
+        }
+        acc = (a0 + a1) + (a2 + a3);
+    }
     for (; j + 4 <= d; j += 4) {
         fkm_v4d t = FKM_NAME(load4)(a + j) - FKM_NAME(load4)(b + j);
         acc += t * t;
@@ -36,21 +59,27 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
     fkm_index_t pos, const FKM_REAL *restrict xc, const double *restrict dcc,
     int prune)
 {
+    (void)removed; /* removed points hold mind = 0 and can never change */
     const int32_t p32 = (int32_t)pos;
     int changed = 0;
     if (prune) {
+        /* Compact the ids the triangle inequality cannot rule out (no
+         * unpredictable branch), then compute only their distances. */
+        int32_t idx[FKM_SEED_BLOCK];
+        fkm_index_t cnt = 0;
         for (fkm_index_t i = lo; i < hi; ++i) {
-            if (removed && removed[i])
-                continue;
-            double m = mind[i];
-            if (dcc[labels[i]] >= FKM_PRUNE_FACTOR * m)
-                continue;
-            double dd = FKM_NAME(dist2)(X + i * d, xc, d);
-            if (dd < m) {
-                mind[i] = dd;
-                labels[i] = p32;
-                changed = 1;
-            }
+            idx[cnt] = (int32_t)(i - lo);
+            /* Removed points and centers (mind = 0) never pass. */
+            cnt += !(dcc[labels[i] < 0 ? 0 : labels[i]] >= FKM_PRUNE_FACTOR * mind[i]);
+        }
+        for (fkm_index_t t = 0; t < cnt; ++t) {
+            const fkm_index_t i = lo + idx[t];
+            const double m = mind[i];
+            const double dd = FKM_NAME(dist2)(X + i * d, xc, d);
+            const int lt = dd < m;
+            mind[i] = lt ? dd : m;
+            labels[i] = lt ? p32 : labels[i];
+            changed |= lt;
         }
         return changed;
     }

@@ -28,26 +28,39 @@ __all__ = ["sq_distances", "nearest_centers", "d2_seeding",
 def sq_distances(X, c):
     """Squared Euclidean distances from every row of ``X`` to the point ``c``.
 
-    Computed in float64 with a fixed summation order: four partial sums over
-    the first ``4 * (d // 4)`` coordinates (coordinate ``j`` goes to partial
-    sum ``j % 4``), combined as ``((s0 + s1) + (s2 + s3)) + tail``, the tail
-    summing the last ``d % 4`` coordinates in order.  This is the order the C
-    kernel documents, so both give bit-identical distances and index-for-index
-    comparisons do not depend on rounding.
+    Computed in float64 with the summation order the C kernel documents
+    (csrc/fkm_seeding_impl.h, dist2), so both give bit-identical distances
+    and index-for-index comparisons do not depend on rounding:
+
+    - for d > 16 only: sixteen partial sums over the first ``16 * (d // 16)``
+      coordinates (coordinate ``j`` to sum ``j % 16``), folded into four as
+      ``V_l = (L_l + L_{4+l}) + (L_{8+l} + L_{12+l})``;
+    - four partial sums ``V_0..V_3`` (zero when d <= 16) continue over the
+      next coordinates up to a multiple of 4 (coordinate ``j`` to ``j % 4``);
+    - result ``((V0 + V1) + (V2 + V3)) + tail``, the tail summing the last
+      ``d % 4`` coordinates in order.
     """
     X = np.asarray(X, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     n, d = X.shape
     diff = X - c
     sq = diff * diff
+    j = 0
+    V = [np.zeros(n) for _ in range(4)]
+    if d > 16:
+        q16 = 16 * (d // 16)
+        L = [np.zeros(n) for _ in range(16)]
+        for j in range(q16):
+            L[j % 16] = L[j % 16] + sq[:, j]
+        V = [(L[l] + L[4 + l]) + (L[8 + l] + L[12 + l]) for l in range(4)]
+        j = q16
     q = d - d % 4
-    lanes = [np.zeros(n) for _ in range(4)]
-    for j in range(q):
-        lanes[j % 4] = lanes[j % 4] + sq[:, j]
+    for jj in range(j, q):
+        V[jj % 4] = V[jj % 4] + sq[:, jj]
     tail = np.zeros(n)
-    for j in range(q, d):
-        tail = tail + sq[:, j]
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + tail
+    for jj in range(q, d):
+        tail = tail + sq[:, jj]
+    return ((V[0] + V[1]) + (V[2] + V[3])) + tail
 
 
 def _active_mask(n, removed):

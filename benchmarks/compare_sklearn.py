@@ -1,0 +1,123 @@
+"""Side-by-side timing of pyfkm and scikit-learn kernels, in one process.
+
+Both sides run single-threaded (threadpoolctl caps BLAS/OpenMP at 1 thread),
+under the same environment, timed in CPU time (time.process_time) because
+other jobs share the machine.  Each measurement is repeated, runs of the two
+libraries are interleaved, and medians are reported; ratios are
+sklearn median / pyfkm median (> 1 means pyfkm is faster).
+
+Usage::
+
+    python benchmarks/compare_sklearn.py [--repeats 5] [--data blobs|noise|both]
+        [--shapes 0,1,2] [--markdown]
+
+Data:
+  blobs  k Gaussian blobs (std 1) with centers uniform in [-10, 10]^d, shuffled:
+         data with cluster structure, the case clustering is run on;
+  noise  standard normal, no cluster structure: the worst case for the
+         triangle-inequality pruning of pyfkm's seeding.
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+SHAPES = [(100_000, 10, 10), (1_000_000, 10, 10), (100_000, 50, 10), (60_000, 784, 10),
+          (100_000, 10, 62)]
+
+
+def make_data(kind, n, d, k, seed=0):
+    rng = np.random.default_rng(seed)
+    if kind == "noise":
+        return rng.standard_normal((n, d))
+    centers = rng.uniform(-10, 10, size=(k, d))
+    y = rng.integers(0, k, size=n)
+    return centers[y] + rng.standard_normal((n, d))
+
+
+def cpu(fn):
+    t = time.process_time()
+    out = fn()
+    return time.process_time() - t, out
+
+
+def bench_seeding(X, k, repeats):
+    from sklearn.cluster import kmeans_plusplus as sk_kpp
+
+    import pyfkm
+    ours, theirs = [], []
+    for r in range(repeats):
+        theirs.append(cpu(lambda: sk_kpp(X, k, n_local_trials=1, random_state=r))[0])
+        ours.append(cpu(lambda: pyfkm.kmeans_plusplus(X, k, random_state=r))[0])
+    return statistics.median(theirs), statistics.median(ours)
+
+
+def bench_lloyd(X, k, repeats, max_iter=10):
+    """Fit time per Lloyd iteration from a shared init (tol=0, max_iter=10)."""
+    from sklearn.cluster import KMeans as SkKMeans
+
+    import pyfkm
+    init = X[np.random.default_rng(1).choice(X.shape[0], k, replace=False)].copy()
+    ours, theirs = [], []
+    for _ in range(repeats):
+        sk = SkKMeans(k, init=init, n_init=1, max_iter=max_iter, tol=0, algorithm="lloyd")
+        t, _ = cpu(lambda: sk.fit(X))
+        theirs.append(t / sk.n_iter_)
+        km = pyfkm.KMeans(k, init=init, max_iter=max_iter, tol=0)
+        t, _ = cpu(lambda: km.fit(X))
+        ours.append(t / km.n_iter_)
+    return statistics.median(theirs), statistics.median(ours)
+
+
+def bench_remove(X, k, repeats, n_removals=2000):
+    """Median time of remove() of a single non-center point (wall clock)."""
+    import pyfkm
+    s = pyfkm.RemovableSeeding(X, k, random_state=0)
+    centers = set(s.center_ids_.tolist())
+    ids = [i for i in np.random.default_rng(2).permutation(X.shape[0])[: n_removals + k]
+           if i not in centers][:n_removals]
+    times = []
+    for i in ids:
+        t = time.perf_counter()
+        s.remove(int(i))
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--data", default="both", choices=["blobs", "noise", "both"])
+    ap.add_argument("--shapes", default=None, help="comma-separated indices into SHAPES")
+    ap.add_argument("--no-remove", action="store_true")
+    args = ap.parse_args(argv)
+    shapes = SHAPES if args.shapes is None else [SHAPES[int(i)] for i in args.shapes.split(",")]
+    kinds = ["blobs", "noise"] if args.data == "both" else [args.data]
+    import pyfkm
+    import sklearn
+    print(f"# pyfkm {pyfkm.__version__} vs scikit-learn {sklearn.__version__}, numpy "
+          f"{np.__version__}; 1 thread, CPU time, median of {args.repeats}")
+    print("| data | n | d | k | seeding sklearn | seeding pyfkm | ratio | "
+          "Lloyd/iter sklearn | Lloyd/iter pyfkm | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    with threadpool_limits(1):
+        for kind in kinds:
+            for n, d, k in shapes:
+                X = make_data(kind, n, d, k)
+                s_sk, s_us = bench_seeding(X, k, args.repeats)
+                l_sk, l_us = bench_lloyd(X, k, args.repeats)
+                print(f"| {kind} | {n:,} | {d} | {k} | {s_sk * 1e3:.1f} ms | {s_us * 1e3:.1f} ms | "
+                      f"**{s_sk / s_us:.2f}x** | {l_sk * 1e3:.2f} ms | {l_us * 1e3:.2f} ms | "
+                      f"**{l_sk / l_us:.2f}x** |", flush=True)
+        if not args.no_remove:
+            X = make_data("blobs", 1_000_000, 10, 10)
+            t = bench_remove(X, 10, args.repeats)
+            print(f"\nremove() of one non-center point, n = 1,000,000, d = 10, k = 10: "
+                  f"median {t * 1e6:.2f} us over 2,000 removals")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
