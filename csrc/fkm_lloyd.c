@@ -19,7 +19,7 @@ typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
 #define LOAD4(p) (*(const fkm_v4d *)(p))
 
 void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
-                            fkm_index_t k, fkm_index_t d)
+                            const double *shift, fkm_index_t k, fkm_index_t d)
 {
     const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
     for (fkm_index_t p = 0; p < np; ++p) {
@@ -27,7 +27,7 @@ void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
             fkm_index_t c = p * FKM_LLOYD_PANEL + l;
             double s = 0.0;
             for (fkm_index_t j = 0; j < d; ++j) {
-                double v = c < k ? centers[c * d + j] : 0.0;
+                double v = c < k ? centers[c * d + j] - shift[j] : 0.0;
                 ct[(p * d + j) * FKM_LLOYD_PANEL + l] = v;
                 s += v * v;
             }
@@ -36,22 +36,22 @@ void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
     }
 }
 
-void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
-                               fkm_index_t hi, fkm_index_t d)
+void fkm_lloyd_pack_points_f64(double *P, const double *X, const double *shift,
+                               fkm_index_t lo, fkm_index_t hi, fkm_index_t d)
 {
     for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
         for (fkm_index_t j = 0; j < d; ++j)
             for (fkm_index_t l = 0; l < 4; ++l)
-                P[i * d + 4 * j + l] = X[(i + l) * d + j];
+                P[i * d + 4 * j + l] = X[(i + l) * d + j] - shift[j];
 }
 
-void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
-                               fkm_index_t hi, fkm_index_t d)
+void fkm_lloyd_pack_points_f32(double *P, const float *X, const double *shift,
+                               fkm_index_t lo, fkm_index_t hi, fkm_index_t d)
 {
     for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
         for (fkm_index_t j = 0; j < d; ++j)
             for (fkm_index_t l = 0; l < 4; ++l)
-                P[i * d + 4 * j + l] = (double)X[(i + l) * d + j];
+                P[i * d + 4 * j + l] = (double)X[(i + l) * d + j] - shift[j];
 }
 
 void fkm_lloyd_merge(double *sums, double *wsums, double *inertia,

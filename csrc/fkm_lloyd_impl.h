@@ -10,7 +10,8 @@
 static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
     fkm_index_t *best, const FKM_REAL *r0, const FKM_REAL *r1,
     const FKM_REAL *r2, const FKM_REAL *r3, fkm_index_t d,
-    const double *restrict ct, const double *restrict hnorm, fkm_index_t k)
+    const double *restrict ct, const double *restrict hnorm,
+    const double *restrict shift, fkm_index_t k)
 {
     const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
     const fkm_v4d inf = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};
@@ -26,8 +27,9 @@ static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
         for (fkm_index_t j = 0; j < d; ++j) {
             fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
             fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
-            double x0 = (double)r0[j], x1 = (double)r1[j];
-            double x2 = (double)r2[j], x3 = (double)r3[j];
+            const double sj = shift[j];
+            double x0 = (double)r0[j] - sj, x1 = (double)r1[j] - sj;
+            double x2 = (double)r2[j] - sj, x3 = (double)r3[j] - sj;
             a00 += x0 * c0;
             a01 += x0 * c1;
             a10 += x1 * c0;
@@ -67,24 +69,25 @@ static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
  * centers is vertical.  Scores are the same 0.5||c||^2 - <x, c>. */
 static inline __attribute__((always_inline)) void FKM_NAME(panel4)(
     fkm_index_t *best, const double *restrict pp, fkm_index_t d,
-    const double *restrict centers, const double *restrict hnorm,
-    fkm_index_t k)
+    const double *restrict ct, const double *restrict hnorm, fkm_index_t k)
 {
     fkm_v4d bv = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};
     fkm_v4i bi = {0, 0, 0, 0};
     fkm_index_t c = 0;
     /* Four centers at a time: four independent FMA chains hide latency. */
     for (; c + 4 <= k; c += 4) {
-        const double *c0 = centers + c * d, *c1 = c0 + d, *c2 = c1 + d,
-                     *c3 = c2 + d;
+        /* Centers c..c+3 are lanes l..l+3 of one packed panel. */
+        const double *pc = ct + (c / FKM_LLOYD_PANEL) * d * FKM_LLOYD_PANEL +
+                           c % FKM_LLOYD_PANEL;
         fkm_v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
         fkm_v4d a2 = {0, 0, 0, 0}, a3 = {0, 0, 0, 0};
         for (fkm_index_t j = 0; j < d; ++j) {
             const fkm_v4d x = LOAD4(pp + 4 * j);
-            a0 += x * c0[j];
-            a1 += x * c1[j];
-            a2 += x * c2[j];
-            a3 += x * c3[j];
+            const double *cj = pc + j * FKM_LLOYD_PANEL;
+            a0 += x * cj[0];
+            a1 += x * cj[1];
+            a2 += x * cj[2];
+            a3 += x * cj[3];
         }
         const fkm_v4d sc[4] = {hnorm[c] - a0, hnorm[c + 1] - a1,
                                hnorm[c + 2] - a2, hnorm[c + 3] - a3};
@@ -96,10 +99,11 @@ static inline __attribute__((always_inline)) void FKM_NAME(panel4)(
         }
     }
     for (; c < k; ++c) {
-        const double *cc = centers + c * d;
+        const double *pc = ct + (c / FKM_LLOYD_PANEL) * d * FKM_LLOYD_PANEL +
+                           c % FKM_LLOYD_PANEL;
         fkm_v4d acc = {0, 0, 0, 0};
         for (fkm_index_t j = 0; j < d; ++j)
-            acc += LOAD4(pp + 4 * j) * cc[j];
+            acc += LOAD4(pp + 4 * j) * pc[j * FKM_LLOYD_PANEL];
         fkm_v4d sc = hnorm[c] - acc;
         fkm_v4i lt = sc < bv;
         bv = (fkm_v4d)(((fkm_v4i)sc & lt) | ((fkm_v4i)bv & ~lt));
@@ -114,7 +118,8 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     int32_t *labels, double *mind, double *sums, double *wsums,
     double *inertia, const FKM_REAL *X, const double *P, const double *w,
     fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
-    const double *hnorm, const double *centers, fkm_index_t k)
+    const double *hnorm, const double *shift, const double *centers,
+    fkm_index_t k)
 {
     const fkm_index_t n4 = P ? hi - hi % 4 : lo;
     if (P && lo % 4 != 0)
@@ -144,7 +149,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
         if (i + 4 <= n4) {
 #define FKM_PCASE(D)                                                          \
     case D:                                                                   \
-        FKM_NAME(panel4)(best, P + i * D, D, centers, hnorm, k);             \
+        FKM_NAME(panel4)(best, P + i * D, D, ct, hnorm, k);                  \
         break;
             switch (d) {
                 FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
@@ -152,12 +157,12 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
                 FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
                 FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
             default:
-                FKM_NAME(panel4)(best, P + i * d, d, centers, hnorm, k);
+                FKM_NAME(panel4)(best, P + i * d, d, ct, hnorm, k);
             }
 #undef FKM_PCASE
         } else {
             FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct,
-                            hnorm, k);
+                            hnorm, shift, k);
         }
         for (fkm_index_t r = 0; r < m; ++r) {
             const FKM_REAL *x = rows[r];

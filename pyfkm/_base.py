@@ -24,11 +24,12 @@ class BaseEstimator:
     def set_params(self, **params):
         """Set hyper-parameters; unknown names raise InvalidInputError."""
         valid = set(self._param_names())
-        for name, value in params.items():
+        for name in params:  # all names first: a bad call changes nothing
             if name not in valid:
                 raise InvalidInputError(
                     f"invalid parameter {name!r} for {type(self).__name__}; "
                     f"valid parameters: {sorted(valid)}")
+        for name, value in params.items():
             setattr(self, name, value)
         return self
 

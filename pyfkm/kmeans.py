@@ -7,7 +7,7 @@ import numpy as np
 from ._base import BaseEstimator
 from ._core import _lloyd, _seeding
 from ._validation import check_array, check_n_clusters, check_sample_weight
-from .exceptions import InvalidInputError
+from .exceptions import InvalidInputError, NumericalError
 from .rng import as_generator
 
 __all__ = ["KMeans", "lloyd"]
@@ -20,12 +20,27 @@ def _tolerance(X, tol):
     return float(np.mean(np.var(X, axis=0, dtype=np.float64)) * tol)
 
 
+def _short_shift(s, bits=16):
+    """``s`` rounded to ``bits`` significant bits per coordinate.
+
+    Only its rough size matters for precision; with few significant bits,
+    ``x - s`` and the products in the score stay exact for simple data
+    (small integers, dyadic values), so exact distance ties stay exact ties.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    m, e = np.frexp(s)
+    return np.ascontiguousarray(np.ldexp(np.round(np.ldexp(m, bits)), e - bits))
+
+
 class _LloydWorkspace:
     """Buffers and the fixed partition for repeated Lloyd steps on one X."""
 
-    def __init__(self, X, w, k, n_threads, pack=True):
+    def __init__(self, X, w, k, n_threads, pack=True, shift=None):
         n, d = X.shape
         self.X, self.k, self.d = X, k, d
+        # Scores are computed relative to a shift (the data mean by default),
+        # else they lose all precision for data far from the origin.
+        self.shift = _short_shift(X.mean(axis=0, dtype=np.float64) if shift is None else shift)
         self.w = np.empty(0) if w is None else w
         self.bounds = _lloyd.part_bounds(n, k, d)
         P = len(self.bounds) - 1
@@ -34,7 +49,7 @@ class _LloydWorkspace:
         self.part_inertia = np.empty(P)
         self.labels = np.empty(n, dtype=np.int32)
         self.mind = np.empty(n)
-        self.P = _lloyd.pack_points(X) if pack else None
+        self.P = _lloyd.pack_points(X, self.shift) if pack else None
         self.n_threads = max(1, min(int(n_threads), P))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
 
@@ -48,9 +63,9 @@ class _LloydWorkspace:
         With ``distances=False`` the per-point squared distances (``mind``)
         and the inertia are not computed (inertia is returned as nan).
         """
-        ct, hn = _lloyd.pack_centers(centers)
+        ct, hn = _lloyd.pack_centers(centers, self.shift)
         P = len(self.bounds) - 1
-        args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
+        args = (self.X, self.P, self.w, ct, hn, self.shift, centers, self.bounds)
         outs = (self.labels, self.mind if distances else None, self.part_sums,
                 self.part_wsums, self.part_inertia)
         if self._pool is None:
@@ -90,6 +105,13 @@ def _new_centers(ws, centers, sums, wsums):
             ws.labels[i] = e
             ws.mind[i] = 0.0
             new[e] = xi
+        # A cluster that gave away all its points keeps its center (its
+        # leftover weight is rounding noise, not a mass).
+        counts = np.bincount(ws.labels, minlength=len(wsums))
+        wsums[counts == 0] = 0.0
+        for e in empty:
+            wsums[e] = max(wsums[e], np.finfo(float).tiny)
+            sums[e] = new[e] * wsums[e]
     pos = wsums > 0
     new[pos] = sums[pos] / wsums[pos, None]
     return new, int(empty.size)
@@ -143,6 +165,10 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
         # with them (scikit-learn skips it on strict convergence, where the
         # labels cannot change) and gives the exact inertia.
         _, _, inertia = ws.step(centers)
+        if not (np.isfinite(inertia) and np.isfinite(centers).all()):
+            raise NumericalError(
+                "squared distances overflow float64 (inertia is not finite); "
+                "rescale the data")
         return centers, ws.labels.copy(), float(inertia), n_iter
     finally:
         ws.close()
@@ -287,14 +313,11 @@ class KMeans(BaseEstimator):
         return self.fit(X, sample_weight=sample_weight).labels_
 
     def _assign(self, X, sample_weight=None):
-        self._check_fitted()
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise InvalidInputError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} was fitted "
-                f"with {self.n_features_in_}")
+        X = self._check_predict_X(X)
         w = check_sample_weight(sample_weight, X.shape[0])
-        ws = _LloydWorkspace(X, w, self.cluster_centers_.shape[0], self.n_threads)
+        ws = _LloydWorkspace(X, w, self.cluster_centers_.shape[0], self.n_threads,
+                             pack=X.shape[0] >= 4096,
+                             shift=self.cluster_centers_.mean(axis=0))
         try:
             _, _, inertia = ws.step(self.cluster_centers_)
             return ws.labels.copy(), float(inertia)
@@ -305,10 +328,18 @@ class KMeans(BaseEstimator):
         """Index of the closest center for each row of ``X``."""
         return self._assign(X)[0]
 
+    def _check_predict_X(self, X):
+        self._check_fitted()
+        X = check_array(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise InvalidInputError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} was fitted "
+                f"with {self.n_features_in_}")
+        return X
+
     def transform(self, X):
         """Euclidean distances to every center, shape (n_samples, n_clusters)."""
-        self._check_fitted()
-        X = check_array(X, "X").astype(np.float64, copy=False)
+        X = self._check_predict_X(X).astype(np.float64, copy=False)
         C = self.cluster_centers_
         d2 = (X ** 2).sum(1)[:, None] - 2 * X @ C.T + (C ** 2).sum(1)[None, :]
         return np.sqrt(np.maximum(d2, 0.0))
