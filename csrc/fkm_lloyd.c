@@ -25,33 +25,34 @@ void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
     for (fkm_index_t p = 0; p < np; ++p) {
         for (fkm_index_t l = 0; l < FKM_LLOYD_PANEL; ++l) {
             fkm_index_t c = p * FKM_LLOYD_PANEL + l;
-            double s = 0.0;
+            double s = 0.0, t = 0.0;
             for (fkm_index_t j = 0; j < d; ++j) {
                 double v = c < k ? centers[c * d + j] - shift[j] : 0.0;
                 ct[(p * d + j) * FKM_LLOYD_PANEL + l] = v;
                 s += v * v;
+                t += v * shift[j];
             }
-            hnorm[c] = c < k ? 0.5 * s : HUGE_VAL;
+            hnorm[c] = c < k ? 0.5 * s + t : HUGE_VAL;
         }
     }
 }
 
-void fkm_lloyd_pack_points_f64(double *P, const double *X, const double *shift,
-                               fkm_index_t lo, fkm_index_t hi, fkm_index_t d)
+void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
+                               fkm_index_t hi, fkm_index_t d)
 {
     for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
         for (fkm_index_t j = 0; j < d; ++j)
             for (fkm_index_t l = 0; l < 4; ++l)
-                P[i * d + 4 * j + l] = X[(i + l) * d + j] - shift[j];
+                P[i * d + 4 * j + l] = X[(i + l) * d + j];
 }
 
-void fkm_lloyd_pack_points_f32(double *P, const float *X, const double *shift,
-                               fkm_index_t lo, fkm_index_t hi, fkm_index_t d)
+void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
+                               fkm_index_t hi, fkm_index_t d)
 {
     for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
         for (fkm_index_t j = 0; j < d; ++j)
             for (fkm_index_t l = 0; l < 4; ++l)
-                P[i * d + 4 * j + l] = (double)X[(i + l) * d + j] - shift[j];
+                P[i * d + 4 * j + l] = (double)X[(i + l) * d + j];
 }
 
 void fkm_lloyd_merge(double *sums, double *wsums, double *inertia,

@@ -6,10 +6,12 @@
  * (fkm_lloyd_merge).  The parts depend on n only, never on the number of
  * threads that process them, so results are identical for any thread count.
  *
- * Assignment minimises 0.5 ||c - s||^2 - <x - s, c - s> for a fixed shift s
- * (the data mean: without it the score loses all precision for data far from
- * the origin), computed in register tiles (the GEMM formulation, without a
- * BLAS dependency); the
+ * Assignment minimises the score 0.5 ||c'||^2 + <c', s> - <x, c'>, c' = c - s,
+ * which is 0.5 ||x - c||^2 up to terms that do not depend on c, for a fixed
+ * shift s near the data (the data mean).  Rounding errors are then of order
+ * eps * |x| * |c - s| instead of eps * |x| * |c|, which keeps assignments right
+ * for data far from the origin.  Scores are computed in register tiles (the
+ * GEMM formulation, without a BLAS dependency); the
  * squared distance reported for the chosen center is recomputed exactly as
  * sum_j (x_j - c_j)^2.  Arithmetic is double precision for both input types.
  * The score tiles use fused multiply-adds where the CPU has them (this file
@@ -33,8 +35,10 @@ static inline fkm_index_t fkm_lloyd_packed_size(fkm_index_t k, fkm_index_t d)
 
 /* fkm_lloyd_pack_centers
  * ct     OUT, fkm_lloyd_packed_size(k, d) doubles: panel p, coordinate j,
- *        lane l holds centers[p*8 + l, j] - shift[j] (0 for padding lanes)
- * hnorm  OUT, 8 * ceil(k / 8) doubles: 0.5 ||c - shift||^2, +inf for padding
+ *        lane l holds c'[p*8 + l, j] = centers[p*8 + l, j] - shift[j]
+ *        (0 for padding lanes)
+ * hnorm  OUT, 8 * ceil(k / 8) doubles: 0.5 ||c'||^2 + <c', shift>, +inf for
+ *        padding lanes
  * centers IN, k x d row-major, finite; shift IN, d doubles
  */
 void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
@@ -45,15 +49,14 @@ void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
 
 /* fkm_lloyd_pack_points_{f64,f32}: copy points [lo, hi) of X (lo a multiple
  * of 4; a trailing partial group of fewer than 4 points is left out) into
- * panels of 4 points, coordinate major: P[i*d + 4*j + l] = X[i + l, j] -
- * shift[j] for
+ * panels of 4 points, coordinate major: P[i*d + 4*j + l] = X[i + l, j] for
  * the panel starting at point i.  P is indexed by point id like X (n*d
  * doubles); done once per fit, it lets the assignment vectorize over points
  * for small d. */
-void fkm_lloyd_pack_points_f64(double *P, const double *X, const double *shift,
-                               fkm_index_t lo, fkm_index_t hi, fkm_index_t d);
-void fkm_lloyd_pack_points_f32(double *P, const float *X, const double *shift,
-                               fkm_index_t lo, fkm_index_t hi, fkm_index_t d);
+void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
+                               fkm_index_t hi, fkm_index_t d);
+void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
+                               fkm_index_t hi, fkm_index_t d);
 
 /* fkm_lloyd_assign_{f64,f32}: points [lo, hi) of X (n x d row-major).
  * labels   OUT, indexed by point id (only [lo, hi) written): nearest center,
@@ -66,22 +69,19 @@ void fkm_lloyd_pack_points_f32(double *P, const float *X, const double *shift,
  * P        IN or NULL: X packed by fkm_lloyd_pack_points (then lo must be a
  *          multiple of 4, else FKM_EDOM); whole panels in [lo, hi) use it
  * w        IN or NULL (unit weights)
- * ct, hnorm from fkm_lloyd_pack_centers with the same shift (d doubles) that
- * packed P; centers the unpacked, unshifted k x d array.
+ * ct, hnorm from fkm_lloyd_pack_centers; centers the unpacked k x d array.
  * Returns FKM_OK or FKM_ENOMEM (a scratch buffer of 4*d doubles).
  */
 int fkm_lloyd_assign_f64(int32_t *labels, double *mind, double *sums,
                          double *wsums, double *inertia, const double *X,
                          const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                          fkm_index_t d, const double *ct, const double *hnorm,
-                         const double *shift, const double *centers,
-                         fkm_index_t k);
+                         const double *centers, fkm_index_t k);
 int fkm_lloyd_assign_f32(int32_t *labels, double *mind, double *sums,
                          double *wsums, double *inertia, const float *X,
                          const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                          fkm_index_t d, const double *ct, const double *hnorm,
-                         const double *shift, const double *centers,
-                         fkm_index_t k);
+                         const double *centers, fkm_index_t k);
 
 /* fkm_lloyd_merge: sums = sum_p part_sums[p], wsums likewise, inertia
  * likewise, parts added in order p = 0, 1, ...  (part_sums is

@@ -10,8 +10,7 @@
 static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
     fkm_index_t *best, const FKM_REAL *r0, const FKM_REAL *r1,
     const FKM_REAL *r2, const FKM_REAL *r3, fkm_index_t d,
-    const double *restrict ct, const double *restrict hnorm,
-    const double *restrict shift, fkm_index_t k)
+    const double *restrict ct, const double *restrict hnorm, fkm_index_t k)
 {
     const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
     const fkm_v4d inf = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};
@@ -27,9 +26,8 @@ static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
         for (fkm_index_t j = 0; j < d; ++j) {
             fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
             fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
-            const double sj = shift[j];
-            double x0 = (double)r0[j] - sj, x1 = (double)r1[j] - sj;
-            double x2 = (double)r2[j] - sj, x3 = (double)r3[j] - sj;
+            double x0 = (double)r0[j], x1 = (double)r1[j];
+            double x2 = (double)r2[j], x3 = (double)r3[j];
             a00 += x0 * c0;
             a01 += x0 * c1;
             a10 += x1 * c0;
@@ -118,8 +116,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     int32_t *labels, double *mind, double *sums, double *wsums,
     double *inertia, const FKM_REAL *X, const double *P, const double *w,
     fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
-    const double *hnorm, const double *shift, const double *centers,
-    fkm_index_t k)
+    const double *hnorm, const double *centers, fkm_index_t k)
 {
     const fkm_index_t n4 = P ? hi - hi % 4 : lo;
     if (P && lo % 4 != 0)
@@ -162,7 +159,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
 #undef FKM_PCASE
         } else {
             FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct,
-                            hnorm, shift, k);
+                            hnorm, k);
         }
         for (fkm_index_t r = 0; r < m; ++r) {
             const FKM_REAL *x = rows[r];

@@ -106,6 +106,7 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_packed)(
     const FKM_REAL *restrict xc)
 {
     const int32_t p32 = (int32_t)pos;
+    const fkm_v4s pv = {p32, p32, p32, p32};
     fkm_v4i any = {0, 0, 0, 0};
     for (fkm_index_t i = lo; i < hi; i += 4) {
         const double *pp = P + i * d; /* panel i/4 starts at (i/4)*4*d */
@@ -126,13 +127,15 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_packed)(
         fkm_v4d dd = ((s[0] + s[1]) + (s[2] + s[3])) + r;
         fkm_v4d m = load4_f64(mind + i);
         fkm_v4i lt = dd < m;
-        if (lt[0] | lt[1] | lt[2] | lt[3]) { /* later passes rarely write */
-            fkm_v4d nm = (fkm_v4d)(((fkm_v4i)dd & lt) | ((fkm_v4i)m & ~lt));
-            memcpy(mind + i, &nm, sizeof nm);
-            for (int l = 0; l < 4; ++l)
-                labels[i + l] = lt[l] ? p32 : labels[i + l];
-            any |= lt;
-        }
+        /* Branch-free blend of distances and labels (whether a point moves
+         * is unpredictable). */
+        fkm_v4d nm = (fkm_v4d)(((fkm_v4i)dd & lt) | ((fkm_v4i)m & ~lt));
+        memcpy(mind + i, &nm, sizeof nm);
+        fkm_v4s lab, m32 = __builtin_convertvector(lt, fkm_v4s);
+        memcpy(&lab, labels + i, sizeof lab);
+        lab = (pv & m32) | (lab & ~m32);
+        memcpy(labels + i, &lab, sizeof lab);
+        any |= lt;
     }
     return (any[0] | any[1] | any[2] | any[3]) != 0;
 }
@@ -198,17 +201,8 @@ FKM_HOT static void FKM_NAME(update_pass)(
                                               d, pos, xc, dcc, prune);
         }
 #undef FKM_CASE
-        if (changed) {
-            double s = 0.0;
-            if (w) {
-                for (fkm_index_t i = lo; i < hi; ++i)
-                    s += w[i] * mind[i];
-            } else {
-                for (fkm_index_t i = lo; i < hi; ++i)
-                    s += mind[i];
-            }
-            bsum[b] = s;
-        }
+        if (changed)
+            bsum[b] = seeding_block_mass(mind, w, lo, hi);
     }
 }
 

@@ -49,7 +49,7 @@ class _LloydWorkspace:
         self.part_inertia = np.empty(P)
         self.labels = np.empty(n, dtype=np.int32)
         self.mind = np.empty(n)
-        self.P = _lloyd.pack_points(X, self.shift) if pack else None
+        self.P = _lloyd.pack_points(X) if pack else None
         self.n_threads = max(1, min(int(n_threads), P))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
 
@@ -65,7 +65,7 @@ class _LloydWorkspace:
         """
         ct, hn = _lloyd.pack_centers(centers, self.shift)
         P = len(self.bounds) - 1
-        args = (self.X, self.P, self.w, ct, hn, self.shift, centers, self.bounds)
+        args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
         outs = (self.labels, self.mind if distances else None, self.part_sums,
                 self.part_wsums, self.part_inertia)
         if self._pool is None:

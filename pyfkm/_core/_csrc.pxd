@@ -31,22 +31,20 @@ cdef extern from "fkm_lloyd.h" nogil:
     void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
                                 const double *shift, fkm_index_t k, fkm_index_t d)
     enum: FKM_LLOYD_PACK_MAX_D
-    void fkm_lloyd_pack_points_f64(double *P, const double *X, const double *shift,
-                                   fkm_index_t lo, fkm_index_t hi, fkm_index_t d)
-    void fkm_lloyd_pack_points_f32(double *P, const float *X, const double *shift,
-                                   fkm_index_t lo, fkm_index_t hi, fkm_index_t d)
+    void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
+                                   fkm_index_t hi, fkm_index_t d)
+    void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
+                                   fkm_index_t hi, fkm_index_t d)
     int fkm_lloyd_assign_f64(int32_t *labels, double *mind, double *sums,
                              double *wsums, double *inertia, const double *X,
                              const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                              fkm_index_t d, const double *ct, const double *hnorm,
-                             const double *shift, const double *centers,
-                             fkm_index_t k)
+                             const double *centers, fkm_index_t k)
     int fkm_lloyd_assign_f32(int32_t *labels, double *mind, double *sums,
                              double *wsums, double *inertia, const float *X,
                              const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                              fkm_index_t d, const double *ct, const double *hnorm,
-                             const double *shift, const double *centers,
-                             fkm_index_t k)
+                             const double *centers, fkm_index_t k)
     void fkm_lloyd_merge(double *sums, double *wsums, double *inertia,
                          const double *part_sums, const double *part_wsums,
                          const double *part_inertia, fkm_index_t n_parts,

@@ -29,9 +29,9 @@ def part_bounds(fkm_index_t n, fkm_index_t k, fkm_index_t d):
     return b
 
 
-def pack_points(X, const double[::1] shift):
-    """X - shift packed in panels of 4 points (float64), or None when d is
-    too large for packing to pay."""
+def pack_points(X):
+    """X packed in panels of 4 points (float64), or None when d is too large
+    for packing to pay."""
     cdef fkm_index_t n = X.shape[0], d = X.shape[1]
     if d > FKM_LLOYD_PACK_MAX_D or n < 4:
         return None
@@ -42,11 +42,11 @@ def pack_points(X, const double[::1] shift):
     if X.dtype == np.float64:
         X64 = X
         with nogil:
-            fkm_lloyd_pack_points_f64(&Pv[0], &X64[0, 0], &shift[0], 0, n, d)
+            fkm_lloyd_pack_points_f64(&Pv[0], &X64[0, 0], 0, n, d)
     else:
         X32 = X
         with nogil:
-            fkm_lloyd_pack_points_f32(&Pv[0], &X32[0, 0], &shift[0], 0, n, d)
+            fkm_lloyd_pack_points_f32(&Pv[0], &X32[0, 0], 0, n, d)
     return P
 
 
@@ -62,8 +62,7 @@ def pack_centers(const double[:, ::1] centers, const double[::1] shift):
 
 
 def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
-                 const double[::1] hn, const double[::1] shift,
-                 const double[:, ::1] centers,
+                 const double[::1] hn, const double[:, ::1] centers,
                  const int64_t[::1] bounds, fkm_index_t part_lo,
                  fkm_index_t part_hi, int32_t[::1] labels, object mind,
                  double[:, :, ::1] part_sums, double[:, ::1] part_wsums,
@@ -99,12 +98,12 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
                 status = fkm_lloyd_assign_f64(
                     &labels[0], mp, &part_sums[p, 0, 0], &part_wsums[p, 0],
                     &part_inertia[p], &X64[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
-                    &ct[0], &hn[0], &shift[0], &centers[0, 0], k)
+                    &ct[0], &hn[0], &centers[0, 0], k)
             else:
                 status = fkm_lloyd_assign_f32(
                     &labels[0], mp, &part_sums[p, 0, 0], &part_wsums[p, 0],
                     &part_inertia[p], &X32[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
-                    &ct[0], &hn[0], &shift[0], &centers[0, 0], k)
+                    &ct[0], &hn[0], &centers[0, 0], k)
             if status != 0:
                 break
     check_status(status, "Lloyd assignment")
