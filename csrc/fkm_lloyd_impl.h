@@ -112,6 +112,55 @@ static inline __attribute__((always_inline)) void FKM_NAME(panel4)(
         best[r] = bi[r];
 }
 
+/* Accumulate point x (coordinates x[j * stride]) into cluster c; with mind,
+ * also its exact squared distance to center c.  Returns that distance (0
+ * without mind). */
+static inline __attribute__((always_inline)) double FKM_NAME(accumulate)(
+    double *restrict sums, double *restrict wsums, const double *restrict x,
+    fkm_index_t stride, fkm_index_t d, fkm_index_t c, double wi, int weighted,
+    const double *restrict centers, int want_dist)
+{
+    double *sc = sums + c * d;
+    if (weighted) {
+        for (fkm_index_t j = 0; j < d; ++j)
+            sc[j] += wi * x[j * stride];
+    } else {
+        for (fkm_index_t j = 0; j < d; ++j)
+            sc[j] += x[j * stride];
+    }
+    wsums[c] += wi;
+    double dd = 0.0;
+    if (want_dist) {
+        const double *cc = centers + c * d;
+        for (fkm_index_t j = 0; j < d; ++j) {
+            double t = x[j * stride] - cc[j];
+            dd += t * t;
+        }
+    }
+    return dd;
+}
+
+/* Scores and accumulation for the 4 packed points starting at point i. */
+static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
+    int32_t *labels, double *mind, double *sums, double *wsums, double *inert,
+    const double *restrict pp, const double *w, fkm_index_t i, fkm_index_t d,
+    const double *ct, const double *hnorm, const double *centers,
+    fkm_index_t k)
+{
+    fkm_index_t best[4];
+    FKM_NAME(panel4)(best, pp, d, ct, hnorm, k);
+    for (int r = 0; r < 4; ++r) {
+        const double wi = w ? w[i + r] : 1.0;
+        double dd = FKM_NAME(accumulate)(sums, wsums, pp + r, 4, d, best[r], wi,
+                                         w != NULL, centers, mind != NULL);
+        labels[i + r] = (int32_t)best[r];
+        if (mind) {
+            mind[i + r] = dd;
+            *inert += wi * dd;
+        }
+    }
+}
+
 FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     int32_t *labels, double *mind, double *sums, double *wsums,
     double *inertia, const FKM_REAL *X, const double *P, const double *w,
@@ -125,7 +174,30 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     memset(wsums, 0, (size_t)k * sizeof(double));
     double inert = 0.0;
     FKM_REAL *pad = NULL;
-    for (fkm_index_t i = lo; i < hi; i += 4) {
+    fkm_index_t i = lo;
+    if (P) {
+        /* Whole packed panels: scores and sums read the panel only. */
+        for (; i + 4 <= n4; i += 4) {
+#define FKM_PCASE(D)                                                          \
+    case D:                                                                   \
+        FKM_NAME(group_packed)(labels, mind, sums, wsums, &inert, P + i * D,  \
+                               w, i, D, ct, hnorm, centers, k);               \
+        break;
+            switch (d) {
+                FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
+                FKM_PCASE(5) FKM_PCASE(6) FKM_PCASE(7) FKM_PCASE(8)
+                FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
+                FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
+            default:
+                FKM_NAME(group_packed)(labels, mind, sums, wsums, &inert,
+                                       P + i * d, w, i, d, ct, hnorm, centers,
+                                       k);
+            }
+#undef FKM_PCASE
+        }
+    }
+    double *xr = NULL; /* one row converted to double */
+    for (; i < hi; i += 4) {
         const FKM_REAL *rows[4];
         fkm_index_t m = hi - i < 4 ? hi - i : 4;
         if (m == 4) {
@@ -143,50 +215,35 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
                 rows[r] = r < m ? X + (i + r) * d : pad;
         }
         fkm_index_t best[4];
-        if (i + 4 <= n4) {
-#define FKM_PCASE(D)                                                          \
-    case D:                                                                   \
-        FKM_NAME(panel4)(best, P + i * D, D, ct, hnorm, k);                  \
-        break;
-            switch (d) {
-                FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
-                FKM_PCASE(5) FKM_PCASE(6) FKM_PCASE(7) FKM_PCASE(8)
-                FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
-                FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
-            default:
-                FKM_NAME(panel4)(best, P + i * d, d, ct, hnorm, k);
-            }
-#undef FKM_PCASE
-        } else {
-            FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct,
-                            hnorm, k);
-        }
+        FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm,
+                        k);
         for (fkm_index_t r = 0; r < m; ++r) {
-            const FKM_REAL *x = rows[r];
-            const fkm_index_t c = best[r];
-            double *sc = sums + c * d;
-            const double wi = w ? w[i + r] : 1.0;
-            if (w) {
-                for (fkm_index_t j = 0; j < d; ++j)
-                    sc[j] += wi * (double)x[j];
+            const double *x;
+            if (sizeof(FKM_REAL) == sizeof(double)) {
+                x = (const double *)rows[r];
             } else {
-                for (fkm_index_t j = 0; j < d; ++j)
-                    sc[j] += (double)x[j];
-            }
-            wsums[c] += wi;
-            labels[i + r] = (int32_t)c;
-            if (mind) {
-                const double *cc = centers + c * d;
-                double dd = 0.0;
-                for (fkm_index_t j = 0; j < d; ++j) {
-                    double t = (double)x[j] - cc[j];
-                    dd += t * t;
+                if (!xr) {
+                    xr = malloc((size_t)(d > 0 ? d : 1) * sizeof(double));
+                    if (!xr) {
+                        free(pad);
+                        return FKM_ENOMEM;
+                    }
                 }
+                for (fkm_index_t j = 0; j < d; ++j)
+                    xr[j] = (double)rows[r][j];
+                x = xr;
+            }
+            const double wi = w ? w[i + r] : 1.0;
+            double dd = FKM_NAME(accumulate)(sums, wsums, x, 1, d, best[r], wi,
+                                             w != NULL, centers, mind != NULL);
+            labels[i + r] = (int32_t)best[r];
+            if (mind) {
                 mind[i + r] = dd;
                 inert += wi * dd;
             }
         }
     }
+    free(xr);
     free(pad);
     *inertia = inert;
     return FKM_OK;
