@@ -62,9 +62,10 @@ def quantize(object X, object phase, double step):
     if status == FKM_ENONFINITE:
         raise InvalidInputError("X contains NaN or infinity")
     if status == FKM_EOVERFLOW:
-        t = np.asarray(X, dtype=np.float64) / step
-        if phase is not None:
-            t -= phase
+        with np.errstate(over="ignore", invalid="ignore"):
+            t = np.asarray(X, dtype=np.float64) / step
+            if phase is not None:
+                t -= phase
         i, j = _first_where(~(np.abs(t) < 2.0 ** 62))
         raise CapacityError(
             f"X[{i}, {j}] / step - phase = {t[i, j]:.6g} is beyond the int64 bin "
