@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 static int step_ok(double step)
 {
@@ -31,6 +32,27 @@ floor_to_int64(double t, int *ok)
     return k - ((double)k > t);
 }
 
+/* The same for |t| < 2^50 only, with operations that vectorize on every
+ * x86-64 level (no double -> int64 conversion instruction before AVX-512):
+ * adding 1.5 * 2^52 rounds t to the nearest integer r, held in the low
+ * mantissa bits of y, whose bit pattern minus that of 1.5 * 2^52 is r.
+ * *bad gets all bits set when t is out of range or NaN (the result is then
+ * meaningless, but computing it is harmless: no conversion is involved). */
+#define FKM_FAST_MAX 0x1p50
+#define FKM_ROUND_MAGIC 0x1.8p52
+#define FKM_ROUND_MAGIC_BITS INT64_C(0x4338000000000000)
+
+static inline __attribute__((always_inline)) int64_t
+floor_to_int64_fast(double t, int64_t *bad)
+{
+    *bad |= (int64_t)!(fabs(t) < FKM_FAST_MAX);
+    double y = t + FKM_ROUND_MAGIC;
+    double r = y - FKM_ROUND_MAGIC;
+    int64_t ybits;
+    memcpy(&ybits, &y, sizeof ybits);
+    return (ybits - FKM_ROUND_MAGIC_BITS) - (int64_t)(r > t);
+}
+
 /* Error path of quantize: decide which status to report. */
 static int quantize_failure(const void *X, int f32, fkm_index_t nd)
 {
@@ -40,6 +62,31 @@ static int quantize_failure(const void *X, int f32, fkm_index_t nd)
     return FKM_EOVERFLOW;
 }
 
+/* t = x / step - phase_j for one row: bins[j] = floor(t).  The fast loop
+ * covers |t| < 2^50; a row with a larger coordinate is redone exactly.
+ * `f32` and `has_phase` are constants at every call site. */
+#define FKM_T(j) (load_elem(x, (j), f32) / step - (has_phase ? phase[j] : 0.0))
+
+static inline __attribute__((always_inline)) int
+quantize_row(int64_t *restrict b, const void *restrict x, int f32,
+             int has_phase, const double *restrict phase, fkm_index_t d,
+             double step)
+{
+    int64_t bad = 0;
+    for (fkm_index_t j = 0; j < d; ++j) {
+        double t = FKM_T(j);
+        b[j] = floor_to_int64_fast(t, &bad);
+    }
+    if (!bad)
+        return 1;
+    int ok = 1;
+    for (fkm_index_t j = 0; j < d; ++j) {
+        double t = FKM_T(j);
+        b[j] = floor_to_int64(t, &ok);
+    }
+    return ok;
+}
+
 static inline __attribute__((always_inline)) int
 quantize_rows(int64_t *restrict bins, const void *restrict X, int f32,
               const double *restrict phase, fkm_index_t n, fkm_index_t d,
@@ -47,20 +94,11 @@ quantize_rows(int64_t *restrict bins, const void *restrict X, int f32,
 {
     if (!step_ok(step))
         return FKM_EDOM;
+    const size_t esize = f32 ? sizeof(float) : sizeof(double);
     for (fkm_index_t i = 0; i < n; ++i) {
-        const fkm_index_t row = i * d;
-        int ok = 1;
-        if (phase) {
-            for (fkm_index_t j = 0; j < d; ++j) {
-                double t = load_elem(X, row + j, f32) / step - phase[j];
-                bins[row + j] = floor_to_int64(t, &ok);
-            }
-        } else {
-            for (fkm_index_t j = 0; j < d; ++j) {
-                double t = load_elem(X, row + j, f32) / step;
-                bins[row + j] = floor_to_int64(t, &ok);
-            }
-        }
+        const char *x = (const char *)X + (size_t)(i * d) * esize;
+        int ok = phase ? quantize_row(bins + i * d, x, f32, 1, phase, d, step)
+                       : quantize_row(bins + i * d, x, f32, 0, NULL, d, step);
         if (!ok)
             return quantize_failure(X, f32, n * d);
     }

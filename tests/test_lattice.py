@@ -287,6 +287,29 @@ def test_quantize_hand():
         [[-1, 0], [0, 0], [-1, -1]]
 
 
+def test_quantize_exact_floor_across_magnitudes():
+    # Oracle: math.floor on each float64 value (step 1, no phase, so t = x).
+    # Covers halves (round-half-even must not leak into floor), signed zero,
+    # tiny negatives, and both sides of the 2**50 switch between the kernel's
+    # vectorized path and its exact fallback, up to the 2**62 limit.
+    import math
+    vals = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5, -3.5, 1e-300, -1e-300,
+            0.9999999999999999, -0.9999999999999999, 7.0, -7.0]
+    for e in (20, 40, 49, 50, 51, 52, 53, 61):
+        for base in (2.0**e, -(2.0**e)):
+            vals += [base, np.nextafter(base, 0.0), np.nextafter(base, 2 * base),
+                     base + 0.5 * np.sign(base) if e < 52 else base,
+                     base - 2.5 * np.sign(base) if e < 51 else base,
+                     base + 3.0, base - 3.0]
+    vals.append(np.nextafter(2.0**62, 0.0))
+    X = np.array(vals).reshape(-1, 1)
+    expected = [[math.floor(v)] for v in vals]
+    assert Lattice(1.0).quantize(X).tolist() == expected
+    # the same values spread over rows of width 5, mixing both paths in a row
+    X5 = np.resize(np.array(vals), (len(vals) // 5) * 5).reshape(-1, 5)
+    assert Lattice(1.0).quantize(X5).tolist() == [[math.floor(v) for v in r] for r in X5.tolist()]
+
+
 def test_quantize_float32_uses_the_float32_value():
     # In float64, 0.3 / 0.1 = 2.9999999999999996 -> bin 2; float32(0.3) is
     # 0.30000001192..., and 0.30000001192 / 0.1 = 3.0000001... -> bin 3.
