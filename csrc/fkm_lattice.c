@@ -35,9 +35,10 @@ floor_to_int64(double t, int *ok)
 /* The same for |t| < 2^50 only, with operations that vectorize on every
  * x86-64 level (no double -> int64 conversion instruction before AVX-512):
  * adding 1.5 * 2^52 rounds t to the nearest integer r, held in the low
- * mantissa bits of y, whose bit pattern minus that of 1.5 * 2^52 is r.
- * *bad gets all bits set when t is out of range or NaN (the result is then
- * meaningless, but computing it is harmless: no conversion is involved). */
+ * mantissa bits of y, whose bit pattern minus that of 1.5 * 2^52 is r
+ * (assumes the default round-to-nearest mode).  *bad becomes nonzero when t
+ * is out of range or NaN (the result is then meaningless, but computing it
+ * is harmless: no conversion is involved). */
 #define FKM_FAST_MAX 0x1p50
 #define FKM_ROUND_MAGIC 0x1.8p52
 #define FKM_ROUND_MAGIC_BITS INT64_C(0x4338000000000000)
