@@ -6,12 +6,14 @@ Python API.
 from .exceptions import (CapacityError, InvalidIdError, InvalidInputError,
                          NotFittedError, NumericalError, PyfkmError)
 from .kmeans import KMeans
+from .lattice import Lattice
 from .seeding import RemovableSeeding, RemovalReport, kmeans_plusplus
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "KMeans",
+    "Lattice",
     "kmeans_plusplus",
     "RemovableSeeding",
     "RemovalReport",

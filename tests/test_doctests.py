@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-MODULES = ["pyfkm.rng", "pyfkm.seeding", "pyfkm.kmeans", "pyfkm.datasets"]
+MODULES = ["pyfkm.rng", "pyfkm.seeding", "pyfkm.kmeans", "pyfkm.datasets", "pyfkm.lattice"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -49,3 +49,21 @@ cdef extern from "fkm_lloyd.h" nogil:
                          const double *part_sums, const double *part_wsums,
                          const double *part_inertia, fkm_index_t n_parts,
                          fkm_index_t k, fkm_index_t d)
+
+cdef extern from "fkm_lattice.h" nogil:
+    int fkm_lattice_quantize_f64(int64_t *bins, const double *X,
+                                 const double *phase, fkm_index_t n,
+                                 fkm_index_t d, double step)
+    int fkm_lattice_quantize_f32(int64_t *bins, const float *X,
+                                 const double *phase, fkm_index_t n,
+                                 fkm_index_t d, double step)
+    int fkm_lattice_centers(double *out, const int64_t *bins, const double *phase,
+                            fkm_index_t n, fkm_index_t d, double step)
+    int fkm_lattice_sample(fkm_rng_t *rng, double *out, const int64_t *bins,
+                           const double *phase, fkm_index_t n, fkm_index_t d,
+                           double step)
+    int fkm_lattice_grid_size(int64_t *size, fkm_index_t d, int64_t n_bins)
+    int fkm_lattice_flatten(int64_t *index, const int64_t *bins, fkm_index_t n,
+                            fkm_index_t d, int64_t n_bins)
+    int fkm_lattice_unflatten(int64_t *bins, const int64_t *index, fkm_index_t n,
+                              fkm_index_t d, int64_t n_bins)
