@@ -23,19 +23,31 @@ static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
         fkm_v4d a10 = {0, 0, 0, 0}, a11 = {0, 0, 0, 0};
         fkm_v4d a20 = {0, 0, 0, 0}, a21 = {0, 0, 0, 0};
         fkm_v4d a30 = {0, 0, 0, 0}, a31 = {0, 0, 0, 0};
-        for (fkm_index_t j = 0; j < d; ++j) {
-            fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
-            fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
-            double x0 = (double)r0[j], x1 = (double)r1[j];
-            double x2 = (double)r2[j], x3 = (double)r3[j];
-            a00 += x0 * c0;
-            a01 += x0 * c1;
-            a10 += x1 * c0;
-            a11 += x1 * c1;
-            a20 += x2 * c0;
-            a21 += x2 * c1;
-            a30 += x3 * c0;
-            a31 += x3 * c1;
+        if (k - p * FKM_LLOYD_PANEL > 4) {
+            for (fkm_index_t j = 0; j < d; ++j) {
+                fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
+                fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
+                double x0 = (double)r0[j], x1 = (double)r1[j];
+                double x2 = (double)r2[j], x3 = (double)r3[j];
+                a00 += x0 * c0;
+                a01 += x0 * c1;
+                a10 += x1 * c0;
+                a11 += x1 * c1;
+                a20 += x2 * c0;
+                a21 += x2 * c1;
+                a30 += x3 * c0;
+                a31 += x3 * c1;
+            }
+        } else {
+            /* A last panel with at most 4 real centers: half the work (the
+             * upper lanes keep score +inf - 0 through hnorm). */
+            for (fkm_index_t j = 0; j < d; ++j) {
+                fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
+                a00 += (double)r0[j] * c0;
+                a10 += (double)r1[j] * c0;
+                a20 += (double)r2[j] * c0;
+                a30 += (double)r3[j] * c0;
+            }
         }
         const double *hn = hnorm + p * FKM_LLOYD_PANEL;
         const fkm_v4d h0 = LOAD4(hn), h1 = LOAD4(hn + 4);
