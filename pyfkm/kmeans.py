@@ -35,12 +35,9 @@ def _short_shift(s, bits=16):
 class _LloydWorkspace:
     """Buffers and the fixed partition for repeated Lloyd steps on one X."""
 
-    def __init__(self, X, w, k, n_threads, pack=True, shift=None):
+    def __init__(self, X, w, k, n_threads, pack=True):
         n, d = X.shape
         self.X, self.k, self.d = X, k, d
-        # Scores are computed relative to a shift (the data mean by default),
-        # else they lose all precision for data far from the origin.
-        self.shift = _short_shift(X.mean(axis=0, dtype=np.float64) if shift is None else shift)
         self.w = np.empty(0) if w is None else w
         self.bounds = _lloyd.part_bounds(n, k, d)
         P = len(self.bounds) - 1
@@ -63,7 +60,9 @@ class _LloydWorkspace:
         With ``distances=False`` the per-point squared distances (``mind``)
         and the inertia are not computed (inertia is returned as nan).
         """
-        ct, hn = _lloyd.pack_centers(centers, self.shift)
+        # Scores are computed relative to a shift near the data (the mean of
+        # the centers), else they lose all precision far from the origin.
+        ct, hn = _lloyd.pack_centers(centers, _short_shift(centers.mean(axis=0)))
         P = len(self.bounds) - 1
         args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
         outs = (self.labels, self.mind if distances else None, self.part_sums,
@@ -316,8 +315,7 @@ class KMeans(BaseEstimator):
         X = self._check_predict_X(X)
         w = check_sample_weight(sample_weight, X.shape[0])
         ws = _LloydWorkspace(X, w, self.cluster_centers_.shape[0], self.n_threads,
-                             pack=X.shape[0] >= 4096,
-                             shift=self.cluster_centers_.mean(axis=0))
+                             pack=X.shape[0] >= 4096)
         try:
             _, _, inertia = ws.step(self.cluster_centers_)
             return ws.labels.copy(), float(inertia)
