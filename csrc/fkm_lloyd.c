@@ -18,6 +18,10 @@ typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
 
 #define LOAD4(p) (*(const fkm_v4d *)(p))
 
+/* Coordinates per block in the register tiles (4 rows x 128 doubles plus two
+ * panels of 128 x 8 doubles: 20 KiB, within L1). */
+#define FKM_LLOYD_JBLOCK 128
+
 void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
                             const double *shift, fkm_index_t k, fkm_index_t d)
 {

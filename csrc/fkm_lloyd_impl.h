@@ -10,49 +10,94 @@
 static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
     fkm_index_t *best, const FKM_REAL *r0, const FKM_REAL *r1,
     const FKM_REAL *r2, const FKM_REAL *r3, fkm_index_t d,
-    const double *restrict ct, const double *restrict hnorm, fkm_index_t k)
+    const double *restrict ct, const double *restrict hnorm, fkm_index_t k,
+    fkm_v4d *restrict accbuf)
 {
     const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
     const fkm_v4d inf = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};
+    const fkm_v4d zero = {0, 0, 0, 0};
+    for (fkm_index_t t = 0; t < 8 * np; ++t)
+        accbuf[t] = zero;
+    /* Coordinates in blocks of FKM_LLOYD_JBLOCK: the 4 rows' block and the
+     * panels' block stay in L1 while every panel is processed. */
+    for (fkm_index_t jb = 0; jb < d; jb += FKM_LLOYD_JBLOCK) {
+        const fkm_index_t je = jb + FKM_LLOYD_JBLOCK < d ? jb + FKM_LLOYD_JBLOCK : d;
+        for (fkm_index_t p = 0; p < np; ++p) {
+            const double *pc = ct + p * d * FKM_LLOYD_PANEL;
+            fkm_v4d *acc = accbuf + 8 * p;
+            fkm_v4d a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+            fkm_v4d a20 = acc[4], a21 = acc[5], a30 = acc[6], a31 = acc[7];
+            const fkm_index_t rest = k - p * FKM_LLOYD_PANEL; /* centers left */
+            if (rest > 8 && rest <= 12) {
+                /* A full panel and a last half panel together: 12 lanes in
+                 * one sweep over the rows (12 independent FMA chains). */
+                const double *pq = pc + d * FKM_LLOYD_PANEL;
+                fkm_v4d *accq = acc + 8;
+                fkm_v4d b00 = accq[0], b10 = accq[2], b20 = accq[4], b30 = accq[6];
+                for (fkm_index_t j = jb; j < je; ++j) {
+                    fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
+                    fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
+                    fkm_v4d c2 = LOAD4(pq + j * FKM_LLOYD_PANEL);
+                    double x0 = (double)r0[j], x1 = (double)r1[j];
+                    double x2 = (double)r2[j], x3 = (double)r3[j];
+                    a00 += x0 * c0;
+                    a01 += x0 * c1;
+                    b00 += x0 * c2;
+                    a10 += x1 * c0;
+                    a11 += x1 * c1;
+                    b10 += x1 * c2;
+                    a20 += x2 * c0;
+                    a21 += x2 * c1;
+                    b20 += x2 * c2;
+                    a30 += x3 * c0;
+                    a31 += x3 * c1;
+                    b30 += x3 * c2;
+                }
+                accq[0] = b00, accq[2] = b10, accq[4] = b20, accq[6] = b30;
+                acc[0] = a00, acc[1] = a01, acc[2] = a10, acc[3] = a11;
+                acc[4] = a20, acc[5] = a21, acc[6] = a30, acc[7] = a31;
+                ++p; /* the half panel is done */
+                continue;
+            }
+            if (rest > 4) {
+                for (fkm_index_t j = jb; j < je; ++j) {
+                    fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
+                    fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
+                    double x0 = (double)r0[j], x1 = (double)r1[j];
+                    double x2 = (double)r2[j], x3 = (double)r3[j];
+                    a00 += x0 * c0;
+                    a01 += x0 * c1;
+                    a10 += x1 * c0;
+                    a11 += x1 * c1;
+                    a20 += x2 * c0;
+                    a21 += x2 * c1;
+                    a30 += x3 * c0;
+                    a31 += x3 * c1;
+                }
+            } else {
+                /* A last panel with at most 4 real centers: half the work
+                 * (its upper lanes score +inf through hnorm). */
+                for (fkm_index_t j = jb; j < je; ++j) {
+                    fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
+                    a00 += (double)r0[j] * c0;
+                    a10 += (double)r1[j] * c0;
+                    a20 += (double)r2[j] * c0;
+                    a30 += (double)r3[j] * c0;
+                }
+            }
+            acc[0] = a00, acc[1] = a01, acc[2] = a10, acc[3] = a11;
+            acc[4] = a20, acc[5] = a21, acc[6] = a30, acc[7] = a31;
+        }
+    }
     /* Per row and lane: best score so far and its panel (branch-free). */
     fkm_v4d bv[8] = {inf, inf, inf, inf, inf, inf, inf, inf};
     fkm_v4i bp[8] = {{0}};
     for (fkm_index_t p = 0; p < np; ++p) {
-        const double *pc = ct + p * d * FKM_LLOYD_PANEL;
-        fkm_v4d a00 = {0, 0, 0, 0}, a01 = {0, 0, 0, 0};
-        fkm_v4d a10 = {0, 0, 0, 0}, a11 = {0, 0, 0, 0};
-        fkm_v4d a20 = {0, 0, 0, 0}, a21 = {0, 0, 0, 0};
-        fkm_v4d a30 = {0, 0, 0, 0}, a31 = {0, 0, 0, 0};
-        if (k - p * FKM_LLOYD_PANEL > 4) {
-            for (fkm_index_t j = 0; j < d; ++j) {
-                fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
-                fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
-                double x0 = (double)r0[j], x1 = (double)r1[j];
-                double x2 = (double)r2[j], x3 = (double)r3[j];
-                a00 += x0 * c0;
-                a01 += x0 * c1;
-                a10 += x1 * c0;
-                a11 += x1 * c1;
-                a20 += x2 * c0;
-                a21 += x2 * c1;
-                a30 += x3 * c0;
-                a31 += x3 * c1;
-            }
-        } else {
-            /* A last panel with at most 4 real centers: half the work (the
-             * upper lanes keep score +inf - 0 through hnorm). */
-            for (fkm_index_t j = 0; j < d; ++j) {
-                fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
-                a00 += (double)r0[j] * c0;
-                a10 += (double)r1[j] * c0;
-                a20 += (double)r2[j] * c0;
-                a30 += (double)r3[j] * c0;
-            }
-        }
+        const fkm_v4d *acc = accbuf + 8 * p;
         const double *hn = hnorm + p * FKM_LLOYD_PANEL;
         const fkm_v4d h0 = LOAD4(hn), h1 = LOAD4(hn + 4);
-        const fkm_v4d s[8] = {h0 - a00, h1 - a01, h0 - a10, h1 - a11,
-                              h0 - a20, h1 - a21, h0 - a30, h1 - a31};
+        const fkm_v4d s[8] = {h0 - acc[0], h1 - acc[1], h0 - acc[2], h1 - acc[3],
+                              h0 - acc[4], h1 - acc[5], h0 - acc[6], h1 - acc[7]};
         const fkm_v4i pv = {p, p, p, p};
         for (int t = 0; t < 8; ++t) {
             fkm_v4i lt = s[t] < bv[t]; /* strict: earlier panel wins ties */
@@ -209,6 +254,15 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
         }
     }
     double *xr = NULL; /* one row converted to double */
+    fkm_v4d *accbuf = NULL;
+    if (i < hi) {
+        accbuf = malloc((size_t)(8 * ((k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL)) *
+                        sizeof(fkm_v4d));
+        if (!accbuf) {
+            free(pad);
+            return FKM_ENOMEM;
+        }
+    }
     for (; i < hi; i += 4) {
         const FKM_REAL *rows[4];
         fkm_index_t m = hi - i < 4 ? hi - i : 4;
@@ -219,8 +273,10 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
             /* Tail: repeat the last row; extra results are ignored. */
             if (!pad) {
                 pad = malloc((size_t)(d > 0 ? d : 1) * sizeof(FKM_REAL));
-                if (!pad)
+                if (!pad) {
+                    free(accbuf);
                     return FKM_ENOMEM;
+                }
                 memcpy(pad, X + (hi - 1) * d, (size_t)d * sizeof(FKM_REAL));
             }
             for (int r = 0; r < 4; ++r)
@@ -228,7 +284,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
         }
         fkm_index_t best[4];
         FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm,
-                        k);
+                        k, accbuf);
         for (fkm_index_t r = 0; r < m; ++r) {
             const double *x;
             if (sizeof(FKM_REAL) == sizeof(double)) {
@@ -238,6 +294,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
                     xr = malloc((size_t)(d > 0 ? d : 1) * sizeof(double));
                     if (!xr) {
                         free(pad);
+                        free(accbuf);
                         return FKM_ENOMEM;
                     }
                 }
@@ -256,6 +313,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
         }
     }
     free(xr);
+    free(accbuf);
     free(pad);
     *inertia = inert;
     return FKM_OK;
