@@ -31,9 +31,20 @@ def check_array(X, name="X", *, dtype=_FLOATS, ndim=2, allow_empty=False):
     arr = np.ascontiguousarray(arr, dtype=target)
     if not allow_empty and arr.size == 0:
         raise InvalidInputError(f"{name} is empty (shape {arr.shape})")
-    if not np.isfinite(arr).all():
+    if not _all_finite(arr):
         raise InvalidInputError(f"{name} contains NaN or infinity")
     return arr
+
+
+def _all_finite(arr):
+    """Whether every entry is finite, without an n-sized temporary in the
+    common case: the sum of finite values is finite unless it overflows, and
+    only then is the elementwise check needed."""
+    if arr.dtype.kind != "f":
+        return True
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = arr.sum(dtype=np.float64)
+    return bool(np.isfinite(total)) or bool(np.isfinite(arr).all())
 
 
 def check_sample_weight(sample_weight, n, name="sample_weight"):

@@ -1,0 +1,33 @@
+"""Shared fixtures of the microbenchmarks (``benchmarks/bench_*.py``).
+
+Benchmarks are not in ``testpaths``; run a file explicitly, e.g.
+``python -m pytest benchmarks/bench_seeding.py --benchmark-only``.
+"""
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Cap BLAS and OpenMP at one thread for a whole module.
+
+    Both libraries of a comparison then run single-threaded in the same
+    environment, as in ``compare_sklearn.py``.  Opt in with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``.
+    """
+    with threadpool_limits(1):
+        yield
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """Record the library versions in saved runs (``--benchmark-save``)."""
+    import pyfkm
+
+    versions = {"pyfkm": pyfkm.__version__, "numpy": np.__version__}
+    try:
+        import sklearn
+        versions["scikit-learn"] = sklearn.__version__
+    except ImportError:
+        pass
+    machine_info["versions"] = versions
