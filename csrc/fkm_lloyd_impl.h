@@ -129,8 +129,10 @@ static inline __attribute__((always_inline)) void FKM_NAME(panel4)(
     fkm_v4d bv = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL};
     fkm_v4i bi = {0, 0, 0, 0};
     fkm_index_t c = 0;
-    /* Four centers at a time: four independent FMA chains hide latency. */
-    for (; c + 4 <= k; c += 4) {
+    /* Four centers at a time: four independent FMA chains hide latency.  A
+     * last group of fewer than 4 uses the padding lanes of the packed
+     * centers (score +inf through hnorm, never chosen). */
+    for (; c < k; c += 4) {
         /* Centers c..c+3 are lanes l..l+3 of one packed panel. */
         const double *pc = ct + (c / FKM_LLOYD_PANEL) * d * FKM_LLOYD_PANEL +
                            c % FKM_LLOYD_PANEL;
@@ -152,18 +154,6 @@ static inline __attribute__((always_inline)) void FKM_NAME(panel4)(
             const fkm_v4i cv = {c + t, c + t, c + t, c + t};
             bi = (cv & lt) | (bi & ~lt);
         }
-    }
-    for (; c < k; ++c) {
-        const double *pc = ct + (c / FKM_LLOYD_PANEL) * d * FKM_LLOYD_PANEL +
-                           c % FKM_LLOYD_PANEL;
-        fkm_v4d acc = {0, 0, 0, 0};
-        for (fkm_index_t j = 0; j < d; ++j)
-            acc += LOAD4(pp + 4 * j) * pc[j * FKM_LLOYD_PANEL];
-        fkm_v4d sc = hnorm[c] - acc;
-        fkm_v4i lt = sc < bv;
-        bv = (fkm_v4d)(((fkm_v4i)sc & lt) | ((fkm_v4i)bv & ~lt));
-        const fkm_v4i cv = {c, c, c, c};
-        bi = (cv & lt) | (bi & ~lt);
     }
     for (int r = 0; r < 4; ++r)
         best[r] = bi[r];
