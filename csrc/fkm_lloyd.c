@@ -17,6 +17,14 @@ typedef double fkm_v4d __attribute__((vector_size(32), aligned(8)));
 typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
 
 #define LOAD4(p) (*(const fkm_v4d *)(p))
+#define STORE4(p, v) (*(fkm_v4d *)(p) = (v))
+
+/* __builtin_shufflevector: clang, GCC >= 12. */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define FKM_HAVE_SHUFFLE 1
+#else
+#define FKM_HAVE_SHUFFLE 0
+#endif
 
 /* Coordinates per block in the register tiles (4 rows x 128 doubles plus two
  * panels of 128 x 8 doubles: 20 KiB, within L1). */

@@ -196,6 +196,47 @@ static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
 {
     fkm_index_t best[4];
     FKM_NAME(panel4)(best, pp, d, ct, hnorm, k);
+#if FKM_HAVE_SHUFFLE
+    if (!mind) {
+        /* Transpose 4 x 4 blocks of the panel so that each point's 4
+         * coordinates form one vector added to its cluster's sums; every
+         * sum still receives the points in order r = 0..3. */
+        double *s0 = sums + best[0] * d, *s1 = sums + best[1] * d;
+        double *s2 = sums + best[2] * d, *s3 = sums + best[3] * d;
+        double wr[4];
+        for (int r = 0; r < 4; ++r) {
+            const double wi = w ? w[i + r] : 1.0;
+            wr[r] = wi;
+            wsums[best[r]] += wi;
+            labels[i + r] = (int32_t)best[r];
+        }
+        fkm_index_t j = 0;
+        for (; j + 4 <= d; j += 4) {
+            const fkm_v4d a = LOAD4(pp + 4 * j), b = LOAD4(pp + 4 * j + 4);
+            const fkm_v4d c = LOAD4(pp + 4 * j + 8), e = LOAD4(pp + 4 * j + 12);
+            const fkm_v4d t0 = __builtin_shufflevector(a, b, 0, 4, 2, 6);
+            const fkm_v4d t1 = __builtin_shufflevector(a, b, 1, 5, 3, 7);
+            const fkm_v4d t2 = __builtin_shufflevector(c, e, 0, 4, 2, 6);
+            const fkm_v4d t3 = __builtin_shufflevector(c, e, 1, 5, 3, 7);
+            fkm_v4d x0 = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+            fkm_v4d x1 = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+            fkm_v4d x2 = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+            fkm_v4d x3 = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+            if (w) {
+                x0 *= wr[0], x1 *= wr[1], x2 *= wr[2], x3 *= wr[3];
+            }
+            STORE4(s0 + j, LOAD4(s0 + j) + x0);
+            STORE4(s1 + j, LOAD4(s1 + j) + x1);
+            STORE4(s2 + j, LOAD4(s2 + j) + x2);
+            STORE4(s3 + j, LOAD4(s3 + j) + x3);
+        }
+        for (; j < d; ++j) {
+            for (int r = 0; r < 4; ++r)
+                sums[best[r] * d + j] += wr[r] * pp[4 * j + r];
+        }
+        return;
+    }
+#endif
     for (int r = 0; r < 4; ++r) {
         const double wi = w ? w[i + r] : 1.0;
         double dd = FKM_NAME(accumulate)(sums, wsums, pp + r, 4, d, best[r], wi,
