@@ -25,3 +25,16 @@ def test_demo_runs_and_reports(capsys):
     # find them (ratio to the ideal inertia near 1, most labels right)
     assert summary["inertia_ratio"] < 1.5
     assert summary["agreement"] > 0.8
+
+
+def test_readme_quickstart_runs():
+    import pathlib
+    import re
+
+    readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+    assert blocks, "README has no python example"
+    namespace = {}
+    exec(compile(blocks[0], "README.md", "exec"), namespace)
+    assert namespace["km"].inertia_ > 0
+    assert namespace["points"].shape == (10, 5)
