@@ -15,7 +15,9 @@
 /* Up to this dimension the data are packed 4 points to a vector and every
  * distance is computed branch-free; above it, pruning by the triangle
  * inequality pays for its unpredictable branch. */
+#ifndef FKM_PACK_MAX_D
 #define FKM_PACK_MAX_D 16
+#endif
 #define FKM_PRUNE_MIN_D (FKM_PACK_MAX_D + 1)
 
 /* Four doubles; GCC/clang vector extensions lower this to AVX2, SSE2 pairs or
