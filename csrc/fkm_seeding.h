@@ -49,4 +49,25 @@ int fkm_seeding_run_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
                         const uint8_t *removed, fkm_index_t n, fkm_index_t d,
                         fkm_index_t k, fkm_index_t n_prefix);
 
+/* fkm_seeding_resume_{f64,f32}: like fkm_seeding_run, from a warm state.
+ *
+ * mind, labels  INOUT: on entry, the outputs of a previous run (or resume)
+ *               on the same X and w whose centers[0..n_prefix) are the same
+ *               ids, with any number of points removed since (now marked in
+ *               `removed`); on exit, as for fkm_seeding_run.
+ * Points whose nearest center was in the prefix keep it without any
+ * distance computation; only the others are compared with the prefix
+ * centers, so removing a late center costs far less than seeding afresh.
+ * The result is bit-identical to fkm_seeding_run with the same prefix and
+ * the same generator state.  1 <= n_prefix <= k, else FKM_EDOM.
+ */
+int fkm_seeding_resume_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                           int32_t *labels, const double *X, const double *w,
+                           const uint8_t *removed, fkm_index_t n,
+                           fkm_index_t d, fkm_index_t k, fkm_index_t n_prefix);
+int fkm_seeding_resume_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                           int32_t *labels, const float *X, const double *w,
+                           const uint8_t *removed, fkm_index_t n,
+                           fkm_index_t d, fkm_index_t k, fkm_index_t n_prefix);
+
 #endif /* FKM_SEEDING_H */

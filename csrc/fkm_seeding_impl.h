@@ -151,7 +151,7 @@ FKM_HOT static void FKM_NAME(update_pass)(
     double *restrict mind, int32_t *restrict labels, double *restrict bsum,
     const FKM_REAL *X, const double *P, const double *w,
     const uint8_t *removed, fkm_index_t n, fkm_index_t d, fkm_index_t pos,
-    fkm_index_t c, const double *dcc)
+    fkm_index_t c, const double *dcc, int pack_now)
 {
     const fkm_index_t n4 = P ? n - n % 4 : 0; /* points covered by P */
     const FKM_REAL *xc = X + c * d;
@@ -164,7 +164,7 @@ FKM_HOT static void FKM_NAME(update_pass)(
         fkm_index_t mid = lo;
         if (P && lo < n4) {
             mid = hi < n4 ? hi : n4;
-            if (pos == 0) /* pack while the block is read for the first time */
+            if (pack_now) /* pack while the block is read for the first time */
                 for (fkm_index_t i = lo; i < mid; i += 4)
                     for (fkm_index_t j = 0; j < d; ++j)
                         for (fkm_index_t l = 0; l < 4; ++l)
@@ -206,11 +206,44 @@ FKM_HOT static void FKM_NAME(update_pass)(
     }
 }
 
-int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
-                              double *mind, int32_t *labels, const FKM_REAL *X,
-                              const double *w, const uint8_t *removed,
-                              fkm_index_t n, fkm_index_t d, fkm_index_t k,
-                              fkm_index_t n_prefix)
+/* Restore the state after the first n_prefix centers from the state of a
+ * full seeding that shares them: points whose nearest center is in the
+ * prefix keep it (and its distance); the others look for their nearest
+ * prefix center again, in prefix order, so ties and distances are exactly
+ * those of the sequential passes.  Removed points get mind 0, label -1. */
+FKM_HOT static void FKM_NAME(restore_prefix)(
+    double *restrict mind, int32_t *restrict labels, const FKM_REAL *X,
+    const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+    const fkm_index_t *centers, fkm_index_t n_prefix)
+{
+    for (fkm_index_t i = 0; i < n; ++i) {
+        if (removed && removed[i]) {
+            mind[i] = 0.0;
+            labels[i] = -1;
+            continue;
+        }
+        if (labels[i] >= 0 && labels[i] < n_prefix)
+            continue;
+        double m = HUGE_VAL;
+        int32_t l = -1;
+        for (fkm_index_t a = 0; a < n_prefix; ++a) {
+            double dd = FKM_NAME(dist2)(X + i * d, X + centers[a] * d, d);
+            if (dd < m) {
+                m = dd;
+                l = (int32_t)a;
+            }
+        }
+        mind[i] = m;
+        labels[i] = l;
+    }
+}
+
+static int FKM_NAME(seeding_body)(fkm_rng_t *rng, fkm_index_t *centers,
+                                  double *mind, int32_t *labels,
+                                  const FKM_REAL *X, const double *w,
+                                  const uint8_t *removed, fkm_index_t n,
+                                  fkm_index_t d, fkm_index_t k,
+                                  fkm_index_t n_prefix, int warm)
 {
     fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
     double *bsum = calloc((size_t)(nb > 0 ? nb : 1), sizeof(double));
@@ -222,7 +255,9 @@ int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
         status = FKM_ENOMEM;
         goto done;
     }
-    if (d <= FKM_PACK_MAX_D && n >= 4 && k > 1) {
+    /* From a warm prefix only k - n_prefix passes remain: packing pays when
+     * they are several. */
+    if (d <= FKM_PACK_MAX_D && n >= 4 && k - (warm ? n_prefix : 0) >= (warm ? 4 : 2)) {
         /* Panels of 4 points, coordinate major: P[4*(p*d + j) + l] holds
          * X[4p + l, j].  One pass here saves instructions on all k passes. */
         fkm_index_t n4 = n - n % 4;
@@ -232,6 +267,14 @@ int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
             goto done;
         }
         (void)n4; /* filled block by block during the first pass */
+    }
+    fkm_index_t first_pass = 0;
+    if (warm && n_prefix > 0) {
+        FKM_NAME(restore_prefix)(mind, labels, X, removed, n, d, centers,
+                                 n_prefix);
+        seeding_block_sums(bsum, mind, w, removed, n);
+        first_pass = n_prefix;
+        goto passes;
     }
     for (fkm_index_t i = 0; i < n; ++i) {
         mind[i] = (removed && removed[i]) ? 0.0 : 1.0;
@@ -247,7 +290,8 @@ int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
     for (fkm_index_t i = 0; i < n; ++i)
         if (!(removed && removed[i]))
             mind[i] = HUGE_VAL;
-    for (fkm_index_t pos = 0; pos < k; ++pos) {
+passes:
+    for (fkm_index_t pos = first_pass; pos < k; ++pos) {
         if (pos >= n_prefix && pos > 0) {
             double total = 0.0;
             for (fkm_index_t b = 0; b < nb; ++b)
@@ -269,7 +313,7 @@ int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
         for (fkm_index_t a = 0; a < pos; ++a)
             dcc[a] = FKM_NAME(dist2)(X + centers[a] * d, xc, d);
         FKM_NAME(update_pass)(mind, labels, bsum, X, P, w, removed, n, d, pos,
-                              centers[pos], dcc);
+                              centers[pos], dcc, pos == first_pass);
     }
     {
         /* Squared distances that overflowed make the final state unusable
@@ -286,6 +330,29 @@ done:
     free(sorted);
     fkm_free_large(P);
     return status;
+}
+
+int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
+                              double *mind, int32_t *labels, const FKM_REAL *X,
+                              const double *w, const uint8_t *removed,
+                              fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                              fkm_index_t n_prefix)
+{
+    return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
+                                  d, k, n_prefix, 0);
+}
+
+int FKM_NAME(fkm_seeding_resume)(fkm_rng_t *rng, fkm_index_t *centers,
+                                 double *mind, int32_t *labels,
+                                 const FKM_REAL *X, const double *w,
+                                 const uint8_t *removed, fkm_index_t n,
+                                 fkm_index_t d, fkm_index_t k,
+                                 fkm_index_t n_prefix)
+{
+    if (n_prefix < 1 || n_prefix > k)
+        return FKM_EDOM;
+    return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
+                                  d, k, n_prefix, 1);
 }
 
 #undef FKM_NAME

@@ -854,3 +854,42 @@ def test_overflowing_squared_distances_raise_for_every_k(k):
         pyfkm.RemovableSeeding(Y, k, random_state=0)
     with pytest.raises(ValueError):
         pyfkm.kmeans_plusplus(Y, k, random_state=0)
+
+
+@pytest.mark.parametrize("d", [2, 10, 16, 17, 40])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_warm_and_cold_resume_are_bit_identical(d, weighted, monkeypatch):
+    # A removal that hits a center resumes seeding from the prefix before it,
+    # either warm (reusing the nearest-center state of points whose center is
+    # kept) or cold (recomputing every distance).  Both must leave exactly
+    # the same state, for every removal of a random history.
+    from pyfkm._core import _seeding
+
+    rng = np.random.default_rng(d)
+    X = rng.normal(size=(1_037, d))
+    w = rng.uniform(0.5, 2.0, size=len(X)) if weighted else None
+    states = []
+    for mode in ("always", "never"):
+        monkeypatch.setattr(_seeding, "resume_mode", mode)
+        s = RemovableSeeding(X, 9, sample_weight=w, random_state=5)
+        history = []
+        pick = np.random.default_rng(1)
+        for step in range(12):
+            # alternate: a center at a random position, then a batch of points
+            if step % 2 == 0:
+                ids = [int(s.center_ids_[pick.integers(1, 9)])]
+            else:
+                alive = np.flatnonzero(~s.removed_)
+                ids = pick.choice(alive, size=5, replace=False).tolist()
+            rep = s.remove(ids)
+            history.append((rep, s.center_ids_.copy(), s.labels_.copy(),
+                            s._state.min_sq_dist, s.cluster_sizes_.copy(),
+                            s.cluster_weights_.copy()))
+        states.append(history)
+    reseeds = 0
+    for a, b in zip(*states):
+        assert a[0] == b[0]
+        reseeds += a[0].reseeded
+        for u, v in zip(a[1:], b[1:]):
+            np.testing.assert_array_equal(u, v)
+    assert reseeds >= 6

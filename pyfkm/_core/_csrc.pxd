@@ -26,6 +26,15 @@ cdef extern from "fkm_seeding.h" nogil:
                             const uint8_t *removed, fkm_index_t n, fkm_index_t d,
                             fkm_index_t k, fkm_index_t n_prefix)
 
+    int fkm_seeding_resume_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                               int32_t *labels, const double *X, const double *w,
+                               const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+                               fkm_index_t k, fkm_index_t n_prefix)
+    int fkm_seeding_resume_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                               int32_t *labels, const float *X, const double *w,
+                               const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+                               fkm_index_t k, fkm_index_t n_prefix)
+
 cdef extern from "fkm_lloyd.h" nogil:
     fkm_index_t fkm_lloyd_packed_size(fkm_index_t k, fkm_index_t d)
     void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
