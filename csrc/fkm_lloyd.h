@@ -59,8 +59,10 @@ void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
                                fkm_index_t hi, fkm_index_t d);
 
 /* fkm_lloyd_assign_{f64,f32}: points [lo, hi) of X (n x d row-major).
- * labels   OUT, indexed by point id (only [lo, hi) written): nearest center,
+ * labels   INOUT, indexed by point id (only [lo, hi) used): nearest center,
  *          lowest index on exact ties of the score
+ * n_changed OUT: number of points in [lo, hi) whose label differs from the
+ *          value labels held on entry (initialise labels to -1 to count all)
  * mind     OUT or NULL, indexed by point id: exact squared distance to it;
  *          when NULL, distances and inertia are not computed (inertia = 0)
  * sums     OUT, k x d: sum of w_i x_i per center (zeroed first)
@@ -72,12 +74,14 @@ void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
  * ct, hnorm from fkm_lloyd_pack_centers; centers the unpacked k x d array.
  * Returns FKM_OK or FKM_ENOMEM (a scratch buffer of 4*d doubles).
  */
-int fkm_lloyd_assign_f64(int32_t *labels, double *mind, double *sums,
+int fkm_lloyd_assign_f64(int32_t *labels, fkm_index_t *n_changed,
+                         double *mind, double *sums,
                          double *wsums, double *inertia, const double *X,
                          const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                          fkm_index_t d, const double *ct, const double *hnorm,
                          const double *centers, fkm_index_t k);
-int fkm_lloyd_assign_f32(int32_t *labels, double *mind, double *sums,
+int fkm_lloyd_assign_f32(int32_t *labels, fkm_index_t *n_changed,
+                         double *mind, double *sums,
                          double *wsums, double *inertia, const float *X,
                          const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                          fkm_index_t d, const double *ct, const double *hnorm,

@@ -189,7 +189,8 @@ static inline __attribute__((always_inline)) double FKM_NAME(accumulate)(
 
 /* Scores and accumulation for the 4 packed points starting at point i. */
 static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
-    int32_t *labels, double *mind, double *sums, double *wsums, double *inert,
+    int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
+    double *wsums, double *inert,
     const double *restrict pp, const double *w, fkm_index_t i, fkm_index_t d,
     const double *ct, const double *hnorm, const double *centers,
     fkm_index_t k)
@@ -208,7 +209,8 @@ static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
             const double wi = w ? w[i + r] : 1.0;
             wr[r] = wi;
             wsums[best[r]] += wi;
-            labels[i + r] = (int32_t)best[r];
+            *nchg += labels[i + r] != (int32_t)best[r];
+        labels[i + r] = (int32_t)best[r];
         }
         fkm_index_t j = 0;
         for (; j + 4 <= d; j += 4) {
@@ -241,6 +243,7 @@ static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
         const double wi = w ? w[i + r] : 1.0;
         double dd = FKM_NAME(accumulate)(sums, wsums, pp + r, 4, d, best[r], wi,
                                          w != NULL, centers, mind != NULL);
+        *nchg += labels[i + r] != (int32_t)best[r];
         labels[i + r] = (int32_t)best[r];
         if (mind) {
             mind[i + r] = dd;
@@ -250,8 +253,9 @@ static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
 }
 
 FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
-    int32_t *labels, double *mind, double *sums, double *wsums,
-    double *inertia, const FKM_REAL *X, const double *P, const double *w,
+    int32_t *labels, fkm_index_t *n_changed, double *mind, double *sums,
+    double *wsums, double *inertia, const FKM_REAL *X, const double *P,
+    const double *w,
     fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
     const double *hnorm, const double *centers, fkm_index_t k)
 {
@@ -261,6 +265,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     memset(sums, 0, (size_t)(k * d) * sizeof(double));
     memset(wsums, 0, (size_t)k * sizeof(double));
     double inert = 0.0;
+    fkm_index_t nchg = 0;
     FKM_REAL *pad = NULL;
     fkm_index_t i = lo;
     if (P) {
@@ -268,7 +273,8 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
         for (; i + 4 <= n4; i += 4) {
 #define FKM_PCASE(D)                                                          \
     case D:                                                                   \
-        FKM_NAME(group_packed)(labels, mind, sums, wsums, &inert, P + i * D,  \
+        FKM_NAME(group_packed)(labels, &nchg, mind, sums, wsums, &inert,      \
+                               P + i * D,                                     \
                                w, i, D, ct, hnorm, centers, k);               \
         break;
             switch (d) {
@@ -277,7 +283,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
                 FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
                 FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
             default:
-                FKM_NAME(group_packed)(labels, mind, sums, wsums, &inert,
+                FKM_NAME(group_packed)(labels, &nchg, mind, sums, wsums, &inert,
                                        P + i * d, w, i, d, ct, hnorm, centers,
                                        k);
             }
@@ -336,7 +342,8 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
             const double wi = w ? w[i + r] : 1.0;
             double dd = FKM_NAME(accumulate)(sums, wsums, x, 1, d, best[r], wi,
                                              w != NULL, centers, mind != NULL);
-            labels[i + r] = (int32_t)best[r];
+            nchg += labels[i + r] != (int32_t)best[r];
+        labels[i + r] = (int32_t)best[r];
             if (mind) {
                 mind[i + r] = dd;
                 inert += wi * dd;
@@ -347,6 +354,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     free(accbuf);
     free(pad);
     *inertia = inert;
+    *n_changed = nchg;
     return FKM_OK;
 }
 

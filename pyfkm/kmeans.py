@@ -44,7 +44,8 @@ class _LloydWorkspace:
         self.part_sums = np.empty((P, k, d))
         self.part_wsums = np.empty((P, k))
         self.part_inertia = np.empty(P)
-        self.labels = np.empty(n, dtype=np.int32)
+        self.labels = np.full(n, -1, dtype=np.int32)  # -1: every label "changes"
+        self.part_changed = np.zeros(P, dtype=np.int64)
         self.mind = np.empty(n)
         self.P = _lloyd.pack_points(X) if pack else None
         self.n_threads = max(1, min(int(n_threads), P))
@@ -66,7 +67,7 @@ class _LloydWorkspace:
         P = len(self.bounds) - 1
         args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
         outs = (self.labels, self.mind if distances else None, self.part_sums,
-                self.part_wsums, self.part_inertia)
+                self.part_wsums, self.part_inertia, self.part_changed)
         if self._pool is None:
             _lloyd.assign_parts(*args, 0, P, *outs)
         else:
@@ -77,6 +78,7 @@ class _LloydWorkspace:
                 f.result()
         sums, wsums, inertia = _lloyd.merge(self.part_sums, self.part_wsums,
                                             self.part_inertia)
+        self.n_changed = int(self.part_changed.sum())
         return sums, wsums, (inertia if distances else float("nan"))
 
 
@@ -136,14 +138,14 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
     k = centers.shape[0]
     ws = _LloydWorkspace(X, sample_weight, k, n_threads)
     tol_abs = _tolerance(X, tol)
-    labels_old = None
-    strict = False
+    labels_prev = np.empty_like(ws.labels)
     n_iter = 0
     try:
         for it in range(max_iter):
             # Distances are only needed to report progress or to relocate
             # empty clusters (then the step is redone with them).
             sums, wsums, inertia = ws.step(centers, distances=bool(verbose))
+            n_changed = ws.n_changed  # labels that differ from the last iteration's
             if not verbose and (wsums <= 0).any():
                 sums, wsums, inertia = ws.step(centers, distances=True)
             new, n_reloc = _new_centers(ws, centers, sums, wsums)
@@ -154,12 +156,15 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
                 print(f"Lloyd iteration {n_iter}: inertia {inertia:.6g}, "
                       f"center shift {shift:.3g}"
                       + (f", {n_reloc} empty cluster(s) relocated" if n_reloc else ""))
-            if labels_old is not None and np.array_equal(ws.labels, labels_old):
-                strict = True
+            # Strict convergence: no label changed since the last iteration.
+            # The kernel counts changes; after a relocation (which moves
+            # labels again) compare with the kept copy instead.
+            if it > 0 and (np.array_equal(ws.labels, labels_prev) if n_reloc
+                           else n_changed == 0):
                 break
             if shift <= tol_abs:
                 break
-            labels_old = ws.labels.copy()
+            np.copyto(labels_prev, ws.labels)
         # Final assignment to the returned centers: makes labels consistent
         # with them (scikit-learn skips it on strict convergence, where the
         # labels cannot change) and gives the exact inertia.

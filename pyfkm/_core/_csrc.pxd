@@ -44,12 +44,14 @@ cdef extern from "fkm_lloyd.h" nogil:
                                    fkm_index_t hi, fkm_index_t d)
     void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
                                    fkm_index_t hi, fkm_index_t d)
-    int fkm_lloyd_assign_f64(int32_t *labels, double *mind, double *sums,
+    int fkm_lloyd_assign_f64(int32_t *labels, fkm_index_t *n_changed,
+                             double *mind, double *sums,
                              double *wsums, double *inertia, const double *X,
                              const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                              fkm_index_t d, const double *ct, const double *hnorm,
                              const double *centers, fkm_index_t k)
-    int fkm_lloyd_assign_f32(int32_t *labels, double *mind, double *sums,
+    int fkm_lloyd_assign_f32(int32_t *labels, fkm_index_t *n_changed,
+                             double *mind, double *sums,
                              double *wsums, double *inertia, const float *X,
                              const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                              fkm_index_t d, const double *ct, const double *hnorm,

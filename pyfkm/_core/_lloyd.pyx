@@ -66,9 +66,11 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
                  const int64_t[::1] bounds, fkm_index_t part_lo,
                  fkm_index_t part_hi, int32_t[::1] labels, object mind,
                  double[:, :, ::1] part_sums, double[:, ::1] part_wsums,
-                 double[::1] part_inertia):
+                 double[::1] part_inertia, int64_t[::1] part_changed):
     """Assign points and accumulate partial sums for parts [part_lo, part_hi).
 
+    ``labels`` is INOUT: ``part_changed[p]`` counts the points of part p
+    whose label differs from its value on entry.
     ``w_or_empty`` of length 0 means unit weights; ``P`` is pack_points(X)
     (or None); ``mind`` None skips distances and inertia.  Releases the GIL.
     """
@@ -96,13 +98,13 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
         for p in range(part_lo, part_hi):
             if is64:
                 status = fkm_lloyd_assign_f64(
-                    &labels[0], mp, &part_sums[p, 0, 0], &part_wsums[p, 0],
-                    &part_inertia[p], &X64[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
+                    &labels[0], &part_changed[p], mp, &part_sums[p, 0, 0],
+                    &part_wsums[p, 0], &part_inertia[p], &X64[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
                     &ct[0], &hn[0], &centers[0, 0], k)
             else:
                 status = fkm_lloyd_assign_f32(
-                    &labels[0], mp, &part_sums[p, 0, 0], &part_wsums[p, 0],
-                    &part_inertia[p], &X32[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
+                    &labels[0], &part_changed[p], mp, &part_sums[p, 0, 0],
+                    &part_wsums[p, 0], &part_inertia[p], &X32[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
                     &ct[0], &hn[0], &centers[0, 0], k)
             if status != 0:
                 break
