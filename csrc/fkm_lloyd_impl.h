@@ -187,16 +187,61 @@ static inline __attribute__((always_inline)) double FKM_NAME(accumulate)(
     return dd;
 }
 
-/* Scores and accumulation for the 4 packed points starting at point i. */
-static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
-    int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
-    double *wsums, double *inert,
-    const double *restrict pp, const double *w, fkm_index_t i, fkm_index_t d,
-    const double *ct, const double *hnorm, const double *centers,
+/* panel4 for two consecutive panels (8 points): each broadcast center
+ * coordinate feeds two FMAs.  Same scores and tie rule as panel4. */
+static inline __attribute__((always_inline)) void FKM_NAME(panel8)(
+    fkm_index_t *best, const double *restrict pa, const double *restrict pb,
+    fkm_index_t d, const double *restrict ct, const double *restrict hnorm,
     fkm_index_t k)
 {
-    fkm_index_t best[4];
-    FKM_NAME(panel4)(best, pp, d, ct, hnorm, k);
+    fkm_v4d bva = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL}, bvb = bva;
+    fkm_v4i bia = {0, 0, 0, 0}, bib = bia;
+    for (fkm_index_t c = 0; c < k; c += 4) {
+        const double *pc = ct + (c / FKM_LLOYD_PANEL) * d * FKM_LLOYD_PANEL +
+                           c % FKM_LLOYD_PANEL;
+        fkm_v4d a0 = {0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+        fkm_v4d b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (fkm_index_t j = 0; j < d; ++j) {
+            const fkm_v4d xa = LOAD4(pa + 4 * j), xb = LOAD4(pb + 4 * j);
+            const double *cj = pc + j * FKM_LLOYD_PANEL;
+            const double c0 = cj[0], c1 = cj[1], c2 = cj[2], c3 = cj[3];
+            a0 += xa * c0;
+            b0 += xb * c0;
+            a1 += xa * c1;
+            b1 += xb * c1;
+            a2 += xa * c2;
+            b2 += xb * c2;
+            a3 += xa * c3;
+            b3 += xb * c3;
+        }
+        const fkm_v4d sa[4] = {hnorm[c] - a0, hnorm[c + 1] - a1,
+                               hnorm[c + 2] - a2, hnorm[c + 3] - a3};
+        const fkm_v4d sb[4] = {hnorm[c] - b0, hnorm[c + 1] - b1,
+                               hnorm[c + 2] - b2, hnorm[c + 3] - b3};
+        for (int t = 0; t < 4; ++t) {
+            const fkm_v4i cv = {c + t, c + t, c + t, c + t};
+            fkm_v4i lt = sa[t] < bva;
+            bva = (fkm_v4d)(((fkm_v4i)sa[t] & lt) | ((fkm_v4i)bva & ~lt));
+            bia = (cv & lt) | (bia & ~lt);
+            lt = sb[t] < bvb;
+            bvb = (fkm_v4d)(((fkm_v4i)sb[t] & lt) | ((fkm_v4i)bvb & ~lt));
+            bib = (cv & lt) | (bib & ~lt);
+        }
+    }
+    for (int r = 0; r < 4; ++r) {
+        best[r] = bia[r];
+        best[4 + r] = bib[r];
+    }
+}
+
+/* Accumulation (and labels, distances) of the 4 packed points starting at
+ * point i, whose nearest centers are best[0..4). */
+static inline __attribute__((always_inline)) void FKM_NAME(accum_packed)(
+    int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
+    double *wsums, double *inert, const double *restrict pp, const double *w,
+    fkm_index_t i, fkm_index_t d, const fkm_index_t *best,
+    const double *centers)
+{
 #if FKM_HAVE_SHUFFLE
     if (!mind) {
         /* Transpose 4 x 4 blocks of the panel so that each point's 4
@@ -252,6 +297,34 @@ static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
     }
 }
 
+/* Scores and accumulation for the 4 packed points starting at point i. */
+static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
+    int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
+    double *wsums, double *inert, const double *restrict pp, const double *w,
+    fkm_index_t i, fkm_index_t d, const double *ct, const double *hnorm,
+    const double *centers, fkm_index_t k)
+{
+    fkm_index_t best[4];
+    FKM_NAME(panel4)(best, pp, d, ct, hnorm, k);
+    FKM_NAME(accum_packed)(labels, nchg, mind, sums, wsums, inert, pp, w, i, d,
+                           best, centers);
+}
+
+/* The same for the 8 packed points starting at point i (two panels). */
+static inline __attribute__((always_inline)) void FKM_NAME(group_packed8)(
+    int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
+    double *wsums, double *inert, const double *restrict pp, const double *w,
+    fkm_index_t i, fkm_index_t d, const double *ct, const double *hnorm,
+    const double *centers, fkm_index_t k)
+{
+    fkm_index_t best[8];
+    FKM_NAME(panel8)(best, pp, pp + 4 * d, d, ct, hnorm, k);
+    FKM_NAME(accum_packed)(labels, nchg, mind, sums, wsums, inert, pp, w, i, d,
+                           best, centers);
+    FKM_NAME(accum_packed)(labels, nchg, mind, sums, wsums, inert, pp + 4 * d,
+                           w, i + 4, d, best + 4, centers);
+}
+
 FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     int32_t *labels, fkm_index_t *n_changed, double *mind, double *sums,
     double *wsums, double *inertia, const FKM_REAL *X, const double *P,
@@ -270,6 +343,24 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     fkm_index_t i = lo;
     if (P) {
         /* Whole packed panels: scores and sums read the panel only. */
+        for (; i + 8 <= n4; i += 8) {
+#define FKM_PCASE(D)                                                          \
+    case D:                                                                   \
+        FKM_NAME(group_packed8)(labels, &nchg, mind, sums, wsums, &inert,     \
+                                P + i * D, w, i, D, ct, hnorm, centers, k);   \
+        break;
+            switch (d) {
+                FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
+                FKM_PCASE(5) FKM_PCASE(6) FKM_PCASE(7) FKM_PCASE(8)
+                FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
+                FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
+            default:
+                FKM_NAME(group_packed8)(labels, &nchg, mind, sums, wsums,
+                                        &inert, P + i * d, w, i, d, ct, hnorm,
+                                        centers, k);
+            }
+#undef FKM_PCASE
+        }
         for (; i + 4 <= n4; i += 4) {
 #define FKM_PCASE(D)                                                          \
     case D:                                                                   \
