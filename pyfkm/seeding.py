@@ -110,6 +110,12 @@ class RemovableSeeding:
     remaining ones, picks ``c`` with probability
     ``a_c/(A + a_R) + a_R/(A + a_R) * a_c/A = a_c/A``.
 
+    Cost of a removal that hits the center at position ``p``: points whose
+    nearest center comes before ``p`` keep it without any distance
+    computation; the others are compared with the ``p`` kept centers, then
+    the ``k - p`` remaining centers are drawn (one pass over the data each).
+    Removing a late center is therefore much cheaper than seeding afresh.
+
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
