@@ -41,4 +41,28 @@ typedef int64_t fkm_index_t;
 #define FKM_HOT
 #endif
 
+/* Run STMT(D) with D the compile-time constant equal to the run-time
+ * dimension d when 1 <= d <= 16, else STMT(d): loops over coordinates in an
+ * always-inlined STMT are then fully unrolled for the small dimensions. */
+#define FKM_WITH_CONST_D(d, STMT)                                             \
+    switch (d) {                                                              \
+    case 1: STMT(1); break;                                                   \
+    case 2: STMT(2); break;                                                   \
+    case 3: STMT(3); break;                                                   \
+    case 4: STMT(4); break;                                                   \
+    case 5: STMT(5); break;                                                   \
+    case 6: STMT(6); break;                                                   \
+    case 7: STMT(7); break;                                                   \
+    case 8: STMT(8); break;                                                   \
+    case 9: STMT(9); break;                                                   \
+    case 10: STMT(10); break;                                                 \
+    case 11: STMT(11); break;                                                 \
+    case 12: STMT(12); break;                                                 \
+    case 13: STMT(13); break;                                                 \
+    case 14: STMT(14); break;                                                 \
+    case 15: STMT(15); break;                                                 \
+    case 16: STMT(16); break;                                                 \
+    default: STMT(d);                                                         \
+    }
+
 #endif /* FKM_COMMON_H */

@@ -345,39 +345,16 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
         /* Whole packed panels: scores and sums read the panel only. */
         for (; i + 8 <= n4; i += 8) {
 #define FKM_PCASE(D)                                                          \
-    case D:                                                                   \
-        FKM_NAME(group_packed8)(labels, &nchg, mind, sums, wsums, &inert,     \
-                                P + i * D, w, i, D, ct, hnorm, centers, k);   \
-        break;
-            switch (d) {
-                FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
-                FKM_PCASE(5) FKM_PCASE(6) FKM_PCASE(7) FKM_PCASE(8)
-                FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
-                FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
-            default:
-                FKM_NAME(group_packed8)(labels, &nchg, mind, sums, wsums,
-                                        &inert, P + i * d, w, i, d, ct, hnorm,
-                                        centers, k);
-            }
+    FKM_NAME(group_packed8)(labels, &nchg, mind, sums, wsums, &inert,         \
+                            P + i * (D), w, i, D, ct, hnorm, centers, k)
+            FKM_WITH_CONST_D(d, FKM_PCASE)
 #undef FKM_PCASE
         }
         for (; i + 4 <= n4; i += 4) {
 #define FKM_PCASE(D)                                                          \
-    case D:                                                                   \
-        FKM_NAME(group_packed)(labels, &nchg, mind, sums, wsums, &inert,      \
-                               P + i * D,                                     \
-                               w, i, D, ct, hnorm, centers, k);               \
-        break;
-            switch (d) {
-                FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
-                FKM_PCASE(5) FKM_PCASE(6) FKM_PCASE(7) FKM_PCASE(8)
-                FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
-                FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
-            default:
-                FKM_NAME(group_packed)(labels, &nchg, mind, sums, wsums, &inert,
-                                       P + i * d, w, i, d, ct, hnorm, centers,
-                                       k);
-            }
+    FKM_NAME(group_packed)(labels, &nchg, mind, sums, wsums, &inert,          \
+                           P + i * (D), w, i, D, ct, hnorm, centers, k)
+            FKM_WITH_CONST_D(d, FKM_PCASE)
 #undef FKM_PCASE
         }
     }

@@ -171,35 +171,14 @@ FKM_HOT static void FKM_NAME(update_pass)(
                             ((double *)P)[i * d + 4 * j + l] =
                                 (double)X[(i + l) * d + j];
 #define FKM_PCASE(D)                                                          \
-    case D:                                                                   \
-        changed = FKM_NAME(update_packed)(mind, labels, P, lo, mid, D, pos,   \
-                                          xc);                                \
-        break;
-            switch (d) {
-                FKM_PCASE(1) FKM_PCASE(2) FKM_PCASE(3) FKM_PCASE(4)
-                FKM_PCASE(5) FKM_PCASE(6) FKM_PCASE(7) FKM_PCASE(8)
-                FKM_PCASE(9) FKM_PCASE(10) FKM_PCASE(11) FKM_PCASE(12)
-                FKM_PCASE(13) FKM_PCASE(14) FKM_PCASE(15) FKM_PCASE(16)
-            default:
-                changed = FKM_NAME(update_packed)(mind, labels, P, lo, mid, d,
-                                                  pos, xc);
-            }
+    changed = FKM_NAME(update_packed)(mind, labels, P, lo, mid, D, pos, xc)
+            FKM_WITH_CONST_D(d, FKM_PCASE)
 #undef FKM_PCASE
         }
 #define FKM_CASE(D)                                                           \
-    case D:                                                                   \
-        changed |= FKM_NAME(update_block)(mind, labels, X, removed, mid, hi,  \
-                                          D, pos, xc, dcc, prune);            \
-        break;
-        if (mid < hi) switch (d) {
-            FKM_CASE(1) FKM_CASE(2) FKM_CASE(3) FKM_CASE(4)
-            FKM_CASE(5) FKM_CASE(6) FKM_CASE(7) FKM_CASE(8)
-            FKM_CASE(9) FKM_CASE(10) FKM_CASE(11) FKM_CASE(12)
-            FKM_CASE(13) FKM_CASE(14) FKM_CASE(15) FKM_CASE(16)
-        default:
-            changed |= FKM_NAME(update_block)(mind, labels, X, removed, mid, hi,
-                                              d, pos, xc, dcc, prune);
-        }
+    changed |= FKM_NAME(update_block)(mind, labels, X, removed, mid, hi, D,   \
+                                      pos, xc, dcc, prune)
+        if (mid < hi) FKM_WITH_CONST_D(d, FKM_CASE)
 #undef FKM_CASE
         if (changed)
             bsum[b] = seeding_block_mass(mind, w, lo, hi);
