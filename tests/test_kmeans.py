@@ -873,3 +873,16 @@ def test_property_matches_reference(problem):
     _assert_matches_reference(km, X, init, w, max_iter=max_iter, tol=tol)
     assert km.n_iter_ <= max_iter
     assert np.isfinite(km.cluster_centers_).all()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (16384, 2), (40_001, 7)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mean_feature_variance_matches_numpy(shape, dtype):
+    # The tolerance scale tol * mean(var(X, axis=0)) is computed in chunks;
+    # it must agree with numpy's two-pass variance (same definition as
+    # scikit-learn's tolerance).
+    from pyfkm.kmeans import _mean_feature_variance
+
+    X = (np.random.default_rng(3).normal(size=shape) * 5 + 100).astype(dtype)
+    want = float(np.mean(np.var(X, axis=0, dtype=np.float64)))
+    assert _mean_feature_variance(X) == pytest.approx(want, rel=1e-9, abs=1e-300)
