@@ -63,6 +63,13 @@ def run_demo(seed=0, n_samples=200_000, n_features=10, n_clusters=10, n_removals
         f"total {_fmt_s(t_remove.sum())}")
     out(f"   retraining instead     {_fmt_s(t_build * n_removals)} "
         f"(one seeding per removal): {t_build * n_removals / max(t_remove.sum(), 1e-12):,.0f}x slower")
+    # A removal that hits a center: seeding resumes from the kept prefix.
+    pos = n_clusters - 2
+    t = time.perf_counter()
+    rep = s.remove(int(s.center_ids_[pos]))
+    t_center = time.perf_counter() - t
+    out(f"   removing center #{pos} itself: reseeded from position {rep.position} "
+        f"in {_fmt_s(t_center)} (a fresh seeding took {_fmt_s(t_build)})")
     sizes = s.cluster_sizes_
     out(f"   remaining points       {s.n_active_:,}; cluster sizes sum to {int(sizes.sum()):,}")
     seed_inertia = s.inertia()
