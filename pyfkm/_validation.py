@@ -8,12 +8,15 @@ from .exceptions import InvalidIdError, InvalidInputError
 _FLOATS = (np.float64, np.float32)
 
 
-def check_array(X, name="X", *, dtype=_FLOATS, ndim=2, allow_empty=False):
+def check_array(X, name="X", *, dtype=_FLOATS, ndim=2, allow_empty=False,
+                check_finite=True):
     """Return ``X`` as a C-contiguous float32/float64 array of ``ndim`` dims.
 
     Integer and other real inputs are converted to float64; non-contiguous
     arrays are copied.  Raises InvalidInputError on wrong dimensionality,
-    emptiness, complex or non-numeric data, NaN or infinity.
+    emptiness, complex or non-numeric data, NaN or infinity (the last check
+    is skipped with ``check_finite=False``, for callers whose kernel detects
+    non-finite values itself, see ``raise_if_not_finite``).
     """
     try:
         arr = np.asarray(X)
@@ -31,9 +34,19 @@ def check_array(X, name="X", *, dtype=_FLOATS, ndim=2, allow_empty=False):
     arr = np.ascontiguousarray(arr, dtype=target)
     if not allow_empty and arr.size == 0:
         raise InvalidInputError(f"{name} is empty (shape {arr.shape})")
-    if not _all_finite(arr):
+    if check_finite and not _all_finite(arr):
         raise InvalidInputError(f"{name} contains NaN or infinity")
     return arr
+
+
+def raise_if_not_finite(X, name="X"):
+    """Raise the InvalidInputError of check_array if ``X`` has NaN or inf.
+
+    For kernels that report non-finite values as an overflow: call this in
+    the error path to give the precise message.
+    """
+    if not _all_finite(X):
+        raise InvalidInputError(f"{name} contains NaN or infinity") from None
 
 
 def _all_finite(arr):

@@ -5,15 +5,18 @@ from typing import Optional
 import numpy as np
 
 from ._core import _seeding
-from ._validation import check_array, check_ids, check_n_clusters, check_sample_weight
-from .exceptions import InvalidIdError
+from ._validation import (check_array, check_ids, check_n_clusters, check_sample_weight,
+                          raise_if_not_finite)
+from .exceptions import InvalidIdError, NumericalError
 from .rng import as_generator
 
 __all__ = ["kmeans_plusplus", "RemovableSeeding", "RemovalReport"]
 
 
 def _prepare(X, n_clusters, sample_weight):
-    X = check_array(X, "X")
+    # NaN/inf in X are detected by the seeding kernel itself (they make the
+    # D^2 mass non-finite), which saves a pass over the data: see _seed_call.
+    X = check_array(X, "X", check_finite=False)
     w = check_sample_weight(sample_weight, X.shape[0])
     n_pos = X.shape[0] if w is None else int(np.count_nonzero(w > 0))
     k = check_n_clusters(n_clusters, X.shape[0], n_pos)
@@ -71,8 +74,18 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
     [0, 1]
     """
     X, w, k = _prepare(X, n_clusters, sample_weight)
-    ids, _, _ = _seeding.seed(X, w, k, as_generator(random_state))
+    ids, _, _ = _seed_call(X, _seeding.seed, X, w, k, as_generator(random_state))
     return X[ids].copy(), ids
+
+
+def _seed_call(X, fn, *args):
+    """Call a seeding kernel entry point; a non-finite D^2 mass caused by
+    NaN/inf in X becomes the usual "X contains NaN or infinity" error."""
+    try:
+        return fn(*args)
+    except NumericalError:
+        raise_if_not_finite(X)
+        raise
 
 
 @dataclass(frozen=True)
@@ -162,7 +175,8 @@ class RemovableSeeding:
     def __init__(self, X, n_clusters, *, sample_weight=None, random_state=None):
         X, w, k = _prepare(X, n_clusters, sample_weight)
         self.n_clusters = k
-        self._state = _seeding.SeedingState(X, w, k, as_generator(random_state))
+        self._state = _seed_call(X, _seeding.SeedingState, X, w, k,
+                                 as_generator(random_state))
 
     def remove(self, ids):
         """Remove one point or a batch of points.

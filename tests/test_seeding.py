@@ -893,3 +893,24 @@ def test_warm_and_cold_resume_are_bit_identical(d, weighted, monkeypatch):
         for u, v in zip(a[1:], b[1:]):
             np.testing.assert_array_equal(u, v)
     assert reseeds >= 6
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("d", [3, 20])
+def test_non_finite_rows_are_rejected_by_the_kernel_check(k, bad, d):
+    # Seeding skips the separate finiteness pass: the kernel reports the
+    # non-finite D^2 mass instead.  Every placement must still raise the
+    # "NaN or infinity" error, including on a zero-weight row and for k = 1.
+    X = np.random.default_rng(0).normal(size=(41, d))
+    for row, weights in ((0, None), (17, None), (40, "zero-at-row")):
+        Y = X.copy()
+        Y[row, d // 2] = bad
+        w = None
+        if weights == "zero-at-row":
+            w = np.ones(len(Y))
+            w[row] = 0.0
+        with pytest.raises(InvalidInputError, match="NaN or infinity"):
+            pyfkm.kmeans_plusplus(Y, k, sample_weight=w, random_state=0)
+        with pytest.raises(InvalidInputError, match="NaN or infinity"):
+            RemovableSeeding(Y, k, sample_weight=w, random_state=0)
