@@ -45,15 +45,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 SHAPES = [(100_000, 10, 10), (100_000, 50, 10), (60_000, 784, 10), (100_000, 10, 62)]
 
 
-def _sci(n):
-    """100000 -> '1e5', 60000 -> '6e4' (labels of groups and ids)."""
-    m, e = f"{n:.0e}".split("e")
-    return f"{m}e{int(e)}"
-
-
-def _shape_id(shape):
-    n, d, k = shape
-    return f"n={_sci(n)}-d={d}-k={k}"
+from _labels import sci as _sci, shape_id as _shape_id  # noqa: E402 (benchmarks/ on sys.path)
 
 
 def _blobs_and_init(shape):

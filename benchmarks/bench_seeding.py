@@ -39,15 +39,7 @@ from pyfkm._reference import seeding as ref
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _sci(n):
-    """100000 -> '1e5', 60000 -> '6e4' (labels of groups and ids)."""
-    m, e = f"{n:.0e}".split("e")
-    return f"{m}e{int(e)}"
-
-
-def _shape_id(shape):
-    n, d, k = shape
-    return f"n={_sci(n)}-d={d}-k={k}"
+from _labels import sci as _sci, shape_id as _shape_id  # noqa: E402 (benchmarks/ on sys.path)
 
 
 class TestKmeansPlusPlus:
