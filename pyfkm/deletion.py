@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._base import BaseEstimator
+from ._core import _seeding
 from ._validation import check_array, check_ids, check_int, check_n_clusters
 from .exceptions import InvalidIdError, InvalidInputError
 from .kmeans import _LloydWorkspace, lloyd
@@ -75,33 +76,21 @@ def _sqdist(X, c):
 
 
 def _race_seeding(X, ids, k, key, alive=None):
-    """k-means++ seeding as an exponential race keyed by ``ids``.
+    """k-means++ seeding as an exponential race keyed by ``ids`` (C kernel,
+    csrc/fkm_race.h).
 
     Returns the seed positions (rows of ``X``) in order.  Rows with
-    ``alive == False`` take no part.  When every remaining point coincides
-    with a seed (fewer distinct points than ``k``), the next seed is the
-    unchosen point with the smallest ``E_ij`` (uniform among them).
+    ``alive == False`` take no part.  Point ``i`` draws
+    ``E_ij = -log u(key, id_i, j)``; the first seed is ``argmin E_i0``, seed
+    ``j`` is ``argmin E_ij / D_i^2`` (probability ``D_i^2 / sum D^2``).
+    When every remaining point coincides with a seed (fewer distinct points
+    than ``k``), the next seed is the unchosen point with the smallest
+    ``E_ij`` (uniform among them).
     """
-    n = X.shape[0]
-    excluded = np.zeros(n, dtype=bool) if alive is None else ~alive
-    E = -np.log(_keyed_uniform(key, ids, 0))
-    E[excluded] = np.inf
-    seeds = [int(np.argmin(E))]
-    D2 = _sqdist(X, X[seeds[0]].astype(np.float64))
-    D2[excluded] = 0.0
-    for j in range(1, k):
-        E = -np.log(_keyed_uniform(key, ids, j))
-        with np.errstate(divide="ignore"):
-            score = np.where(D2 > 0, E / D2, np.inf)
-        i = int(np.argmin(score))
-        if not np.isfinite(score[i]):  # all remaining points are seeds' copies
-            E[excluded] = np.inf
-            E[seeds] = np.inf
-            i = int(np.argmin(E))
-        seeds.append(i)
-        np.minimum(D2, _sqdist(X, X[i].astype(np.float64)), out=D2)
-        D2[excluded] = 0.0
-    return np.array(seeds, dtype=np.int64)
+    excluded = None if alive is None else ~alive
+    seeds, _ = _seeding.race_seeding(X, np.ascontiguousarray(ids, dtype=np.int64), k,
+                                     int(key) & 0xFFFFFFFFFFFFFFFF, excluded)
+    return seeds
 
 
 def auto_epsilon(n_samples, n_clusters, n_features):
@@ -228,8 +217,11 @@ class _QState:
     """Memo of one Q-Lloyd run on a fixed set of rows (see QKMeans)."""
 
 
-def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases):
-    """Q-Lloyd on all rows of ``X`` (no input validation); returns a _QState."""
+def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
+    """Q-Lloyd on all rows of ``X`` (no input validation); returns a _QState.
+
+    ``seeds`` (positions) skips the race seeding when the caller knows its
+    outcome (a deletion that removed no seed: the keyed race is unchanged)."""
     n, d = X.shape
     s = _QState()
     s.X, s.ids, s.eps = X, ids, eps
@@ -237,7 +229,7 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases):
     s.n_alive = n
     s.order = np.argsort(ids, kind="stable")
     s.ids_sorted = ids[s.order]
-    s.seeds = _race_seeding(X, ids, k, key)
+    s.seeds = _race_seeding(X, ids, k, key) if seeds is None else seeds
     s.seed_ids = ids[s.seeds].copy()
     s.maxabs = np.abs(X).max(axis=0).astype(np.float64)
     centers = X[s.seeds].astype(np.float64)
@@ -516,8 +508,10 @@ class QKMeans(BaseEstimator):
             alive[pos] = False
             X, sid = s.X[alive], s.ids[alive]
             eps = self._epsilon(X.shape[0], self._k, X.shape[1])
+            # no seed removed: the keyed race on the rest picks the same ids
+            seeds = None if reason == "seed" else (np.cumsum(alive) - 1)[s.seeds]
             new = _q_fit(np.ascontiguousarray(X), sid, self._k, eps, self._gamma,
-                         self._max_iter, self._key, self._phases)
+                         self._max_iter, self._key, self._phases, seeds=seeds)
             self._erase(s, pos)
             self._state = new
         else:
@@ -734,6 +728,7 @@ class DCKMeans(BaseEstimator):
         u = _keyed_uniform(key, ids, 1 << 40)
         leaf = np.minimum((u * L).astype(np.int64), L - 1)
         self._X, self._ids, self._leaf = X, ids, leaf
+        self._index_leaves()
         self._alive = np.ones(n, dtype=bool)
         self._n_alive = n
         self._order = np.argsort(ids, kind="stable")
@@ -748,8 +743,14 @@ class DCKMeans(BaseEstimator):
         self._inertia = None
         return self
 
+    def _index_leaves(self):
+        """Rows of every leaf, in row order (``_leaf_rows[j]``)."""
+        order = np.argsort(self._leaf, kind="stable")
+        cuts = np.searchsorted(self._leaf[order], np.arange(1, self.n_leaves_))
+        self._leaf_rows = np.split(order, cuts)
+
     def _leaf_fit(self, j):
-        rows = np.flatnonzero((self._leaf == j) & self._alive)
+        rows = self._leaf_rows[j]
         X = self._X[rows]
         return _node_kmeans(X, np.ones(rows.size), self._ids[rows], self._k,
                             self._node_key(0, j), self._max_iter)
@@ -827,6 +828,8 @@ class DCKMeans(BaseEstimator):
         self._n_alive -= pos.size
         touched = set(int(j) for j in self._leaf[pos])
         for j in touched:
+            rows = self._leaf_rows[j]
+            self._leaf_rows[j] = rows[self._alive[rows]]
             self._levels[0][j] = self._leaf_fit(j)
         for l in range(1, self._h + 1):
             touched = set(j // self._w for j in touched)
@@ -836,6 +839,7 @@ class DCKMeans(BaseEstimator):
             keep = self._alive
             self._X = np.ascontiguousarray(self._X[keep])
             self._ids, self._leaf = self._ids[keep], self._leaf[keep]
+            self._index_leaves()
             self._alive = np.ones(self._X.shape[0], dtype=bool)
             self._order = np.argsort(self._ids, kind="stable")
             self._ids_sorted = self._ids[self._order]

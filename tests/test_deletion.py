@@ -113,6 +113,76 @@ def test_auto_heuristics():
     assert auto_n_leaves(1000) == 8  # 1000^0.3 = 7.9
 
 
+def _race_reference(X, ids, k, key, alive=None):
+    """Plain numpy twin of the C race seeding (csrc/fkm_race.c)."""
+    M = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+    def mix(z):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return (z ^ (z >> np.uint64(31))) & M
+
+    def expo(step):
+        with np.errstate(over="ignore"):
+            h = mix(ids.astype(np.uint64) * np.uint64(0x100000001B3) + np.uint64(step))
+            h = mix(h ^ np.uint64(key))
+        return -np.log(((h >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53)
+
+    n = X.shape[0]
+    out = np.zeros(n, bool) if alive is None else ~alive
+    E = expo(0)
+    E[out] = np.inf
+    seeds = [int(np.argmin(E))]
+    D2 = ((X - X[seeds[0]]) ** 2).sum(1)
+    for j in range(1, k):
+        with np.errstate(divide="ignore"):
+            score = np.where((D2 > 0) & ~out, expo(j) / np.where(D2 > 0, D2, 1), np.inf)
+        i = int(np.argmin(score))
+        if not np.isfinite(score[i]):
+            E = expo(j)
+            E[out] = np.inf
+            E[seeds] = np.inf
+            i = int(np.argmin(E))
+        seeds.append(i)
+        D2 = np.minimum(D2, ((X - X[i]) ** 2).sum(1))
+    return np.array(seeds)
+
+
+def test_race_seeding_kernel_matches_numpy_reference():
+    # random shapes, duplicates (integer grids) and excluded rows; float32 too
+    rng = np.random.default_rng(5)
+    for t in range(300):
+        n = int(rng.integers(1, 60))
+        d = int(rng.integers(1, 5))
+        k = int(rng.integers(1, n + 1))
+        X = rng.normal(size=(n, d)) if t % 3 else rng.integers(0, 3, size=(n, d)) * 1.0
+        ids = rng.permutation(1000)[:n].astype(np.int64)
+        key = int(rng.integers(0, 2 ** 63))
+        alive = rng.random(n) > 0.2
+        if alive.sum() < k:
+            alive[:] = True
+        got = deletion._race_seeding(X, ids, k, key, alive=alive)
+        np.testing.assert_array_equal(got, _race_reference(X, ids, k, key, alive))
+        assert alive[got].all() and np.unique(got).size == k
+        if t % 5 == 0:
+            X32 = X.astype(np.float32)
+            np.testing.assert_array_equal(
+                deletion._race_seeding(X32, ids, k, key, alive=alive),
+                _race_reference(X32.astype(np.float64), ids, k, key, alive))
+
+
+def test_race_seeding_kernel_errors():
+    from pyfkm._core import _seeding
+    X = np.zeros((3, 2))
+    ids = np.arange(3, dtype=np.int64)
+    with pytest.raises(InvalidInputError, match="domain"):  # fewer eligible rows than k
+        _seeding.race_seeding(X, ids, 2, 1, np.array([1, 1, 0], bool))
+    X[1, 0] = np.inf
+    with pytest.raises(InvalidInputError, match="infinity"):
+        _seeding.race_seeding(X, ids, 2, 1)
+
+
 def test_keyed_seeding_is_d2_sampling():
     # P(second seed = i | first seed) = D_i^2 / sum D^2: chi-square over keys
     X = np.array([[0.0], [1.0], [3.0], [6.0]])

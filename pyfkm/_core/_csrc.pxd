@@ -159,3 +159,12 @@ cdef extern from "fkm_poly.h" nogil:
     int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
                                   uint64_t lim, int negate, uint64_t *acc,
                                   int64_t n, int64_t filled)
+
+cdef extern from "fkm_race.h" nogil:
+    double fkm_race_uniform(uint64_t key, int64_t id, uint64_t step)
+    int fkm_race_seeding_f64(fkm_index_t *seeds, double *d2, const double *X,
+                             const int64_t *ids, const uint8_t *excluded,
+                             fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key)
+    int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
+                             const int64_t *ids, const uint8_t *excluded,
+                             fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key)

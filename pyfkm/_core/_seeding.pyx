@@ -6,11 +6,12 @@ validate shapes, dtypes, finiteness and weights.
 """
 import numpy as np
 
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (fkm_rng_t, fkm_index_t, fkm_seeding_run_f64,
                                 fkm_seeding_run_f32, fkm_seeding_resume_f64,
-                                fkm_seeding_resume_f32)
+                                fkm_seeding_resume_f32, fkm_race_seeding_f64,
+                                fkm_race_seeding_f32)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 
 
@@ -73,6 +74,45 @@ def seed(object X, object sample_weight, fkm_index_t k, object generator):
         wp = &w[0]
     _run(generator, centers, mind, labels, X, wp, NULL, k, 0)
     return centers, mind, labels
+
+
+def race_seeding(object X, const int64_t[::1] ids, fkm_index_t k, uint64_t key,
+                 object excluded=None):
+    """Exponential-race D^2 seeding keyed by ``ids`` (csrc/fkm_race.h).
+
+    ``X`` is C-contiguous float32/float64 (n, d); ``excluded`` an optional
+    bool/uint8 array of rows that take no part.  Returns (seeds int64[k],
+    d2 float64[n]: squared distance of every row to its nearest seed).
+    """
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+    if ids.shape[0] != n or k < 1 or n < 1 or d < 1:
+        raise ValueError("race_seeding: inconsistent shapes")
+    seeds = np.empty(k, dtype=np.int64)
+    d2 = np.empty(n, dtype=np.float64)
+    cdef fkm_index_t[::1] sv = seeds
+    cdef double[::1] dv = d2
+    cdef const uint8_t[::1] ex
+    cdef const uint8_t *exp_ = NULL
+    cdef const double[:, ::1] x64
+    cdef const float[:, ::1] x32
+    cdef int status
+    if excluded is not None:
+        ex = np.ascontiguousarray(excluded, dtype=np.uint8)
+        if ex.shape[0] != n:
+            raise ValueError("race_seeding: excluded has the wrong length")
+        exp_ = &ex[0]
+    if X.dtype == np.float64:
+        x64 = X
+        with nogil:
+            status = fkm_race_seeding_f64(&sv[0], &dv[0], &x64[0, 0], &ids[0], exp_,
+                                          n, d, k, key)
+    else:
+        x32 = X
+        with nogil:
+            status = fkm_race_seeding_f32(&sv[0], &dv[0], &x32[0, 0], &ids[0], exp_,
+                                          n, d, k, key)
+    check_status(status, "race seeding")
+    return seeds, d2
 
 
 cdef class SeedingState:

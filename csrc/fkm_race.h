@@ -1,0 +1,39 @@
+/* fkm_race.h -- k-means++ (D^2) seeding as an exponential race keyed by ids.
+ *
+ * Every point i draws, for every step j, a uniform u(key, id_i, j) that is a
+ * pure function of (key, id, j) (splitmix64 hashing), and E_ij = -log u.
+ * The first seed is argmin_i E_i0 (uniform); seed j is argmin_i E_ij / D_i^2
+ * with D_i^2 the squared distance to the nearest earlier seed, which selects
+ * i with probability D_i^2 / sum D^2 (the minimum of independent
+ * exponentials with rates D_i^2).  Because the draws are keyed by ids, not
+ * positions, seeding a subset of the rows with their ids replays the draws
+ * of the full set: deletion-efficient k-means relies on it (Q-k-means
+ * certifies a deletion when no seed is removed).
+ */
+#ifndef FKM_RACE_H
+#define FKM_RACE_H
+
+#include "fkm_common.h"
+
+/* The uniform draw u(key, id, step) in (0, 1) (53-bit grid, never 0 or 1). */
+double fkm_race_uniform(uint64_t key, int64_t id, uint64_t step);
+
+/* Seed positions (rows of X) in order, written to seeds[0..k-1].
+ *
+ * X is n x d row-major (float64 or float32); ids[n] keys the draws;
+ * excluded[n] (may be NULL) marks rows that take no part; d2[n] is caller
+ * workspace (on return: squared distance of each row to its nearest seed,
+ * 0 for excluded rows).  When every remaining point coincides with a seed,
+ * the next seed is the unchosen eligible row with the smallest E_ij.
+ * Ties are broken by the lowest position.
+ * Returns FKM_EDOM when fewer than k rows are eligible, FKM_ENONFINITE when
+ * a squared distance is not finite.  Assumes n, d, k >= 1 (unchecked).
+ */
+int fkm_race_seeding_f64(fkm_index_t *seeds, double *d2, const double *X,
+                         const int64_t *ids, const uint8_t *excluded,
+                         fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key);
+int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
+                         const int64_t *ids, const uint8_t *excluded,
+                         fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key);
+
+#endif /* FKM_RACE_H */
