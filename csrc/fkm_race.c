@@ -43,12 +43,24 @@ static inline double race_exp(uint64_t key, int64_t id, uint64_t step)
             bestv = INFINITY;                                                 \
             for (i = 0; i < n; i++) {                                         \
                 const T *xi = X + (size_t)i * (size_t)d;                      \
-                double s = 0.0, sc;                                           \
+                double s, sc, a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;        \
                 if (excluded && excluded[i]) { d2[i] = 0.0; continue; }       \
-                for (c = 0; c < d; c++) {                                     \
-                    double t = (double)xi[c] - (double)cj[c];                 \
-                    s += t * t;                                               \
+                /* four partial sums: short dependency chains */              \
+                for (c = 0; c + 4 <= d; c += 4) {                             \
+                    double t0 = (double)xi[c] - (double)cj[c];                \
+                    double t1 = (double)xi[c + 1] - (double)cj[c + 1];        \
+                    double t2 = (double)xi[c + 2] - (double)cj[c + 2];        \
+                    double t3 = (double)xi[c + 3] - (double)cj[c + 3];        \
+                    a0 += t0 * t0;                                            \
+                    a1 += t1 * t1;                                            \
+                    a2 += t2 * t2;                                            \
+                    a3 += t3 * t3;                                            \
                 }                                                             \
+                for (; c < d; c++) {                                          \
+                    double t = (double)xi[c] - (double)cj[c];                 \
+                    a0 += t * t;                                              \
+                }                                                             \
+                s = (a0 + a1) + (a2 + a3);                                    \
                 if (!(s < INFINITY)) return FKM_ENONFINITE;                   \
                 if (s < d2[i]) d2[i] = s;                                     \
                 if (last || !(d2[i] > 0.0)) continue;                         \
@@ -80,12 +92,12 @@ static inline double race_exp(uint64_t key, int64_t id, uint64_t step)
         return FKM_OK;                                                        \
     }
 
-int fkm_race_seeding_f64(fkm_index_t *seeds, double *d2, const double *X,
+FKM_HOT int fkm_race_seeding_f64(fkm_index_t *seeds, double *d2, const double *X,
                          const int64_t *ids, const uint8_t *excluded,
                          fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key)
 FKM_RACE_BODY(double)
 
-int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
+FKM_HOT int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
                          const int64_t *ids, const uint8_t *excluded,
                          fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key)
 FKM_RACE_BODY(float)

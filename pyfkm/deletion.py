@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._base import BaseEstimator
-from ._core import _seeding
+from ._core import _lloyd, _seeding
 from ._validation import check_array, check_ids, check_int, check_n_clusters
 from .exceptions import InvalidIdError, InvalidInputError
 from .kmeans import _LloydWorkspace, lloyd
@@ -616,8 +616,12 @@ def _node_kmeans(X, w, ids, k, key, max_iter):
     if X.shape[0] <= k:
         return X.astype(np.float64).copy(), w.astype(np.float64).copy()
     seeds = _race_seeding(X, ids, k, key)
-    C, labels, _, _ = lloyd(X, X[seeds].astype(np.float64), sample_weight=w,
-                            max_iter=max_iter, tol=0.0)
+    if X.shape[0] * X.shape[1] * k <= 100_000:  # small: one C call, no per-step overhead
+        C, labels, _, _, _ = _lloyd.lloyd_loop(np.ascontiguousarray(X, dtype=np.float64),
+                                               X[seeds], w, max_iter, 0.0)
+    else:  # the blocked, vectorized kernels
+        C, labels, _, _ = lloyd(X, X[seeds].astype(np.float64), sample_weight=w,
+                                max_iter=max_iter, tol=0.0)
     mass = np.bincount(labels, weights=w, minlength=k)
     return C, mass
 

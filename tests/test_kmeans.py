@@ -886,3 +886,39 @@ def test_mean_feature_variance_matches_numpy(shape, dtype):
     X = (np.random.default_rng(3).normal(size=shape) * 5 + 100).astype(dtype)
     want = float(np.mean(np.var(X, axis=0, dtype=np.float64)))
     assert _mean_feature_variance(X) == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+# --- the one-call C Lloyd loop (csrc/fkm_lloyd_loop.c) ------------------------
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lloyd_loop_matches_reference(seed):
+    # random small problems, weighted or not, with tol 0 or > 0; some seeds
+    # start from duplicate / far-away centers so that clusters go empty
+    rng = np.random.default_rng(seed)
+    n, d, k = int(rng.integers(1, 80)), int(rng.integers(1, 6)), int(rng.integers(1, 7))
+    X = rng.normal(size=(n, d)) if seed % 4 else rng.integers(-2, 3, size=(n, d)) * 1.0
+    w = None if seed % 3 == 0 else rng.uniform(0.1, 3.0, size=n)
+    if seed % 5 == 0:
+        C0 = np.repeat(X[:1], k, axis=0) + 0.0
+        C0[1:] += 100.0
+    else:
+        C0 = X[rng.integers(0, n, size=k)] + rng.normal(scale=0.1, size=(k, d))
+    tol = 0.0 if seed % 2 else 1e-4
+    tol_abs = ref.tolerance(X, tol)
+    C, labels, mind, inertia, n_iter = _lloyd.lloyd_loop(X, C0, w, 50, tol_abs)
+    rC, rlabels, rinertia, rn_iter = ref.lloyd(X, C0, sample_weight=w, max_iter=50, tol=tol)
+    np.testing.assert_allclose(C, rC, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(labels, rlabels)
+    assert n_iter == rn_iter
+    assert inertia == pytest.approx(rinertia, rel=1e-9, abs=1e-12)
+    np.testing.assert_allclose(mind, ((X - C[labels]) ** 2).sum(1), rtol=1e-12, atol=1e-14)
+
+
+def test_lloyd_loop_errors():
+    X = np.zeros((3, 2))
+    with pytest.raises(ValueError, match="shapes"):
+        _lloyd.lloyd_loop(X, np.zeros((2, 3)), None, 10, 0.0)
+    with pytest.raises(ValueError, match="length"):
+        _lloyd.lloyd_loop(X, np.zeros((2, 2)), np.ones(2), 10, 0.0)
+    with pytest.raises(pyfkm.NumericalError):
+        _lloyd.lloyd_loop(np.array([[1e200], [-1e200]]), np.array([[0.0]]), None, 5, 0.0)

@@ -168,3 +168,10 @@ cdef extern from "fkm_race.h" nogil:
     int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
                              const int64_t *ids, const uint8_t *excluded,
                              fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key)
+
+cdef extern from "fkm_lloyd_loop.h" nogil:
+    int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
+                           fkm_index_t *n_iter, double *inertia,
+                           const double *X, const double *w, fkm_index_t n,
+                           fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
+                           double tol_abs)

@@ -11,7 +11,8 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 FKM_LLOYD_PACK_MAX_D, fkm_lloyd_pack_points_f64,
                                 fkm_lloyd_pack_points_f32,
                                 fkm_lloyd_pack_centers, fkm_lloyd_assign_f64,
-                                fkm_lloyd_assign_f32, fkm_lloyd_merge)
+                                fkm_lloyd_assign_f32, fkm_lloyd_merge,
+                                fkm_lloyd_loop_f64)
 from pyfkm._core._common cimport check_status
 
 
@@ -125,3 +126,37 @@ def merge(const double[:, :, ::1] part_sums, const double[:, ::1] part_wsums,
         fkm_lloyd_merge(&sv[0, 0], &wv[0], &inertia, &part_sums[0, 0, 0],
                         &part_wsums[0, 0], &part_inertia[0], P, k, d)
     return sums, wsums, inertia
+
+
+def lloyd_loop(const double[:, ::1] X, object centers, object sample_weight,
+               fkm_index_t max_iter, double tol_abs):
+    """A whole weighted Lloyd run in C (csrc/fkm_lloyd_loop.h), for small n.
+
+    Returns (centers float64[k, d] (a new array), labels int32[n],
+    mind float64[n], inertia, n_iter).
+    """
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+    C = np.array(centers, dtype=np.float64, order="C", copy=True)
+    cdef double[:, ::1] cv = C
+    cdef fkm_index_t k = cv.shape[0]
+    if cv.shape[1] != d or n < 1 or k < 1 or max_iter < 0:
+        raise ValueError("lloyd_loop: inconsistent shapes")
+    labels = np.empty(n, dtype=np.int32)
+    mind = np.empty(n, dtype=np.float64)
+    cdef int32_t[::1] lv = labels
+    cdef double[::1] mv = mind
+    cdef const double[::1] wv
+    cdef const double *wp = NULL
+    cdef fkm_index_t n_iter = 0
+    cdef double inertia = 0.0
+    cdef int status
+    if sample_weight is not None:
+        wv = sample_weight
+        if wv.shape[0] != n:
+            raise ValueError("lloyd_loop: sample_weight has the wrong length")
+        wp = &wv[0]
+    with nogil:
+        status = fkm_lloyd_loop_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter, &inertia,
+                                    &X[0, 0], wp, n, d, k, max_iter, tol_abs)
+    check_status(status, "Lloyd")
+    return C, labels, mind, inertia, int(n_iter)

@@ -1,0 +1,37 @@
+/* fkm_lloyd_loop.h -- a complete weighted Lloyd run in one call, for small
+ * problems (up to a few tens of thousands of points) where the per-step
+ * overhead of the Python-driven blocked kernels (fkm_lloyd.h) dominates:
+ * the nodes of DC-k-means, the server step of federated k-means.
+ *
+ * Squared distances are computed directly, sum_c (x_c - m_c)^2, so exact
+ * ties stay ties and are broken by the lowest center index.
+ */
+#ifndef FKM_LLOYD_LOOP_H
+#define FKM_LLOYD_LOOP_H
+
+#include "fkm_common.h"
+
+/* Lloyd iterations from the k x d centers (INOUT), at most max_iter.
+ *
+ * Each iteration assigns every point to its nearest center and moves every
+ * center to the weighted mean of its points.  A cluster of total weight
+ * <= 0 takes the point farthest from its assigned center (largest squared
+ * distance, ties to the lowest position) not taken by another empty
+ * cluster in the same iteration.  Stops after an iteration in which no
+ * label changed (strict convergence; never at the first iteration nor after
+ * a relocation) or whose total squared center shift is <= tol_abs.  A final
+ * assignment to the returned centers fills labels[n] (int32), mind[n]
+ * (squared distance to the center) and *inertia = sum_i w_i mind_i.
+ *
+ * w (n weights, >= 0) may be NULL for unit weights.  *n_iter receives the
+ * number of iterations run.  Returns FKM_ENOMEM, or FKM_ENONFINITE when a
+ * center or the inertia is not finite.  Assumes n, d, k >= 1 and
+ * max_iter >= 0 (unchecked); X, centers finite.
+ */
+int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
+                       fkm_index_t *n_iter, double *inertia,
+                       const double *X, const double *w, fkm_index_t n,
+                       fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
+                       double tol_abs);
+
+#endif /* FKM_LLOYD_LOOP_H */
