@@ -110,7 +110,7 @@ def step_radius(iteration, n_clusters, n_features, alpha=0.8, bounds=(-1.0, 1.0)
     Examples
     --------
     >>> round(step_radius(0, 3, 4), 6), round(step_radius(1, 3, 4), 6)
-    (2.0, 1.215767)
+    (2.0, 1.215737)
     """
     diag = (float(bounds[1]) - float(bounds[0])) * math.sqrt(n_features)
     eta = diag / 2 if iteration == 0 else alpha * diag / (2 * n_clusters ** (1.0 / n_features))
