@@ -14,9 +14,7 @@ The reference medians are the issue's measurements of the public FastLloyd
 code with this protocol (digits has none).
 """
 import argparse
-import math
 import os
-import sys
 import time
 
 import numpy as np

@@ -172,13 +172,13 @@ class _LocalData:
         ws = self._ws
         sums, counts, _ = ws.step(centers, distances=eta is not None)
         if eta is not None:
-            far = ws.mind > eta * eta
-            if far.any():
-                lab = ws.labels[far]
-                drop = np.zeros((k, d))
-                np.add.at(drop, lab, X[far])
-                sums -= drop
-                counts -= np.bincount(lab, minlength=k)
+            far = ws.mind > eta * eta      # exact squared distances from the kernel
+            n_far = int(np.count_nonzero(far))
+            if n_far:                      # remove the dropped points' share
+                onehot = np.zeros((n_far, k))
+                onehot[np.arange(n_far), ws.labels[far]] = 1.0
+                sums -= onehot.T @ X[far]
+                counts -= onehot.sum(0)
         if relative:
             sums -= counts[:, None] * centers
         return np.concatenate([sums.ravel(), counts])
@@ -288,8 +288,6 @@ class _FederatedLloydBase(BaseEstimator):
             new = _update_centers(centers, out[:k * d].reshape(k, d), out[k * d:], eta,
                                   self._relative, bounds, self.postprocess)
             n_iter += 1
-            if accountant is not None:
-                self._record(accountant, step)
             done = self._converged(centers, new)
             centers = new
             if done:
@@ -300,6 +298,7 @@ class _FederatedLloydBase(BaseEstimator):
         self.n_samples_ = n
         report = dict(report)
         if accountant is not None:
+            self._record(accountant, plan[0], n_iter)
             report["epsilon_spent"], report["delta_spent"] = accountant.spent()
         self.privacy_ = report
         self.accountant_ = accountant
@@ -308,7 +307,7 @@ class _FederatedLloydBase(BaseEstimator):
     def _converged(self, old, new):
         return False
 
-    def _record(self, accountant, step):
+    def _record(self, accountant, step, count):
         pass
 
     # -- prediction
@@ -504,8 +503,9 @@ class DPFederatedKMeans(_FederatedLloydBase):
                   "noise": self.noise}
         return plan, report, acct, self.noise
 
-    def _record(self, accountant, step):
-        accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0)
+    def _record(self, accountant, step, count):
+        # T identical releases (R / eta_t, C) of sensitivity 1 and noise sigma
+        accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0, count=count)
 
 
 class FederatedLloyd(_FederatedLloydBase):
@@ -612,8 +612,9 @@ class GLloyd(_FederatedLloydBase):
                   "noise": self.noise}
         return [step] * T, report, acct, self.noise
 
-    def _record(self, accountant, step):
-        accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0)
+    def _record(self, accountant, step, count):
+        # T identical releases (R / eta_t, C) of sensitivity 1 and noise sigma
+        accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0, count=count)
 
 
 class SuLloyd(_FederatedLloydBase):

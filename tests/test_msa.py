@@ -341,3 +341,12 @@ def test_laplace_noise_scale():
     (v,) = _noisy_round(70, 1.5, mode="laplace")
     # Laplace(b): E|X| = b; sd of the mean of 4000 |X| is b/sqrt(4000) = 0.024
     assert abs(np.abs(v[:4000]).mean() - 1.5) < 0.2
+
+
+def test_mask_stream_fallback_is_the_same_keystream(monkeypatch):
+    import pyfkm.secagg._msa as msa
+    key = bytes(range(7, 39))
+    fast = [int(v) for v in mask_stream(key, 3, OUTPUT_TAG, 11)]
+    monkeypatch.setattr(msa, "_ChaChaStream", None)
+    slow = [int(v) for v in msa.mask_stream(key, 3, OUTPUT_TAG, 11)]
+    assert fast == slow == oracle_stream(key, 3, OUTPUT_TAG, 11)
