@@ -28,7 +28,13 @@ L2 sensitivity 1 and is a Gaussian mechanism with sigma ``sigma_it``; ``T``
 of them compose to ``mu = sqrt(T) / sigma_it`` Gaussian DP, and
 ``sigma_it = sqrt(T) sigma_1`` with ``sigma_1`` the analytic Gaussian sigma
 of (epsilon, delta) at sensitivity 1 (Balle & Wang 2018) makes the whole run
-exactly (epsilon, delta)-DP (add/remove one point).  The fixed-point
+(epsilon, delta)-DP (add/remove one point) for Gaussian noise on the reals.
+What each noise mode claims is stated in :mod:`pyfkm.privacy`: the default
+discrete Gaussian on the fixed-point integers has the same zCDP guarantee
+exactly and the same (epsilon, delta) up to the (negligible, sigma ~ 1e4+
+grid units) discrete-vs-continuous tail difference; the continuous
+``noise="gaussian"`` mode (the paper's) carries no formal guarantee in
+floating point.  The fixed-point
 rounding of each client's sums moves a neighbour's vector by at most
 ``sqrt(d) 2**-16`` more, which the sum noise includes (its sensitivity is
 taken as ``eta_t + sqrt(d) 2**-16``).  The total number of points ``n`` is
@@ -426,7 +432,7 @@ class DPFederatedKMeans(_FederatedLloydBase):
     >>> km = DPFederatedKMeans(2, epsilon=1.0, random_state=0).fit([X[::2], X[1::2]])
     >>> km.cluster_centers_.shape, km.n_iter_ == km.privacy_["iterations"]
     ((2, 2), True)
-    >>> round(km.privacy_["epsilon"], 6)
+    >>> round(km.privacy_["epsilon_spent"], 6)
     1.0
     """
 
