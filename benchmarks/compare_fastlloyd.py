@@ -101,12 +101,14 @@ def save_plot(results):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.6))
     for ax, (name, row) in zip(axes, results.items()):
-        ax.plot(EPSILONS, row["fastlloyd"], "o-", label="pyfkm FastLloyd")
+        ax.plot(EPSILONS, row["fastlloyd"], "o-", color="C0", label="pyfkm FastLloyd")
         if name in REFERENCE:
-            ax.plot(EPSILONS, REFERENCE[name], "s--", label="reference FastLloyd")
-        ax.plot(EPSILONS, row["glloyd"], "^-", label="GLloyd")
-        ax.plot(EPSILONS, row["sulloyd"], "v-", label="SuLloyd")
+            ax.plot(EPSILONS, REFERENCE[name], "s--", color="C1", label="reference FastLloyd")
+        ax.plot(EPSILONS, row["glloyd"], "^-", color="C2", label="GLloyd")
+        ax.plot(EPSILONS, row["sulloyd"], "v-", color="C3", label="SuLloyd")
         ax.axhline(row["lloyd"], color="k", lw=0.8, ls=":", label="non-private Lloyd")
+        top = max(max(row["sulloyd"]), max(row["glloyd"]), max(row["fastlloyd"]))
+        ax.set_ylim(0.85 * row["lloyd"], 1.15 * top)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(EPSILONS)

@@ -292,3 +292,40 @@ def test_utility_on_separated_blobs():
                     .fit(split(X)).nicv(X) for s in range(5)])
     assert clean < 0.006            # the start leads to the three blobs
     assert dp < 1.5 * clean
+
+
+def test_server_only_sees_masked_words(monkeypatch):
+    # spy on what the server receives and broadcasts during a fit: no
+    # client's plaintext encoding, and the broadcast is not the noisy sum
+    # (it is still under the output mask)
+    import pyfkm.federated as F
+    import pyfkm.secagg._msa as M
+    received, plain, sent = [], [], []
+    orig_receive, orig_finish, orig_stats = (M.MsaServer.receive, M.MsaServer.finish_round,
+                                             F._LocalData.stats)
+
+    def receive(self, msg):
+        received.append(msg.payload.copy())
+        return orig_receive(self, msg)
+
+    def finish(self, segments=()):
+        out = orig_finish(self, segments)
+        sent.append(out.payload.copy())
+        return out
+
+    def stats(self, *args):
+        v = orig_stats(self, *args)
+        plain.append(M.encode_fixed(v))
+        return v
+
+    monkeypatch.setattr(M.MsaServer, "receive", receive)
+    monkeypatch.setattr(M.MsaServer, "finish_round", finish)
+    monkeypatch.setattr(F._LocalData, "stats", stats)
+    DPFederatedKMeans(3, epsilon=1.0, max_iter=3, random_state=0).fit(split(blobs(17), 3))
+    assert len(received) == len(plain) == 9 and len(sent) == 3
+    for r in received:
+        assert not any(np.array_equal(r, p) for p in plain)
+    for t, s in enumerate(sent):
+        total = sum(p.astype(np.uint64) for p in plain[3 * t: 3 * t + 3])
+        gap = (s - total).view(np.int64)      # noise would be small; a mask is not
+        assert np.abs(gap.astype(np.float64)).max() > 2.0 ** 50
