@@ -329,3 +329,63 @@ def test_server_only_sees_masked_words(monkeypatch):
         total = sum(p.astype(np.uint64) for p in plain[3 * t: 3 * t + 3])
         gap = (s - total).view(np.int64)      # noise would be small; a mask is not
         assert np.abs(gap.astype(np.float64)).max() > 2.0 ** 50
+
+
+def test_baseline_noise_scales_follow_their_formulas(monkeypatch):
+    # capture the per-round noise segments the server is asked for and
+    # compare with the baselines' formulas written out here (rho = 0.225)
+    import pyfkm.secagg._msa as M
+    from pyfkm.privacy import calibrate_analytic_gaussian
+    seen = []
+    orig = M.MsaServer.finish_round
+
+    def finish(self, segments=()):
+        seen.append(tuple(segments))
+        return orig(self, segments)
+
+    monkeypatch.setattr(M.MsaServer, "finish_round", finish)
+    X = blobs(18, n=500, d=3, k=2)
+    n, d, k, rho, eps = 500, 3, 2, 0.225, 0.7
+    su = SuLloyd(k, epsilon=eps, random_state=0).fit(split(X))
+    T = su.n_iter_
+    c = (4 * d * rho ** 2) ** (1 / 3)
+    want_T = int(min(max(eps / math.sqrt(500 * k ** 3 / n ** 2 * (d + c) ** 3), 2), 7))
+    assert T == want_T
+    (sum_seg, cnt_seg) = seen[0]
+    eps_it = eps / T
+    assert sum_seg[1] == pytest.approx(d * (1 + 2.0 ** -16) / (eps_it * d / (d + c)))
+    assert cnt_seg[1] == pytest.approx(1 / (eps_it * c / (d + c)))
+    seen.clear()
+    g = GLloyd(k, epsilon=eps, max_iter=3, random_state=0).fit(split(X))
+    s = calibrate_analytic_gaussian(eps, 1 / (n * math.log(n))) * math.sqrt(3)
+    (sum_seg, cnt_seg) = seen[0]
+    base = math.sqrt(2 * rho + math.sqrt(d))
+    assert sum_seg[1] == pytest.approx(s * base / d ** 0.25 * math.sqrt(d) * (1 + 2.0 ** -16))
+    assert cnt_seg[1] == pytest.approx(s * base / math.sqrt(2 * rho))
+    assert g.n_iter_ == 3 and len(seen) == 3
+
+
+def test_fastlloyd_noise_per_iteration_scales_with_the_radius(monkeypatch):
+    import pyfkm.secagg._msa as M
+    from pyfkm.privacy import calibrate_analytic_gaussian
+    seen = []
+    orig = M.MsaServer.finish_round
+
+    def finish(self, segments=()):
+        seen.append(tuple(segments))
+        return orig(self, segments)
+
+    monkeypatch.setattr(M.MsaServer, "finish_round", finish)
+    n, d, k, eps, delta, T, alpha = 300, 4, 3, 0.8, 1e-5, 4, 0.8
+    DPFederatedKMeans(k, epsilon=eps, delta=delta, max_iter=T, random_state=0).fit(
+        split(blobs(19, n=n, d=d, k=k)))
+    s = calibrate_analytic_gaussian(eps, delta) * math.sqrt(T)
+    g = math.sqrt(1 + math.sqrt(4 * d))
+    diag = 2 * math.sqrt(d)
+    for t, (sum_seg, cnt_seg) in enumerate(seen):
+        eta = diag / 2 if t == 0 else alpha * diag / (2 * k ** (1 / d))
+        assert sum_seg[:1] == (k * d,) and cnt_seg[:1] == (k,)
+        assert sum_seg[1] == pytest.approx(s * g / (4 * d) ** 0.25 * (eta + math.sqrt(d) * 2.0 ** -16))
+        assert cnt_seg[1] == pytest.approx(s * g)
+        assert sum_seg[2] != cnt_seg[2]
+    assert len(seen) == T
