@@ -298,14 +298,15 @@ class _FederatedLloydBase(BaseEstimator):
             centers = new
             if done:
                 break
-        self.cluster_centers_ = centers
-        self.n_iter_ = n_iter
-        self.n_features_in_ = d
-        self.n_samples_ = n
         report = dict(report)
         if accountant is not None:
             self._record(accountant, plan[0], n_iter)
             report["epsilon_spent"], report["delta_spent"] = accountant.spent()
+        # fitted state only now: a fit that raised left the estimator as it was
+        self.cluster_centers_ = centers
+        self.n_iter_ = n_iter
+        self.n_features_in_ = d
+        self.n_samples_ = n
         self.privacy_ = report
         self.accountant_ = accountant
         return self
