@@ -202,3 +202,74 @@ def test_new_noise_key():
     k = P.new_noise_key()
     assert isinstance(k, bytes) and len(k) == 32 and k != P.new_noise_key()
     assert P.new_noise_key(5) == P.new_noise_key(5) != P.new_noise_key(6)
+    assert P.new_noise_key(np.random.SeedSequence(5)) == P.new_noise_key(np.random.SeedSequence(5))
+
+
+# ----------------------------------------------------- privacy sanity check
+EPS_SANITY, DELTA_SANITY, N_SANITY, Z_SANITY = 4.0, 1e-3, 1_000_000, 4.0
+
+
+def empirical_violation(y0, y1, eps, thresholds):
+    """max over events S in {y > tau}, {y <= tau} and both directions of
+    (P_a(S) - e^eps P_b(S)) minus its statistical margin.
+
+    margin = Z * (se_a + e^eps se_b) with binomial standard errors; Z = 4 is
+    a per-event two-sided normal level of 6.3e-5, i.e. below 1e-2 over the
+    <= 160 events tested (Bonferroni).  A value > delta is a violation.
+    """
+    n0, n1 = len(y0), len(y1)
+    y0s, y1s = np.sort(y0), np.sort(y1)
+    worst = -np.inf
+    for tau in thresholds:
+        p0 = 1 - np.searchsorted(y0s, tau, side="right") / n0   # P0(y > tau)
+        p1 = 1 - np.searchsorted(y1s, tau, side="right") / n1
+        for pa, pb, na, nb in ((p1, p0, n1, n0), (p0, p1, n0, n1),
+                               (1 - p1, 1 - p0, n1, n0), (1 - p0, 1 - p1, n0, n1)):
+            se = lambda p, n: math.sqrt(max(p * (1 - p), 1.0 / n) / n)  # noqa: E731
+            margin = Z_SANITY * (se(pa, na) + math.exp(eps) * se(pb, nb))
+            worst = max(worst, pa - math.exp(eps) * pb - margin)
+    return worst
+
+
+def sanity_samples(kind, sigma, scale=1):
+    """Gaussian-mechanism outputs on neighbouring 1-D sums 0 and 1 (times scale)."""
+    from pyfkm.privacy import NoiseStream, new_noise_key
+    key = new_noise_key(2024)
+    s0 = NoiseStream.secure(key, 0, b"D0")
+    s1 = NoiseStream.secure(key, 0, b"D1")
+    if kind == "gaussian":
+        return s0.gaussian(N_SANITY, sigma), 1.0 + s1.gaussian(N_SANITY, sigma)
+    z0 = s0.discrete_gaussian(N_SANITY, sigma * scale)
+    z1 = scale + s1.discrete_gaussian(N_SANITY, sigma * scale)
+    return z0 / scale, z1 / scale
+
+
+@pytest.mark.parametrize("kind, scale", [("gaussian", 1), ("discrete_gaussian", 2 ** 16),
+                                         ("discrete_gaussian", 1)])
+def test_privacy_sanity_neighbouring_sums(kind, scale):
+    sigma = P.calibrate_analytic_gaussian(EPS_SANITY, DELTA_SANITY)
+    y0, y1 = sanity_samples(kind, sigma, scale)
+    # the tight event of the Gaussian mechanism, y > sigma^2 eps + 1/2, plus a grid
+    taus = np.concatenate([[sigma ** 2 * EPS_SANITY + 0.5], np.linspace(-3, 4, 39)])
+    assert empirical_violation(y0, y1, EPS_SANITY, taus) <= DELTA_SANITY
+
+
+def test_privacy_sanity_detects_too_little_noise():
+    # the same check catches a mechanism with half the calibrated noise
+    sigma = P.calibrate_analytic_gaussian(EPS_SANITY, DELTA_SANITY) / 2
+    y0, y1 = sanity_samples("gaussian", sigma)
+    taus = np.concatenate([[sigma ** 2 * EPS_SANITY + 0.5], np.linspace(-3, 4, 39)])
+    assert empirical_violation(y0, y1, EPS_SANITY, taus) > DELTA_SANITY
+
+
+def test_zcdp_epsilon_is_valid_but_looser_than_gdp():
+    assert P.zcdp_epsilon(0.0, 1e-5) == 0.0
+    assert P.zcdp_epsilon(0.02, 1e-5) == pytest.approx(0.02 + 2 * math.sqrt(0.02 * math.log(1e5)))
+    for mu in (0.1, 0.5, 1.0):
+        # the Gaussian mechanism is mu-GDP and mu^2/2-zCDP; the GDP conversion is tight
+        assert P.zcdp_epsilon(mu ** 2 / 2, 1e-5) >= P.gdp_epsilon(mu, 1e-5)
+    acc = P.PrivacyAccountant(2.0, 1e-5)
+    acc.spend("discrete_gaussian", 4.0, count=3)
+    s = acc.summary()
+    assert s["epsilon_zcdp"] == pytest.approx(P.zcdp_epsilon(3 / 32, 1e-5))
+    assert s["epsilon_zcdp"] >= s["epsilon_spent"]

@@ -159,3 +159,39 @@ cdef extern from "fkm_poly.h" nogil:
     int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
                                   uint64_t lim, int negate, uint64_t *acc,
                                   int64_t n, int64_t filled)
+
+from libc.stdint cimport uint32_t
+
+cdef extern from "fkm_chacha.h" nogil:
+    enum: FKM_CHACHA_NBLK
+    ctypedef struct fkm_chacha_t:
+        uint32_t input[16]
+        int pos
+        int last
+        int failed
+    void fkm_chacha_block(uint32_t *out, const uint32_t *input)
+    void fkm_chacha_init(fkm_chacha_t *st, const uint8_t *key,
+                         const uint8_t *nonce, uint32_t counter)
+    int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
+    uint64_t fkm_chacha_next_uint64(void *st)
+    double fkm_chacha_next_double(void *st)
+
+cdef extern from "fkm_noise.h" nogil:
+    ctypedef struct fkm_noise_src_t:
+        fkm_chacha_t *chacha
+        fkm_rng_t *rng
+    ctypedef struct fkm_dgauss_t:
+        uint64_t P
+        uint64_t Q
+        uint64_t t
+    int fkm_dgauss_init(fkm_dgauss_t *G, uint64_t P, uint64_t Q)
+    int fkm_noise_gaussian(const fkm_noise_src_t *src, double *out,
+                           fkm_index_t n, double sigma)
+    int fkm_noise_laplace(const fkm_noise_src_t *src, double *out,
+                          fkm_index_t n, double scale)
+    int fkm_noise_discrete_gaussian(const fkm_noise_src_t *src, int64_t *out,
+                                    fkm_index_t n, const fkm_dgauss_t *G)
+    int fkm_noise_discrete_laplace(const fkm_noise_src_t *src, int64_t *out,
+                                   fkm_index_t n, uint64_t t)
+    int fkm_noise_bernoulli_exp(const fkm_noise_src_t *src, uint8_t *out,
+                                fkm_index_t n, uint64_t num, uint64_t den)
