@@ -121,13 +121,3 @@ int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
         out[i] = fkm_chacha_u64(st);
     return st->failed ? FKM_EOVERFLOW : FKM_OK;
 }
-
-uint64_t fkm_chacha_next_uint64(void *st)
-{
-    return fkm_chacha_u64((fkm_chacha_t *)st);
-}
-
-double fkm_chacha_next_double(void *st)
-{
-    return (double)(fkm_chacha_u64((fkm_chacha_t *)st) >> 11) * 0x1.0p-53;
-}

@@ -57,9 +57,4 @@ static inline uint64_t fkm_chacha_u64(fkm_chacha_t *st)
  * if the stream ran out (outputs then unspecified).  Assumes n >= 0. */
 int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n);
 
-/* fkm_rng_t-compatible entry points (state = fkm_chacha_t *): a uniform
- * 64-bit word, and a double uniform on [0, 1) with 53 random bits. */
-uint64_t fkm_chacha_next_uint64(void *st);
-double fkm_chacha_next_double(void *st);
-
 #endif /* FKM_CHACHA_H */

@@ -46,7 +46,11 @@ typedef struct fkm_dgauss {
  * 2 P Q < 2^127. */
 int fkm_dgauss_init(fkm_dgauss_t *G, uint64_t P, uint64_t Q);
 
-/* out[0..n) = n continuous N(0, sigma^2) samples.  FKM_EDOM unless sigma
+/* Common contract of the samplers below: `src` has exactly one usable
+ * source (chacha non-NULL, or rng non-NULL and valid), `out` has room for n
+ * entries, n >= 0; the samplers are reentrant for distinct sources.
+ *
+ * out[0..n) = n continuous N(0, sigma^2) samples.  FKM_EDOM unless sigma
  * is finite and > 0; FKM_EOVERFLOW if the ChaCha20 stream ran out. */
 int fkm_noise_gaussian(const fkm_noise_src_t *src, double *out,
                        fkm_index_t n, double sigma);

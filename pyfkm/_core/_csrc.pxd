@@ -173,8 +173,6 @@ cdef extern from "fkm_chacha.h" nogil:
     void fkm_chacha_init(fkm_chacha_t *st, const uint8_t *key,
                          const uint8_t *nonce, uint32_t counter)
     int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
-    uint64_t fkm_chacha_next_uint64(void *st)
-    double fkm_chacha_next_double(void *st)
 
 cdef extern from "fkm_noise.h" nogil:
     ctypedef struct fkm_noise_src_t:
