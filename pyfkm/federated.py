@@ -56,7 +56,7 @@ from .kmeans import _LloydWorkspace, nearest_center
 from .rng import as_generator
 from .secagg._messages import RoundMessage
 from .secagg._msa import (DEFAULT_SCALE_BITS, AggregateMessage, MaskedVectorMessage,
-                          setup_msa)
+                          check_discrete_sigma, setup_msa)
 
 __all__ = [
     "DPFederatedKMeans",
@@ -504,6 +504,8 @@ class DPFederatedKMeans(_FederatedLloydBase):
             eta = self._radius(t, k, d, bounds)
             plan.append({"eta": eta, "sum_scale": sig_r * (eta + slack), "count_scale": sig_c,
                          "sigma": sigma_it})
+        if self.noise == "discrete_gaussian":   # refuse before any work
+            check_discrete_sigma([s["sum_scale"] for s in plan] + [sig_c])
         acct = P.PrivacyAccountant(eps, delta)
         report = {"epsilon": eps, "delta": delta, "iterations": T, "sigma": sigma_it,
                   "sigma_sum": sig_r, "sigma_count": sig_c, "radii": [s["eta"] for s in plan],
@@ -614,6 +616,8 @@ class GLloyd(_FederatedLloydBase):
             + math.sqrt(d) * 2.0 ** -DEFAULT_SCALE_BITS
         step = {"eta": None, "sum_scale": sigma_it * base / d ** 0.25 * sens,
                 "count_scale": sigma_it * base / math.sqrt(2 * _RHO), "sigma": sigma_it}
+        if self.noise == "discrete_gaussian":
+            check_discrete_sigma([step["sum_scale"], step["count_scale"]])
         acct = P.PrivacyAccountant(eps, delta)
         report = {"epsilon": eps, "delta": delta, "iterations": T, "sigma": sigma_it,
                   "noise": self.noise}

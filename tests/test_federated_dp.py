@@ -389,3 +389,14 @@ def test_fastlloyd_noise_per_iteration_scales_with_the_radius(monkeypatch):
         assert cnt_seg[1] == pytest.approx(s * g)
         assert sum_seg[2] != cnt_seg[2]
     assert len(seen) == T
+
+
+def test_noise_beyond_the_discrete_sampler_range_is_refused_first():
+    from pyfkm.exceptions import CapacityError
+    X = blobs(20, n=200, d=40, k=3)
+    km = DPFederatedKMeans(3, epsilon=1e-3, delta=1e-9, max_iter=7, random_state=0)
+    with pytest.raises(CapacityError, match="discrete Gaussian"):
+        km.fit(split(X))
+    assert not hasattr(km, "cluster_centers_")
+    # the continuous mode has no such range
+    km.set_params(noise="gaussian").fit(split(X))

@@ -350,3 +350,14 @@ def test_mask_stream_fallback_is_the_same_keystream(monkeypatch):
     monkeypatch.setattr(msa, "_ChaChaStream", None)
     slow = [int(v) for v in msa.mask_stream(key, 3, OUTPUT_TAG, 11)]
     assert fast == slow == oracle_stream(key, 3, OUTPUT_TAG, 11)
+
+
+def test_discrete_sigma_range_checked_before_the_round_closes():
+    server, (a, b) = setup_msa(2, 3, noise="discrete_gaussian", random_state=80)
+    r = server.start_round()
+    for c in (a, b):
+        server.receive(c.respond(r, [1.0, 2.0, 3.0]))
+    with pytest.raises(CapacityError):
+        server.finish_round([(2, 2.0 ** 15, b"SUM"), (1, 1.0, b"CNT")])   # 2**31 units
+    out = a.unmask(server.finish_round([(2, 1e-3, b"SUM"), (1, 1e-3, b"CNT")]))
+    assert np.allclose(out, [2.0, 4.0, 6.0], atol=0.05)

@@ -74,6 +74,7 @@ __all__ = [
     "MsaClient",
     "MsaServer",
     "NOISE_MODES",
+    "check_discrete_sigma",
 ]
 
 MSA_TAG = b"MSA\x00"
@@ -120,6 +121,23 @@ def decode_fixed(words, scale_bits=DEFAULT_SCALE_BITS):
     """Signed reading of Z_2^64 words divided by ``2**scale_bits`` (float64)."""
     w = np.ascontiguousarray(words, dtype=np.uint64)
     return np.ldexp(w.view(np.int64).astype(np.float64), -int(scale_bits))
+
+
+DISCRETE_SIGMA_RANGE = (2.0 ** -10, 2.0 ** 30)   # of pyfkm.privacy's discrete sampler
+
+
+def check_discrete_sigma(scales, scale_bits=DEFAULT_SCALE_BITS):
+    """Raise :class:`CapacityError` unless every positive real standard
+    deviation in ``scales``, in fixed-point units (``* 2**scale_bits``), is
+    within the discrete Gaussian sampler's range ``[2**-10, 2**30]``."""
+    lo, hi = DISCRETE_SIGMA_RANGE
+    for s in scales:
+        s = float(s)
+        if s > 0 and not lo <= np.ldexp(s, int(scale_bits)) <= hi:
+            raise CapacityError(
+                f"noise sigma {s:.6g} is {np.ldexp(s, int(scale_bits)):.4g} in fixed-point "
+                f"units, outside the discrete Gaussian sampler's range [2**-10, 2**30]; "
+                "use a larger epsilon, noise='gaussian', or smaller scale_bits")
 
 
 def mask_stream(key, round_, tag, n):
@@ -681,6 +699,8 @@ class MsaServer:
                 raise InvalidInputError("segment tags must be distinct, 1 to 4 bytes")
             if any(not (float(s[1]) >= 0 and np.isfinite(float(s[1]))) for s in segments):
                 raise InvalidInputError("noise scales must be finite and >= 0")
+            if self.noise == "discrete_gaussian":
+                check_discrete_sigma([s[1] for s in segments], self._scale_bits)
         agg = np.zeros(self._n_words, dtype=np.uint64)
         for payload in got.values():
             agg += payload
