@@ -175,3 +175,36 @@ cdef extern from "fkm_lloyd_loop.h" nogil:
                            const double *X, const double *w, fkm_index_t n,
                            fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
                            double tol_abs)
+from libc.stdint cimport uint32_t
+
+cdef extern from "fkm_chacha.h" nogil:
+    enum: FKM_CHACHA_NBLK
+    ctypedef struct fkm_chacha_t:
+        uint32_t input[16]
+        int pos
+        int last
+        int failed
+    void fkm_chacha_block(uint32_t *out, const uint32_t *input)
+    void fkm_chacha_init(fkm_chacha_t *st, const uint8_t *key,
+                         const uint8_t *nonce, uint32_t counter)
+    int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
+
+cdef extern from "fkm_noise.h" nogil:
+    ctypedef struct fkm_noise_src_t:
+        fkm_chacha_t *chacha
+        fkm_rng_t *rng
+    ctypedef struct fkm_dgauss_t:
+        uint64_t P
+        uint64_t Q
+        uint64_t t
+    int fkm_dgauss_init(fkm_dgauss_t *G, uint64_t P, uint64_t Q)
+    int fkm_noise_gaussian(const fkm_noise_src_t *src, double *out,
+                           fkm_index_t n, double sigma)
+    int fkm_noise_laplace(const fkm_noise_src_t *src, double *out,
+                          fkm_index_t n, double scale)
+    int fkm_noise_discrete_gaussian(const fkm_noise_src_t *src, int64_t *out,
+                                    fkm_index_t n, const fkm_dgauss_t *G)
+    int fkm_noise_discrete_laplace(const fkm_noise_src_t *src, int64_t *out,
+                                   fkm_index_t n, uint64_t t)
+    int fkm_noise_bernoulli_exp(const fkm_noise_src_t *src, uint8_t *out,
+                                fkm_index_t n, uint64_t num, uint64_t den)

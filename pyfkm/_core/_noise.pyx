@@ -1,0 +1,122 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython wrappers of csrc/fkm_chacha.c and csrc/fkm_noise.c.
+
+No input validation beyond memory safety: pyfkm.privacy validates sigma,
+key, nonce and sizes.  Every sampler writes into a caller-allocated array.
+"""
+import numpy as np
+
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from numpy.random cimport bitgen_t
+from pyfkm._core._csrc cimport (fkm_index_t, fkm_rng_t, fkm_chacha_t,
+                                fkm_chacha_block, fkm_chacha_init,
+                                fkm_chacha_words, fkm_noise_src_t, fkm_dgauss_t,
+                                fkm_dgauss_init, fkm_noise_gaussian,
+                                fkm_noise_laplace, fkm_noise_discrete_gaussian,
+                                fkm_noise_discrete_laplace,
+                                fkm_noise_bernoulli_exp)
+from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
+
+cdef enum:
+    K_GAUSS = 0
+    K_LAPLACE = 1
+    K_DGAUSS = 2
+    K_DLAPLACE = 3
+    K_BEXP = 4
+
+
+def chacha_block(const uint32_t[::1] state):
+    """The RFC 8439 block function on a 16-word input state."""
+    if state.shape[0] != 16:
+        raise ValueError("state must have 16 words")
+    out = np.empty(16, dtype=np.uint32)
+    cdef uint32_t[::1] ov = out
+    fkm_chacha_block(&ov[0], &state[0])
+    return out
+
+
+cdef int _run(const fkm_noise_src_t *src, int kind, object out, double x,
+              uint64_t a, uint64_t b) except -1:
+    """Run sampler `kind` into `out` (float64, int64 or uint8 by kind)."""
+    cdef double[::1] fv
+    cdef int64_t[::1] iv
+    cdef uint8_t[::1] bv
+    cdef fkm_index_t n = out.shape[0]
+    cdef fkm_dgauss_t G
+    cdef int status = 0
+    if n == 0:
+        return 0
+    if kind == K_GAUSS or kind == K_LAPLACE:
+        fv = out
+        with nogil:
+            if kind == K_GAUSS:
+                status = fkm_noise_gaussian(src, &fv[0], n, x)
+            else:
+                status = fkm_noise_laplace(src, &fv[0], n, x)
+    elif kind == K_DGAUSS:
+        check_status(fkm_dgauss_init(&G, a, b), "discrete Gaussian parameters")
+        iv = out
+        with nogil:
+            status = fkm_noise_discrete_gaussian(src, &iv[0], n, &G)
+    elif kind == K_DLAPLACE:
+        iv = out
+        with nogil:
+            status = fkm_noise_discrete_laplace(src, &iv[0], n, a)
+    else:
+        bv = out
+        with nogil:
+            status = fkm_noise_bernoulli_exp(src, &bv[0], n, a, b)
+    if status == 3:  # FKM_EOVERFLOW
+        from pyfkm.exceptions import CapacityError
+        raise CapacityError("noise stream exhausted: a ChaCha20 stream gives at most "
+                            "2^32 blocks (256 GiB); use a new (iteration, tag)")
+    check_status(status, "noise sampler")
+    return 0
+
+
+cdef class ChaChaStream:
+    """A ChaCha20 keystream (RFC 8439) feeding the samplers; successive
+    calls continue the stream.  Not thread-safe (one stream per thread)."""
+    cdef fkm_chacha_t st
+    cdef fkm_noise_src_t src
+
+    def __cinit__(self, const uint8_t[::1] key, const uint8_t[::1] nonce,
+                  uint32_t counter=0):
+        if key.shape[0] != 32 or nonce.shape[0] != 12:
+            raise ValueError("key must have 32 bytes and nonce 12")
+        fkm_chacha_init(&self.st, &key[0], &nonce[0], counter)
+        self.src.chacha = &self.st
+        self.src.rng = NULL
+
+    def words(self, fkm_index_t n):
+        """The next n keystream words (little-endian 8-byte chunks)."""
+        out = np.empty(n, dtype=np.uint64)
+        cdef uint64_t[::1] ov = out
+        cdef int status = 0
+        if n > 0:
+            with nogil:
+                status = fkm_chacha_words(&self.st, &ov[0], n)
+        if status == 3:
+            from pyfkm.exceptions import CapacityError
+            raise CapacityError("ChaCha20 stream exhausted (2^32 blocks)")
+        return out
+
+    def sample(self, int kind, out, double x=0.0, uint64_t a=0, uint64_t b=0):
+        """Fill `out` with sampler `kind` (0 gaussian, 1 laplace, 2 discrete
+        Gaussian P/Q = a/b, 3 discrete Laplace t = a, 4 Bernoulli(exp(-a/b)))."""
+        _run(&self.src, kind, out, x, a, b)
+        return out
+
+
+def sample_generator(generator, int kind, out, double x=0.0, uint64_t a=0,
+                     uint64_t b=0):
+    """As ChaChaStream.sample, drawing from a numpy Generator (holds its lock)."""
+    cdef bitgen_t *bg = bitgen_of(generator)
+    cdef fkm_rng_t rng
+    cdef fkm_noise_src_t src
+    rng_from_bitgen(&rng, bg)
+    src.chacha = NULL
+    src.rng = &rng
+    with generator.bit_generator.lock:
+        _run(&src, kind, out, x, a, b)
+    return out

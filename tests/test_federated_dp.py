@@ -1,0 +1,402 @@
+"""DPFederatedKMeans (FastLloyd) and the baselines.
+
+Oracles: a plain numpy implementation of the same algorithm written here
+(no pyfkm code), brute-force nearest centers, the analytic Gaussian
+mechanism's delta formula (Balle & Wang 2018, Thm. 8) with scipy, and
+hand-computed radii.  ``epsilon=math.inf`` is the documented way to turn the
+noise off (the fit is then not private).
+"""
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from pyfkm.exceptions import InvalidInputError, NotFittedError
+from pyfkm.federated import (DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd,
+                             fold_into_bounds, sphere_packing_init, step_radius)
+
+
+def blobs(seed=0, n=240, d=3, k=3, spread=0.12):
+    rng = np.random.default_rng(seed)
+    means = rng.uniform(-0.6, 0.6, (k, d))
+    X = means[rng.integers(0, k, n)] + rng.normal(0, spread, (n, d))
+    return np.clip(X, -1, 1)
+
+
+def split(X, parts=2, seed=0):
+    idx = np.random.default_rng(seed).permutation(len(X))
+    return [X[i] for i in np.array_split(idx, parts)]
+
+
+# ------------------------------------------------------------ errors first
+
+GOOD = dict(n_clusters=2, epsilon=1.0)
+
+
+@pytest.mark.parametrize("bad", [
+    {"epsilon": 0}, {"epsilon": -1.0}, {"epsilon": float("nan")}, {"epsilon": "1"},
+    {"epsilon": True}, {"delta": 0.0}, {"delta": 1.0}, {"delta": "x"},
+    {"max_iter": 0}, {"max_iter": 2.5}, {"max_iter": "many"},
+    {"radius": "wide"}, {"radius": -1.0}, {"radius": math.inf},
+    {"alpha": 0.0}, {"alpha": -2}, {"init": "k-means++"}, {"init": np.zeros((3, 2))},
+    {"init": np.full((2, 2), 2.0)}, {"postprocess": "clip"}, {"noise": "laplace"},
+    {"bounds": (1, -1)}, {"bounds": (0,)}, {"bounds": (0, math.inf)}, {"random_state": -1},
+    {"executor": object()}, {"n_clusters": 0}, {"n_clusters": 1000},
+])
+def test_bad_parameters_raise_and_change_nothing(bad):
+    X = blobs()
+    km = DPFederatedKMeans(**GOOD, random_state=0).fit(split(X))
+    before = km.cluster_centers_.copy()
+    km.set_params(**bad)
+    with pytest.raises(InvalidInputError):
+        km.fit(split(X))
+    assert np.array_equal(km.cluster_centers_, before)
+
+
+@pytest.mark.parametrize("clients", [
+    [], [np.zeros((3, 2)), np.zeros((3, 3))], [np.array([[0.0, np.nan]])],
+    [np.array([[0.0, 1.5]])], np.zeros((4, 2)), [np.zeros((0, 2))],
+])
+def test_bad_clients_raise(clients):
+    with pytest.raises(InvalidInputError):
+        DPFederatedKMeans(1, epsilon=1.0, random_state=0).fit(clients)
+
+
+def test_not_fitted_and_wrong_width():
+    km = DPFederatedKMeans(2, epsilon=1.0)
+    with pytest.raises(NotFittedError):
+        km.predict(np.zeros((2, 2)))
+    km.fit(split(blobs(d=2)))
+    with pytest.raises(InvalidInputError):
+        km.predict(np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("cls,kw", [(GLloyd, {"epsilon": 0}), (SuLloyd, {"epsilon": math.inf}),
+                                    (FederatedLloyd, {"max_iter": "auto"})])
+def test_baselines_bad_parameters(cls, kw):
+    with pytest.raises(InvalidInputError):
+        cls(2, **kw).fit(split(blobs()))
+
+
+# ------------------------------------------------------------ pieces
+
+def test_step_radius_by_hand():
+    # d = 4, k = 3, domain [-1, 1]^4: diag = 4
+    assert step_radius(0, 3, 4) == pytest.approx(2.0)
+    assert step_radius(5, 3, 4, alpha=0.8) == pytest.approx(0.8 * 4 / (2 * 3 ** 0.25))
+    # capped at the diagonal: k = 1, d = 1, alpha = 5 -> 5 * 2 / 2 = 5 > diag = 2
+    assert step_radius(1, 1, 1, alpha=5.0) == pytest.approx(2.0)
+    assert step_radius(0, 2, 2, bounds=(0, 10)) == pytest.approx(10 * math.sqrt(2) / 2)
+
+
+def _reflect_oracle(v, lo, hi):
+    while v < lo or v > hi:
+        v = 2 * lo - v if v < lo else 2 * hi - v
+    return v
+
+
+def test_fold_matches_repeated_reflection():
+    rng = np.random.default_rng(1)
+    v = rng.uniform(-9, 9, 500)
+    got = fold_into_bounds(v, (-1, 2))
+    assert np.allclose(got, [_reflect_oracle(x, -1, 2) for x in v], atol=1e-12)
+
+
+@pytest.mark.parametrize("k,d", [(1, 1), (3, 2), (10, 5), (7, 13)])
+def test_sphere_packing_is_a_packing_and_seeded(k, d):
+    C = sphere_packing_init(k, d, random_state=3)
+    assert np.array_equal(C, sphere_packing_init(k, d, random_state=3))
+    assert not np.array_equal(C, sphere_packing_init(k, d, random_state=4)) or k == 1 and d == 1
+    # some margin a = 2**-m: every center at least a from the boundary and
+    # pairwise at least 2a apart
+    dist = np.sqrt(((C[:, None] - C[None]) ** 2).sum(-1)) + np.eye(k) * 1e9
+    edge = np.minimum(C + 1, 1 - C).min()
+    ok = [m for m in range(60) if edge >= 2.0 ** -m - 1e-12 and dist.min() >= 2 * 2.0 ** -m - 1e-12]
+    assert ok
+
+
+# ------------------------------------------------------------ numpy reference
+
+def reference_fastlloyd(clients, init, T, alpha, bounds=(-1.0, 1.0)):
+    """The FastLloyd iteration without noise, in plain numpy."""
+    lo, hi = bounds
+    k, d = init.shape
+    diag = (hi - lo) * math.sqrt(d)
+    mu = init.copy()
+    dropped = 0
+    for t in range(T):
+        eta = diag / 2 if t == 0 else alpha * diag / (2 * k ** (1 / d))
+        eta = min(eta, diag)
+        R, C = np.zeros((k, d)), np.zeros(k)
+        for X in clients:
+            d2 = ((X[:, None, :] - mu[None]) ** 2).sum(-1)
+            lab = d2.argmin(1)
+            keep = d2[np.arange(len(X)), lab] <= eta ** 2
+            dropped += int((~keep).sum())
+            for j in range(k):
+                sel = X[keep & (lab == j)]
+                R[j] += (sel - mu[j]).sum(0)
+                C[j] += len(sel)
+        new = mu + R / np.maximum(C, 1)[:, None]
+        step = new - mu
+        nrm = np.linalg.norm(step, axis=1)
+        big = nrm > eta
+        new[big] = mu[big] + step[big] / nrm[big, None] * eta
+        w = hi - lo
+        m = np.mod(new - lo, 2 * w)
+        mu = lo + np.where(m > w, 2 * w - m, m)
+    return mu, dropped
+
+
+@pytest.mark.parametrize("seed,k,d,parts", [(0, 3, 2, 2), (1, 4, 3, 3), (2, 2, 5, 1)])
+def test_noiseless_fit_equals_numpy_reference(seed, k, d, parts):
+    X = blobs(seed, n=300, d=d, k=k)
+    rng = np.random.default_rng(seed)
+    init = rng.uniform(-0.9, 0.9, (k, d))
+    clients = split(X, parts, seed)
+    # alpha small enough that the radius drops points (checked): the drop matters
+    alpha = 0.15
+    want, dropped = reference_fastlloyd(clients, init, 5, alpha)
+    assert dropped > 0
+    km = DPFederatedKMeans(k, epsilon=math.inf, max_iter=5, alpha=alpha, init=init,
+                           random_state=seed).fit(clients)
+    assert km.n_iter_ == 5
+    # fixed-point rounding: <= 2**-17 per coordinate of each client's sums
+    assert np.allclose(km.cluster_centers_, want, atol=1e-4, rtol=0)
+    # and not the same as ignoring the radius
+    no_drop, _ = reference_fastlloyd(clients, init, 5, 100.0)
+    assert not np.allclose(no_drop, want, atol=1e-3)
+
+
+def test_executor_gives_the_same_fit():
+    X = blobs(5)
+    a = DPFederatedKMeans(3, epsilon=0.5, random_state=9).fit(split(X, 3))
+    with ThreadPoolExecutor(2) as ex:
+        b = DPFederatedKMeans(3, epsilon=0.5, random_state=9, executor=ex).fit(split(X, 3))
+    assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
+
+
+def test_federated_lloyd_matches_numpy_lloyd():
+    X = blobs(7, n=200, d=2, k=3)
+    init = np.array([[-0.5, 0.0], [0.0, 0.5], [0.5, -0.5]])
+    mu = init.copy()
+    for _ in range(100):
+        lab = ((X[:, None] - mu[None]) ** 2).sum(-1).argmin(1)
+        mu = np.array([X[lab == j].mean(0) if (lab == j).any() else mu[j] for j in range(3)])
+    km = FederatedLloyd(3, init=init).fit(split(X, 2))
+    assert np.allclose(km.cluster_centers_, mu, atol=1e-4)
+
+
+# ------------------------------------------------------------ noise and seeds
+
+def test_same_seed_same_fit_different_seed_different_fit():
+    X = blobs(11)
+    f = lambda s: DPFederatedKMeans(3, epsilon=1.0, random_state=s).fit(split(X)).cluster_centers_
+    assert np.array_equal(f(4), f(4))
+    assert not np.array_equal(f(4), f(5))
+
+
+@pytest.mark.parametrize("noise", ["discrete_gaussian", "gaussian"])
+def test_noise_changes_the_fit_and_differs_across_iterations(noise):
+    # same public init both times: the difference to the noiseless run is
+    # the noise's effect; with one iteration vs two, the second iteration's
+    # noise is not a copy of the first's
+    X = blobs(12)
+    init = np.array([[-0.3, 0.0, 0.2], [0.3, 0.1, -0.2], [0.0, -0.4, 0.0]])
+    clean = DPFederatedKMeans(3, epsilon=math.inf, max_iter=1, init=init).fit(split(X))
+    noisy = DPFederatedKMeans(3, epsilon=0.5, max_iter=1, init=init, noise=noise,
+                              random_state=1).fit(split(X))
+    assert not np.allclose(clean.cluster_centers_, noisy.cluster_centers_, atol=1e-3)
+
+
+def test_noise_streams_differ_across_rounds_at_the_server():
+    from pyfkm.secagg._msa import setup_msa
+    server, (a, b) = setup_msa(2, 6, noise="discrete_gaussian", random_state=3)
+    outs = []
+    for _ in range(3):
+        r = server.start_round()
+        for c in (a, b):
+            server.receive(c.respond(r, np.zeros(6)))
+        outs.append(a.unmask(server.finish_round([(4, 1.0, b"SUM"), (2, 1.0, b"CNT")])))
+    assert len({o.tobytes() for o in outs}) == 3
+
+
+# ------------------------------------------------------------ privacy budget
+
+def analytic_delta(mu, eps):
+    """delta(eps) of mu-GDP (= the analytic Gaussian with sigma/Delta = 1/mu)."""
+    return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+
+
+@pytest.mark.parametrize("eps,delta,max_iter", [(1.0, "auto", "auto"), (0.1, 1e-5, 3),
+                                                (0.5, 1e-6, 6)])
+def test_budget_reported_equals_configured(eps, delta, max_iter):
+    X = blobs(13, n=400, d=4, k=3)
+    km = DPFederatedKMeans(3, epsilon=eps, delta=delta, max_iter=max_iter,
+                           random_state=0).fit(split(X))
+    n, d, T = 400, 4, km.n_iter_
+    want_delta = 1 / (n * math.log(n)) if delta == "auto" else delta
+    p = km.privacy_
+    assert p["delta"] == pytest.approx(want_delta, rel=1e-12)
+    assert 2 <= T <= 7 and p["iterations"] == T
+    if max_iter != "auto":
+        assert T == max_iter
+    # per-iteration release (R / eta, C) has sensitivity 1; its two noise
+    # parts combine to sigma: (1/sigma_R)^2 + (1/sigma_C)^2 = 1/sigma^2
+    sR, sC, s = p["sigma_sum"], p["sigma_count"], p["sigma"]
+    assert 1 / sR ** 2 + 1 / sC ** 2 == pytest.approx(1 / s ** 2, rel=1e-9)
+    assert sR / sC == pytest.approx((4 * d) ** -0.25, rel=1e-9)
+    mu = math.sqrt(T) / s
+    assert analytic_delta(mu, eps) == pytest.approx(want_delta, rel=1e-6)
+    e_spent, d_spent = km.accountant_.spent()
+    assert e_spent == pytest.approx(eps, rel=1e-6) and d_spent == pytest.approx(want_delta)
+    assert p["epsilon_spent"] == pytest.approx(eps, rel=1e-6)
+
+
+def test_noiseless_report_and_auto_iterations():
+    km = DPFederatedKMeans(2, epsilon=math.inf).fit(split(blobs()))
+    assert km.accountant_ is None and km.privacy_["epsilon"] == math.inf and km.n_iter_ == 7
+
+
+def test_baseline_budgets():
+    X = blobs(14, n=300)
+    su = SuLloyd(3, epsilon=0.5, random_state=0).fit(split(X))
+    assert su.privacy_["epsilon"] == pytest.approx(0.5) and 2 <= su.n_iter_ <= 7
+    g = GLloyd(3, epsilon=0.5, random_state=0).fit(split(X))
+    assert g.accountant_.spent()[0] == pytest.approx(0.5, rel=1e-6)
+
+
+# ------------------------------------------------------------ predictions
+
+def test_predict_and_nicv_against_brute_force():
+    X = blobs(15)
+    km = DPFederatedKMeans(3, epsilon=1.0, random_state=2).fit(split(X))
+    C = km.cluster_centers_
+    d2 = ((X[:, None] - C[None]) ** 2).sum(-1)
+    assert np.array_equal(km.predict(X), d2.argmin(1))
+    assert km.nicv(X) == pytest.approx(d2.min(1).mean(), rel=1e-9)
+    assert km.score(X) == -km.nicv(X)
+
+
+def test_utility_on_separated_blobs():
+    # well-separated blobs and a public start near them, eps = 1: the private
+    # fit stays close to the noiseless one (a loose bound that fails if the
+    # noise scale or the radius logic misbehave)
+    X = blobs(16, n=3000, d=2, k=3, spread=0.05)
+    means = np.random.default_rng(16).uniform(-0.6, 0.6, (3, 2))   # as in blobs()
+    init = means + 0.15
+    clean = DPFederatedKMeans(3, epsilon=math.inf, init=init).fit(split(X)).nicv(X)
+    dp = np.median([DPFederatedKMeans(3, epsilon=1.0, init=init, random_state=s)
+                    .fit(split(X)).nicv(X) for s in range(5)])
+    assert clean < 0.006            # the start leads to the three blobs
+    assert dp < 1.5 * clean
+
+
+def test_server_only_sees_masked_words(monkeypatch):
+    # spy on what the server receives and broadcasts during a fit: no
+    # client's plaintext encoding, and the broadcast is not the noisy sum
+    # (it is still under the output mask)
+    import pyfkm.federated as F
+    import pyfkm.secagg._msa as M
+    received, plain, sent = [], [], []
+    orig_receive, orig_finish, orig_stats = (M.MsaServer.receive, M.MsaServer.finish_round,
+                                             F._LocalData.stats)
+
+    def receive(self, msg):
+        received.append(msg.payload.copy())
+        return orig_receive(self, msg)
+
+    def finish(self, segments=()):
+        out = orig_finish(self, segments)
+        sent.append(out.payload.copy())
+        return out
+
+    def stats(self, *args):
+        v = orig_stats(self, *args)
+        plain.append(M.encode_fixed(v))
+        return v
+
+    monkeypatch.setattr(M.MsaServer, "receive", receive)
+    monkeypatch.setattr(M.MsaServer, "finish_round", finish)
+    monkeypatch.setattr(F._LocalData, "stats", stats)
+    DPFederatedKMeans(3, epsilon=1.0, max_iter=3, random_state=0).fit(split(blobs(17), 3))
+    assert len(received) == len(plain) == 9 and len(sent) == 3
+    for r in received:
+        assert not any(np.array_equal(r, p) for p in plain)
+    for t, s in enumerate(sent):
+        total = sum(p.astype(np.uint64) for p in plain[3 * t: 3 * t + 3])
+        gap = (s - total).view(np.int64)      # noise would be small; a mask is not
+        assert np.abs(gap.astype(np.float64)).max() > 2.0 ** 50
+
+
+def test_baseline_noise_scales_follow_their_formulas(monkeypatch):
+    # capture the per-round noise segments the server is asked for and
+    # compare with the baselines' formulas written out here (rho = 0.225)
+    import pyfkm.secagg._msa as M
+    from pyfkm.privacy import calibrate_analytic_gaussian
+    seen = []
+    orig = M.MsaServer.finish_round
+
+    def finish(self, segments=()):
+        seen.append(tuple(segments))
+        return orig(self, segments)
+
+    monkeypatch.setattr(M.MsaServer, "finish_round", finish)
+    X = blobs(18, n=500, d=3, k=2)
+    n, d, k, rho, eps = 500, 3, 2, 0.225, 0.7
+    su = SuLloyd(k, epsilon=eps, random_state=0).fit(split(X))
+    T = su.n_iter_
+    c = (4 * d * rho ** 2) ** (1 / 3)
+    want_T = int(min(max(eps / math.sqrt(500 * k ** 3 / n ** 2 * (d + c) ** 3), 2), 7))
+    assert T == want_T
+    (sum_seg, cnt_seg) = seen[0]
+    eps_it = eps / T
+    assert sum_seg[1] == pytest.approx(d * (1 + 2.0 ** -16) / (eps_it * d / (d + c)))
+    assert cnt_seg[1] == pytest.approx(1 / (eps_it * c / (d + c)))
+    seen.clear()
+    g = GLloyd(k, epsilon=eps, max_iter=3, random_state=0).fit(split(X))
+    s = calibrate_analytic_gaussian(eps, 1 / (n * math.log(n))) * math.sqrt(3)
+    (sum_seg, cnt_seg) = seen[0]
+    base = math.sqrt(2 * rho + math.sqrt(d))
+    assert sum_seg[1] == pytest.approx(s * base / d ** 0.25 * math.sqrt(d) * (1 + 2.0 ** -16))
+    assert cnt_seg[1] == pytest.approx(s * base / math.sqrt(2 * rho))
+    assert g.n_iter_ == 3 and len(seen) == 3
+
+
+def test_fastlloyd_noise_per_iteration_scales_with_the_radius(monkeypatch):
+    import pyfkm.secagg._msa as M
+    from pyfkm.privacy import calibrate_analytic_gaussian
+    seen = []
+    orig = M.MsaServer.finish_round
+
+    def finish(self, segments=()):
+        seen.append(tuple(segments))
+        return orig(self, segments)
+
+    monkeypatch.setattr(M.MsaServer, "finish_round", finish)
+    n, d, k, eps, delta, T, alpha = 300, 4, 3, 0.8, 1e-5, 4, 0.8
+    DPFederatedKMeans(k, epsilon=eps, delta=delta, max_iter=T, random_state=0).fit(
+        split(blobs(19, n=n, d=d, k=k)))
+    s = calibrate_analytic_gaussian(eps, delta) * math.sqrt(T)
+    g = math.sqrt(1 + math.sqrt(4 * d))
+    diag = 2 * math.sqrt(d)
+    for t, (sum_seg, cnt_seg) in enumerate(seen):
+        eta = diag / 2 if t == 0 else alpha * diag / (2 * k ** (1 / d))
+        assert sum_seg[:1] == (k * d,) and cnt_seg[:1] == (k,)
+        assert sum_seg[1] == pytest.approx(s * g / (4 * d) ** 0.25 * (eta + math.sqrt(d) * 2.0 ** -16))
+        assert cnt_seg[1] == pytest.approx(s * g)
+        assert sum_seg[2] != cnt_seg[2]
+    assert len(seen) == T
+
+
+def test_noise_beyond_the_discrete_sampler_range_is_refused_first():
+    from pyfkm.exceptions import CapacityError
+    X = blobs(20, n=200, d=40, k=3)
+    km = DPFederatedKMeans(3, epsilon=1e-3, delta=1e-9, max_iter=7, random_state=0)
+    with pytest.raises(CapacityError, match="discrete Gaussian"):
+        km.fit(split(X))
+    assert not hasattr(km, "cluster_centers_")
+    # the continuous mode has no such range
+    km.set_params(noise="gaussian").fit(split(X))
