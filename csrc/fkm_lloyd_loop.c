@@ -1,59 +1,44 @@
 /* fkm_lloyd_loop.c -- complete small Lloyd runs (see fkm_lloyd_loop.h). */
 #include "fkm_lloyd_loop.h"
+#include "fkm_lloyd.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Assign every point to its nearest center; accumulate weighted sums.
- * mt is workspace of d * kp doubles (kp = k rounded up to a multiple of 4)
- * and acc of kp doubles: the centers are transposed so that the inner loop
- * runs over centers (vectorizable) while each distance still sums its
- * coordinates in order.  Returns the number of labels that changed. */
-FKM_HOT static fkm_index_t assign(int32_t *labels, double *mind, double *sums, double *wsums,
-                                  double *mt, double *acc, const double *centers,
-                                  const double *X, const double *w, fkm_index_t n,
-                                  fkm_index_t d, fkm_index_t k)
+/* Scratch for one run: packed centers and points (fkm_lloyd.h). */
+typedef struct {
+    double *ct, *hnorm, *shift, *P;
+} loop_ws;
+
+/* The mean of the centers rounded to 16 significant bits per coordinate
+ * (as pyfkm.kmeans._short_shift): x - s stays exact for simple data, so
+ * exact distance ties stay ties. */
+static void short_shift(double *shift, const double *centers, fkm_index_t k, fkm_index_t d)
 {
-    fkm_index_t i, j, c, changed = 0, kp = (k + 3) & ~(fkm_index_t)3;
-    memset(sums, 0, sizeof(double) * (size_t)(k * d));
-    memset(wsums, 0, sizeof(double) * (size_t)k);
-    for (c = 0; c < d; c++)
-        for (j = 0; j < kp; j++)
-            mt[(size_t)c * (size_t)kp + j] = j < k ? centers[(size_t)j * (size_t)d + c] : 0.0;
-    for (i = 0; i < n; i++) {
-        const double *x = X + (size_t)i * (size_t)d;
-        double best = INFINITY, wi = w ? w[i] : 1.0;
-        int32_t lab = 0;
-        double *s;
-        /* four centers at a time: independent accumulation chains, each
-         * summing its coordinates in order (same rounding as one at a time) */
-        for (j = 0; j < kp; j += 4) {
-            double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
-            for (c = 0; c < d; c++) {
-                const double xc = x[c], *row = mt + (size_t)c * (size_t)kp + j;
-                double u0 = xc - row[0], u1 = xc - row[1];
-                double u2 = xc - row[2], u3 = xc - row[3];
-                t0 += u0 * u0;
-                t1 += u1 * u1;
-                t2 += u2 * u2;
-                t3 += u3 * u3;
-            }
-            acc[j] = t0;
-            acc[j + 1] = t1;
-            acc[j + 2] = t2;
-            acc[j + 3] = t3;
-        }
-        for (j = 0; j < k; j++)
-            if (acc[j] < best) { best = acc[j]; lab = (int32_t)j; }
-        changed += (labels[i] != lab);
-        labels[i] = lab;
-        mind[i] = best;
-        s = sums + (size_t)lab * (size_t)d;
-        for (c = 0; c < d; c++) s[c] += wi * x[c];
-        wsums[lab] += wi;
+    fkm_index_t j, c;
+    for (c = 0; c < d; c++) {
+        double m = 0.0, f;
+        int e;
+        for (j = 0; j < k; j++) m += centers[(size_t)j * (size_t)d + c];
+        m /= (double)k;
+        f = frexp(m, &e);
+        shift[c] = ldexp(nearbyint(ldexp(f, 16)), e - 16);
     }
-    return changed;
+}
+
+/* Assign every point to its nearest center with the tiled kernel; mind may
+ * be NULL (distances not needed).  Returns a status; *changed counts the
+ * labels that differ from their values on entry. */
+static int assign(fkm_index_t *changed, int32_t *labels, double *mind, double *sums,
+                  double *wsums, loop_ws *ws, const double *centers, const double *X,
+                  const double *w, fkm_index_t n, fkm_index_t d, fkm_index_t k)
+{
+    double inertia;
+    short_shift(ws->shift, centers, k, d);
+    fkm_lloyd_pack_centers(ws->ct, ws->hnorm, centers, ws->shift, k, d);
+    return fkm_lloyd_assign_f64(labels, changed, mind, sums, wsums, &inertia, X, ws->P,
+                                w, 0, n, d, ws->ct, ws->hnorm, centers, k);
 }
 
 int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
@@ -63,26 +48,37 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                        double tol_abs)
 {
     fkm_index_t it, i, j, c, q;
-    fkm_index_t kp = (k + 3) & ~(fkm_index_t)3;
-    double *sums = malloc(sizeof(double) * (size_t)(k * d + k + d * kp + kp));
+    double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
     fkm_index_t *taken = malloc(sizeof(fkm_index_t) * (size_t)k);
     int32_t *prev = malloc(sizeof(int32_t) * (size_t)n);
-    double *wsums, *mt, *acc, total = 0.0;
+    double *wsums, total = 0.0;
     int status = FKM_OK;
-    if (!sums || !taken || !prev) {
+    int pack = d <= FKM_LLOYD_PACK_MAX_D && n >= 4;
+    loop_ws ws;
+    ws.ct = malloc(sizeof(double) * (size_t)fkm_lloyd_packed_size(k, d));
+    ws.hnorm = malloc(sizeof(double) * (size_t)(((k + 7) / 8) * 8));
+    ws.shift = malloc(sizeof(double) * (size_t)d);
+    ws.P = pack ? malloc(sizeof(double) * (size_t)(n * d)) : NULL;
+    if (!sums || !taken || !prev || !ws.ct || !ws.hnorm || !ws.shift || (pack && !ws.P)) {
         status = FKM_ENOMEM;
         goto done;
     }
+    if (pack) fkm_lloyd_pack_points_f64(ws.P, X, 0, n, d);
     wsums = sums + (size_t)(k * d);
-    mt = wsums + k;
-    acc = mt + (size_t)(d * kp);
     for (i = 0; i < n; i++) labels[i] = -1;
     *n_iter = 0;
     for (it = 0; it < max_iter; it++) {
         fkm_index_t changed, n_taken = 0;
         double shift = 0.0;
         memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
-        changed = assign(labels, mind, sums, wsums, mt, acc, centers, X, w, n, d, k);
+        status = assign(&changed, labels, NULL, sums, wsums, &ws, centers, X, w, n, d, k);
+        if (status != FKM_OK) goto done;
+        for (j = 0; j < k && wsums[j] > 0.0; j++) {}
+        if (j < k) {  /* an empty cluster: redo with distances to relocate */
+            memcpy(labels, prev, sizeof(int32_t) * (size_t)n);
+            status = assign(&changed, labels, mind, sums, wsums, &ws, centers, X, w, n, d, k);
+            if (status != FKM_OK) goto done;
+        }
         for (j = 0; j < k; j++) {  /* empty clusters take the farthest points */
             fkm_index_t far = -1;
             double fd = -1.0, wi;
@@ -131,13 +127,21 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
         }
         if (shift <= tol_abs) break;
     }
-    assign(labels, mind, sums, wsums, mt, acc, centers, X, w, n, d, k);
+    {
+        fkm_index_t changed;
+        status = assign(&changed, labels, mind, sums, wsums, &ws, centers, X, w, n, d, k);
+        if (status != FKM_OK) goto done;
+    }
     for (i = 0; i < n; i++) total += (w ? w[i] : 1.0) * mind[i];
     *inertia = total;
     for (j = 0; j < k * d; j++)
         if (!isfinite(centers[j])) status = FKM_ENONFINITE;
     if (!isfinite(total)) status = FKM_ENONFINITE;
 done:
+    free(ws.ct);
+    free(ws.hnorm);
+    free(ws.shift);
+    free(ws.P);
     free(sums);
     free(taken);
     free(prev);

@@ -68,7 +68,7 @@ static inline double race_exp(uint64_t key, int64_t id, uint64_t step)
                      * bound cannot beat the best score (a margin covers  \
                      * rounding, so the winner is the same as with logs) */ \
                     double u = fkm_race_uniform(key, ids[i], (uint64_t)j);    \
-                    if ((1.0 - u) * (1.0 - 0x1p-40) / d2[i] >= bestv) continue; \
+                    if ((1.0 - u) * (1.0 - 0x1p-40) >= bestv * d2[i]) continue; \
                     sc = -log(u) / d2[i];                                     \
                 }                                                             \
                 if (sc < bestv) { best = i; bestv = sc; }                     \

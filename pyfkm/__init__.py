@@ -3,8 +3,11 @@
 Core kernels are C (csrc/) behind Cython (pyfkm._core); this package is the
 Python API.
 """
+from . import privacy
+from .deletion import DCKMeans, QKMeans
 from .exceptions import (CapacityError, InvalidIdError, InvalidInputError,
                          NotFittedError, NumericalError, PyfkmError)
+from .federated import DPFederatedKMeans
 from .kmeans import KMeans
 from .lattice import Lattice
 from .mufc import FederatedKMeans
@@ -15,6 +18,10 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "KMeans",
     "FederatedKMeans",
+    "DPFederatedKMeans",
+    "QKMeans",
+    "DCKMeans",
+    "privacy",
     "Lattice",
     "kmeans_plusplus",
     "RemovableSeeding",

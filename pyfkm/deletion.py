@@ -34,7 +34,7 @@ from ._base import BaseEstimator
 from ._core import _lloyd, _seeding
 from ._validation import check_array, check_ids, check_int, check_n_clusters
 from .exceptions import InvalidIdError, InvalidInputError
-from .kmeans import _LloydWorkspace, lloyd
+from .kmeans import _LloydWorkspace
 from .lattice import Lattice
 from .rng import as_generator
 
@@ -612,17 +612,16 @@ class QKMeans(BaseEstimator):
 def _node_kmeans(X, w, ids, k, key, max_iter):
     """Weighted k-means (race seeding + Lloyd) of one node; deterministic.
 
-    Fewer than ``k`` items are returned as they are."""
+    ``w`` None means unit weights.  Fewer than ``k`` items are returned as
+    they are."""
     if X.shape[0] <= k:
-        return X.astype(np.float64).copy(), w.astype(np.float64).copy()
+        return (X.astype(np.float64), np.ones(X.shape[0]) if w is None
+                else w.astype(np.float64))
     seeds = _race_seeding(X, ids, k, key)
-    if X.shape[0] * X.shape[1] * k <= 100_000:  # small: one C call, no per-step overhead
-        C, labels, _, _, _ = _lloyd.lloyd_loop(np.ascontiguousarray(X, dtype=np.float64),
-                                               X[seeds], w, max_iter, 0.0)
-    else:  # the blocked, vectorized kernels
-        C, labels, _, _ = lloyd(X, X[seeds].astype(np.float64), sample_weight=w,
-                                max_iter=max_iter, tol=0.0)
-    mass = np.bincount(labels, weights=w, minlength=k)
+    # one C call for the whole Lloyd run (no per-step overhead)
+    C, labels, _, _, _ = _lloyd.lloyd_loop(np.ascontiguousarray(X, dtype=np.float64),
+                                           X[seeds], w, max_iter, 0.0)
+    mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
     return C, mass
 
 
@@ -756,7 +755,7 @@ class DCKMeans(BaseEstimator):
     def _leaf_fit(self, j):
         rows = self._leaf_rows[j]
         X = self._X[rows]
-        return _node_kmeans(X, np.ones(rows.size), self._ids[rows], self._k,
+        return _node_kmeans(X, None, self._ids[rows], self._k,
                             self._node_key(0, j), self._max_iter)
 
     def _node_fit(self, l, j):

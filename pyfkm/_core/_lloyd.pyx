@@ -151,7 +151,7 @@ def lloyd_loop(const double[:, ::1] X, object centers, object sample_weight,
     cdef double inertia = 0.0
     cdef int status
     if sample_weight is not None:
-        wv = sample_weight
+        wv = np.ascontiguousarray(sample_weight, dtype=np.float64)
         if wv.shape[0] != n:
             raise ValueError("lloyd_loop: sample_weight has the wrong length")
         wp = &wv[0]

@@ -35,6 +35,8 @@ dense masked sum (``ScmaReport.dense_bits_per_client``).
 from ..exceptions import (CapacityError, DecodeError, InvalidInputError,
                           MessageFormatError, ProtocolError)
 from ._driver import secure_sum_sparse
+from ._msa import (AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaClient,
+                   MsaRosterMessage, MsaServer, setup_msa)
 from ._messages import KeyMessage, RosterMessage, RoundMessage, SyndromeMessage
 from ._params import ScmaParams
 from ._roles import ScmaClient, ScmaReport, ScmaResult, ScmaServer
@@ -50,6 +52,13 @@ __all__ = [
     "RoundMessage",
     "SyndromeMessage",
     "secure_sum_sparse",
+    "MsaClient",
+    "MsaServer",
+    "MsaRosterMessage",
+    "GroupKeyMessage",
+    "MaskedVectorMessage",
+    "AggregateMessage",
+    "setup_msa",
     "ProtocolError",
     "MessageFormatError",
     "DecodeError",
