@@ -232,7 +232,7 @@ class _Machine:
 
     def _dist(self):
         if self._D is None and self.X.shape[0] <= _MATRIX_MAX_N:
-            self._D = _kcenter.sqdist(self.X, self.X)
+            self._D = _kcenter.Matrix(self.X)
         return self._D
 
     def nn_summary(self, n_quantiles):
@@ -605,7 +605,7 @@ class DistributedKZCenter(_KZBase):
                 z_prime = (1.0 + eps) * z + float(w.sum()) - n
                 if z_prime < 0:
                     return None
-                D = _kcenter.sqdist(Q, Q) if Q.shape[0] <= _MATRIX_MAX_N else None
+                D = _kcenter.Matrix(Q) if Q.shape[0] <= _MATRIX_MAX_N else None
 
                 def kzc(Lp):  # Algorithm 1 with radii 2L', 4L'
                     c, unc, _ = _kcenter.greedy(Q, D, w, (2.0 * Lp) ** 2,
@@ -854,7 +854,7 @@ class GuhaKZCenter(_KZBase):
                 w = np.concatenate([r[1] for r in res])
                 tr.add("weighted centers", "machines", points=Q.size, weights=w.size)
                 c, unc, _ = _kcenter.greedy(Q, None if len(Q) > _MATRIX_MAX_N else
-                                            _kcenter.sqdist(Q, Q), w,
+                                            _kcenter.Matrix(Q), w,
                                             (10.0 * L) ** 2, (20.0 * L) ** 2, k)
                 return Q[c] if unc <= 2 * z - u else None
 

@@ -8,6 +8,7 @@ None (rows are then recomputed from ``X``).
 """
 import numpy as np
 
+from libc.stdlib cimport malloc, free
 from libc.stdint cimport int64_t, uint8_t
 from pyfkm._core._csrc cimport (fkm_index_t, fkm_kcenter_sqdist,
                                 fkm_kcenter_nearest, fkm_kcenter_aggregate,
@@ -15,10 +16,45 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_kcenter_sqdist,
 from pyfkm._core._common cimport check_status
 
 
+cdef class Matrix:
+    """The n x n squared-distance matrix of X in a plain malloc'd buffer.
+
+    (numpy asks the kernel for transparent huge pages on large arrays;
+    faulting those in costs several times more than ordinary pages on some
+    virtual machines, and this matrix is rebuilt for every fit.)
+    """
+    cdef double *data
+    cdef readonly fkm_index_t n
+
+    def __cinit__(self, const double[:, ::1] X):
+        cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+        cdef int status
+        self.n = n
+        self.data = <double *>malloc(max(n * n, 1) * sizeof(double))
+        if self.data == NULL:
+            raise MemoryError("squared-distance matrix: out of memory")
+        if n > 0:
+            with nogil:
+                status = fkm_kcenter_sqdist(self.data, &X[0, 0], 0, n, &X[0, 0], n, d)
+            check_status(status, "squared distances")
+
+    def __dealloc__(self):
+        free(self.data)
+
+    def __reduce__(self):
+        raise TypeError("Matrix is not picklable; rebuild it from the points")
+
+
 cdef const double *_dptr(object D, fkm_index_t n) except? NULL:
     cdef const double[:, ::1] Dv
+    cdef Matrix M
     if D is None:
         return NULL
+    if isinstance(D, Matrix):
+        M = D
+        if M.n != n:
+            raise ValueError("D must be n x n")
+        return M.data
     Dv = D
     if Dv.shape[0] != n or Dv.shape[1] != n:
         raise ValueError("D must be n x n")
