@@ -163,6 +163,30 @@ static const double *rows_get(fkm_rows_t *R, fkm_index_t i)
     return row_finite(R->buf, R->n) ? R->buf : NULL;
 }
 
+/* Squared distance between points a and b, bit-identical to the entries of
+ * the rows above (same terms, same order). */
+static inline double rows_pair(const fkm_rows_t *R, fkm_index_t a, fkm_index_t b)
+{
+    if (R->D)
+        return R->D[a * R->n + b];
+    const double *x = R->X + a * R->d, *y = R->X + b * R->d;
+    double s = 0.0;
+    for (fkm_index_t t = 0; t < R->d; ++t) {
+        double u = y[t] - x[t];
+        s += u * u;
+    }
+    return s;
+}
+
+/* Squared radius of the window that holds every t_small-neighbour of every
+ * point of the t_large ball of a pick: (sqrt(t_small) + sqrt(t_large))^2 by
+ * the triangle inequality, enlarged by a relative 1e-9 against rounding. */
+static double window_sq(double t_small, double t_large)
+{
+    double r = sqrt(t_small) + sqrt(t_large);
+    return r * r * (1.0 + 1e-9);
+}
+
 /* cnt[i] = number (or weight, when w) of j with row_i[j] <= t. */
 FKM_HOT static void count_le(int64_t *cnt, fkm_index_t i, const double *row,
                              const int64_t *w, fkm_index_t n, double t)
@@ -178,14 +202,6 @@ FKM_HOT static void count_le(int64_t *cnt, fkm_index_t i, const double *row,
     cnt[i] = c;
 }
 
-/* cnt[i] -= amount for every i with row[i] <= t. */
-FKM_HOT static void decrement_le(int64_t *cnt, const double *row,
-                                 fkm_index_t n, double t, int64_t amount)
-{
-    for (fkm_index_t i = 0; i < n; ++i)
-        cnt[i] -= row[i] <= t ? amount : 0;
-}
-
 int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
                           fkm_index_t *n_reps, uint8_t *remaining,
                           const double *D, const double *X, fkm_index_t n,
@@ -199,16 +215,19 @@ int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
     if (n == 0)
         return FKM_OK;
     const size_t sn = (size_t)n;
+    const double tw = window_sq(t2, t4);
     int64_t *cnt = malloc(sn * sizeof(int64_t));
     fkm_index_t *rem = malloc(sn * sizeof(fkm_index_t));
+    fkm_index_t *win = malloc(sn * sizeof(fkm_index_t));
     uint8_t *inU = malloc(sn);
     fkm_rows_t R;
     int status = rows_init(&R, D, X, n, d);
-    if (!cnt || !rem || !inU || status != FKM_OK) {
+    if (!cnt || !rem || !win || !inU || status != FKM_OK) {
         if (status == FKM_OK)
             rows_clear(&R);
         free(cnt);
         free(rem);
+        free(win);
         free(inU);
         return FKM_ENOMEM;
     }
@@ -241,23 +260,26 @@ int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
             status = FKM_ENONFINITE;
             goto done;
         }
-        fkm_index_t nrem = 0;
-        for (fkm_index_t j = 0; j < n; ++j)
+        fkm_index_t nrem = 0, nwin = 0;
+        for (fkm_index_t j = 0; j < n; ++j) {
+            if (row[j] <= tw && inU[j])
+                win[nwin++] = j;
             if (inU[j] && row[j] <= t4) {
                 inU[j] = 0;
                 rem[nrem++] = j;
             }
+        }
         reps[nr] = best;
         weights[nr] = (int64_t)nrem;
         ++nr;
-        for (fkm_index_t r = 0; r < nrem; ++r) {
-            const double *rr = rows_get(&R, rem[r]);
-            if (!rr) {
-                status = FKM_ENONFINITE;
-                goto done;
-            }
-            decrement_le(cnt, rr, n, t2, 1);
-        }
+        /* only points of U inside the window can lose a neighbour */
+        fkm_index_t nw = 0;
+        for (fkm_index_t q = 0; q < nwin; ++q)
+            if (inU[win[q]])
+                win[nw++] = win[q];
+        for (fkm_index_t r = 0; r < nrem; ++r)
+            for (fkm_index_t q = 0; q < nw; ++q)
+                cnt[win[q]] -= rows_pair(&R, rem[r], win[q]) <= t2;
     }
     *n_reps = nr;
     if (remaining)
@@ -266,6 +288,7 @@ done:
     rows_clear(&R);
     free(cnt);
     free(rem);
+    free(win);
     free(inU);
     return status;
 }
@@ -293,16 +316,19 @@ int fkm_kcenter_greedy(fkm_index_t *centers, fkm_index_t *n_centers,
     if (n == 0)
         return FKM_OK;
     const size_t sn = (size_t)n;
+    const double tw = window_sq(t_small, t_large);
     int64_t *cnt = malloc(sn * sizeof(int64_t));
     fkm_index_t *rem = malloc(sn * sizeof(fkm_index_t));
+    fkm_index_t *win = malloc(sn * sizeof(fkm_index_t));
     uint8_t *inU = malloc(sn);
     fkm_rows_t R;
     int status = rows_init(&R, D, X, n, d);
-    if (!cnt || !rem || !inU || status != FKM_OK) {
+    if (!cnt || !rem || !win || !inU || status != FKM_OK) {
         if (status == FKM_OK)
             rows_clear(&R);
         free(cnt);
         free(rem);
+        free(win);
         free(inU);
         return FKM_ENOMEM;
     }
@@ -329,23 +355,22 @@ int fkm_kcenter_greedy(fkm_index_t *centers, fkm_index_t *n_centers,
             status = FKM_ENONFINITE;
             goto done;
         }
-        fkm_index_t nrem = 0;
-        for (fkm_index_t j = 0; j < n; ++j)
+        fkm_index_t nrem = 0, nwin = 0;
+        for (fkm_index_t j = 0; j < n; ++j) {
+            if (row[j] <= tw)
+                win[nwin++] = j; /* every point whose count can drop */
             if (inU[j] && row[j] <= t_large) {
                 inU[j] = 0;
                 rem[nrem++] = j;
             }
+        }
         for (fkm_index_t r = 0; r < nrem; ++r) {
             int64_t wr = w ? w[rem[r]] : 1;
             total -= wr;
             if (wr == 0 || nc == k)
                 continue; /* counts are not needed after the last pick */
-            const double *rr = rows_get(&R, rem[r]);
-            if (!rr) {
-                status = FKM_ENONFINITE;
-                goto done;
-            }
-            decrement_le(cnt, rr, n, t_small, wr);
+            for (fkm_index_t q = 0; q < nwin; ++q)
+                cnt[win[q]] -= rows_pair(&R, rem[r], win[q]) <= t_small ? wr : 0;
         }
     }
     *n_centers = nc;
@@ -356,6 +381,7 @@ done:
     rows_clear(&R);
     free(cnt);
     free(rem);
+    free(win);
     free(inU);
     return status;
 }

@@ -42,7 +42,9 @@ int fkm_kcenter_nearest(double *mind, fkm_index_t *arg, const double *X,
  * (lowest index on ties), give it weight |U cap ball(p, t4)| (the 4L ball,
  * which contains p), and remove that ball from U.  Counts |U cap ball(q, t2)|
  * are maintained incrementally: each removed point decrements the counts
- * of its t2-neighbours once.
+ * of its t2-neighbours once, looked up only among the points of U within
+ * sqrt(t2) + sqrt(t4) of the pick (triangle inequality, with a relative
+ * 1e-9 margin), so a pick costs O(n + |ball| |window|).
  *
  * reps    OUT, capacity min(n, max_reps): picked points, in pick order
  * weights OUT, same capacity: their weights (>= 1; they sum to n - |U|)
@@ -68,7 +70,9 @@ int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
  * Li, Algorithm 1).  U starts as all n points.  For up to k rounds: pick the
  * point p (any point, covered or not) maximising w(U cap ball(p, t_small))
  * (lowest index on ties); stop before picking if that weight is 0; add p
- * to the centers and remove ball(p, t_large) from U.
+ * to the centers and remove ball(p, t_large) from U (counts maintained
+ * incrementally as in fkm_kcenter_aggregate, within the window of radius
+ * sqrt(t_small) + sqrt(t_large) around p).
  *
  * centers   OUT, capacity k: picked indices in pick order
  * n_centers OUT: number picked (< k only when U ran out of positive weight)
