@@ -485,13 +485,16 @@ class DistributedKZCenter(_KZBase):
 
     i.e. (1+eps)z minus the points the machines left unaggregated; "No" when
     the uncovered weight exceeds z'.  Guesses run over the grid
-    L_lo (1+eps)^j between a lower bound L_lo <= L* and an upper bound
-    R >= L*, by bisection that keeps the last feasible guess.
+    R (1+eps)^(j-J), j = 0..J, between a lower bound L_lo <= L* and an upper
+    bound R >= L*, by bisection that keeps the last feasible guess.  On a
+    Yes the coordinator, at no extra traffic, also looks for the smallest
+    L' <= 5L on the same kind of grid that kzc(k, z', (P', w), L') accepts
+    and returns those centers (any accepted L' <= 5L keeps the guarantee).
 
     Guarantee (Guo & Li, Theorem 3, re-derived in the Notes): at most
-    (1+eps)z points are farther than ``radius_`` = 24 L from the centers,
-    and L <= (1+eps) L* where L* is the optimal radius with z outliers
-    (centers anywhere in space), when the lower bound is positive.
+    (1+eps)z points are farther than ``radius_`` = 4L + 4L' <= 24L from the
+    centers, and L <= (1+eps) L* where L* is the optimal radius with z
+    outliers (centers anywhere in space), when the lower bound is positive.
 
     Parameters
     ----------
@@ -513,10 +516,12 @@ class DistributedKZCenter(_KZBase):
         At most ``n_clusters`` centers (fewer only when they already cover
         every aggregated point).
     radius_ : float
-        24 L: every point farther than it from all centers is a declared
-        outlier; there are at most (1+eps)z of them.
+        4L + 4L' <= 24L: every point farther than it from all centers is a
+        declared outlier; there are at most (1+eps)z of them.
     guess_ : float
         The final guess L.
+    coordinator_guess_ : float
+        L' (<= 5L), the radius parameter of the coordinator's kzc.
     lower_bound_, upper_bound_ : float
         The search interval [L_lo, R].
     n_guesses_ : int
@@ -533,20 +538,30 @@ class DistributedKZCenter(_KZBase):
     the paper can go wrong).  Let L >= L* and call an aggregated point p
     "bad" if it is farther than 5L from every optimal center.  Its 4L ball
     then holds no inlier (an inlier within 4L would put p within 4L + L* of
-    a center), so the bad weight is made of outliers that were aggregated.
-    Each machine leaves at most y inliers per optimal cluster unaggregated
-    (more would give each of them a 2L ball with > y points), so at most
-    k m y = eps z inliers and at most z - (bad weight) ... outliers are left
-    out: n - w(P') <= eps z + z - (aggregated outliers), hence
-    bad weight <= z' and kzc with radius 5L succeeds (Charikar's argument).
-    Every covered aggregated point is within 20L of a center and represents
+    a center), so the bad weight is made of aggregated outliers:
+    bad <= z - u_out, where u_out outliers were left unaggregated.  Each
+    machine leaves at most y inliers per optimal cluster unaggregated (more
+    would give each of them a 2L ball holding > y points of U), so
+    n - w(P') <= k m y + u_out = eps z + u_out, hence
+    z' >= z - u_out >= bad, and kzc with radius 5L succeeds (Charikar's
+    argument: the 5L balls around the optimal centers miss weight <= z').
+    Every covered aggregated point is within 4L' of a center and represents
     points within 4L of it, so all but (n - w(P')) + z' = (1+eps)z points
-    are within 24L.  The budget (1+eps)z applied to the received weight
+    are within 4L + 4L'.  Also, with L >= L* no machine picks more than
+    k + z_i / y points (a pick either is within 2L of an optimal cluster,
+    whose points it then removes, or has > y outliers in its 2L ball), so
+    the sum stays <= k m (1 + 1/eps).  The budget (1+eps)z applied to the received weight
     alone would ignore the n - w(P') points already dropped by the machines
     and can discard about twice as many.  Feasibility is not monotone in L,
     so bisection keeps the smallest guess that was *answered Yes*, never the
     last guess tried.  If a machine alone picks more than k m (1+1/eps)
     points it stops early (the answer is No either way).
+
+    Algorithm 2 may pick any point whose 2L ball holds more than y points;
+    pyfkm picks the one with the most (lowest index on ties), which puts the
+    first pick of each cluster at its densest point (fewer, better placed
+    aggregated points than the first eligible point in index order, at the
+    same guarantee).
 
     The lower bound is explained in ``_lower_bound`` (nearest-neighbour
     quantiles, Q = 32 scalars per machine); when it is 0 (t = n - z - km < 1
@@ -628,6 +643,7 @@ class DistributedKZCenter(_KZBase):
         self.cluster_centers_ = centers
         self.radius_ = float(radius)
         self.guess_ = float(L)
+        self.coordinator_guess_ = float(Lp)
         self.lower_bound_, self.upper_bound_ = float(lo), float(R)
         self.n_guesses_ = int(n_guess)
         self.labels_ = labels

@@ -298,8 +298,8 @@ def test_distributed_matches_reference_at_final_guess():
     assert unc <= zp
     # and the refined coordinator radius L' <= 5L also accepts with the
     # returned centers
-    Lp = (est.radius_ - 4 * L) / 4
-    assert Lp <= 5 * L * (1 + 1e-12)
+    Lp = est.coordinator_guess_
+    assert Lp <= 5 * L and est.radius_ == 4 * L + 4 * Lp
     c, unc, _ = ref_greedy(Q, W, (2 * Lp) ** 2, (4 * Lp) ** 2, k)
     assert unc <= zp
     assert np.allclose(Q[c], est.cluster_centers_)
