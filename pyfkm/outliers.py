@@ -822,8 +822,10 @@ class GuhaKZCenter(_KZBase):
     the k m centers weighted by the points they cover and runs kzc with
     radius 5L and budget 2z - sum u_i.  For L >= L* both steps succeed (each
     machine leaves at most its own outliers, bad aggregated weight is made
-    of outliers), so at most 2z points are farther than 24L.  Communication
-    is independent of z; ``radius_`` = 24 L.
+    of outliers), so at most 2z points are farther than 24L.  As in
+    :class:`DistributedKZCenter` the coordinator then uses the smallest
+    accepted L' <= 5L; ``radius_`` = 4L + 4L' <= 24L.  Communication is
+    independent of z.
 
     Examples
     --------
@@ -853,7 +855,7 @@ class GuhaKZCenter(_KZBase):
         tr.add("sizes", "machines", scalars=m)
         x0, R = _anchor_extent(ex, mcs, as_generator(self.random_state), tr, d)
         if R == 0.0:
-            L, centers = 0.0, x0[None, :].copy()
+            L, Lp, centers = 0.0, 0.0, x0[None, :].copy()
         else:
             lo = _lower_bound(ex, mcs, n, z, k, tr)
             lo = min(lo, R) if lo > 0 else R * 2.0 ** -32
@@ -869,13 +871,22 @@ class GuhaKZCenter(_KZBase):
                 Q = np.concatenate([r[0] for r in res])
                 w = np.concatenate([r[1] for r in res])
                 tr.add("weighted centers", "machines", points=Q.size, weights=w.size)
-                c, unc, _ = _kcenter.greedy(Q, None if len(Q) > _MATRIX_MAX_N else
-                                            _kcenter.Matrix(Q), w,
-                                            (10.0 * L) ** 2, (20.0 * L) ** 2, k)
-                return Q[c] if unc <= 2 * z - u else None
+                D = None if len(Q) > _MATRIX_MAX_N else _kcenter.Matrix(Q)
+                budget = 2 * z - u
 
-            L, centers, _ = _grid_search(lo, R, 1.0 + eps, probe)
-        _finish(self, mcs, centers, None, tr, d, radius=24.0 * L)
+                def kzc(Lp):
+                    c, unc, _ = _kcenter.greedy(Q, D, w, (2.0 * Lp) ** 2,
+                                                (4.0 * Lp) ** 2, k)
+                    return Q[c] if unc <= budget else None
+
+                if kzc(5.0 * L) is None:
+                    return None
+                # same coordinator-only refinement as DistributedKZCenter
+                Lp, cen, _ = _grid_search(min(lo, 5.0 * L), 5.0 * L, 1.0 + eps, kzc)
+                return cen, Lp
+
+            L, (centers, Lp), _ = _grid_search(lo, R, 1.0 + eps, probe)
+        _finish(self, mcs, centers, None, tr, d, radius=4.0 * L + 4.0 * Lp)
         return self
 
 
