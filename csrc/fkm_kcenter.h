@@ -8,10 +8,13 @@
  * squared, so callers decide exactly how thresholds are rounded.
  *
  * The greedy kernels read distances row by row, either from a precomputed
- * n x n matrix D (fkm_kcenter_sqdist; computed once and reused for every
- * radius guess) or, when D is NULL, recomputed on the fly from the points
- * (O(n d) per row, O(n) memory) for sets too large for a matrix.  Both give
- * identical results.
+ * n x n float matrix F (fkm_kcenter_sqdist_f32; computed once and reused for
+ * every radius guess; half the memory traffic of doubles) or, when F is
+ * NULL, recomputed on the fly from the points (O(n d) per row, O(n) memory)
+ * for sets too large for a matrix.  Every decision is exact either way: a
+ * float entry v = fl(D) decides D <= t unless v == fl(t) (rounding is
+ * monotone), and then D is recomputed in double.  Both modes give identical
+ * results.
  */
 #ifndef FKM_KCENTER_H
 #define FKM_KCENTER_H
@@ -27,6 +30,12 @@
 int fkm_kcenter_sqdist(double *D, const double *X, fkm_index_t lo,
                        fkm_index_t hi, const double *Y, fkm_index_t m,
                        fkm_index_t d);
+
+/* fkm_kcenter_sqdist_f32: F[i*n + j] = the double squared distance of rows
+ * i and j of X (n x d), rounded to float.  F OUT, n x n.  Returns FKM_OK,
+ * FKM_EDOM, FKM_ENOMEM or FKM_ENONFINITE (a double distance overflows). */
+int fkm_kcenter_sqdist_f32(float *F, const double *X, fkm_index_t n,
+                           fkm_index_t d);
 
 /* fkm_kcenter_nearest: for each of the n rows of X, the squared distance to
  * the nearest of the k rows of C (mind OUT, n) and its index (arg OUT, n,
@@ -52,17 +61,16 @@ int fkm_kcenter_nearest(double *mind, fkm_index_t *arg, const double *X,
  *         early, when a (max_reps + 1)-th pick was due (reps and weights
  *         then hold the first max_reps picks, remaining the state then)
  * remaining OUT or NULL, n bytes: 1 for the points left in U, else 0
- * D   IN or NULL: n x n matrix from fkm_kcenter_sqdist(X, X); when NULL rows
- *     are computed from X
- * X   IN, n x d (read only when D is NULL)
+ * F   IN or NULL: n x n matrix from fkm_kcenter_sqdist_f32(X); when NULL
+ *     rows are computed from X
+ * X   IN, n x d (always read: exact distances)
  * t2, t4: squared radii, 0 <= t2 <= t4; y: the threshold (a real number)
  * Returns FKM_OK, FKM_EDOM (n < 0, d < 1, max_reps < 0 or t2 > t4, or a
  * NaN threshold), FKM_ENOMEM, or FKM_ENONFINITE (a distance computed on the
- * fly overflows).  Assumes without checking: D symmetric with zero
- * diagonal when given. */
+ * fly overflows).  Assumes without checking: F built from this X. */
 int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
                           fkm_index_t *n_reps, uint8_t *remaining,
-                          const double *D, const double *X, fkm_index_t n,
+                          const float *F, const double *X, fkm_index_t n,
                           fkm_index_t d, double t2, double t4, double y,
                           fkm_index_t max_reps);
 
@@ -78,21 +86,21 @@ int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
  * n_centers OUT: number picked (< k only when U ran out of positive weight)
  * uncovered_weight OUT: w(U) at the end
  * uncovered OUT or NULL, n bytes: 1 for points left in U
- * D IN or NULL (then rows from X), X IN n x d
+ * F IN or NULL (then rows from X), X IN n x d
  * w IN or NULL (unit weights): nonnegative integer weights
  * Returns FKM_OK, FKM_EDOM (k < 1, n < 0, d < 1, t_small > t_large, NaN
  * radius, a negative weight), FKM_EOVERFLOW (the weights sum past
  * INT64_MAX), FKM_ENOMEM or FKM_ENONFINITE (as fkm_kcenter_aggregate). */
 int fkm_kcenter_greedy(fkm_index_t *centers, fkm_index_t *n_centers,
                        int64_t *uncovered_weight, uint8_t *uncovered,
-                       const double *D, const double *X, const int64_t *w,
+                       const float *F, const double *X, const int64_t *w,
                        fkm_index_t n, fkm_index_t d, double t_small,
                        double t_large, fkm_index_t k);
 
 /* fkm_kcenter_nn: squared distance of each point to its nearest other point
- * (nn OUT, n; +inf when n == 1), from D or (D NULL) from X.  Returns FKM_OK,
+ * (nn OUT, n; +inf when n == 1), from F or (F NULL) from X.  Returns FKM_OK,
  * FKM_ENOMEM or FKM_ENONFINITE. */
-int fkm_kcenter_nn(double *nn, const double *D, const double *X,
+int fkm_kcenter_nn(double *nn, const float *F, const double *X,
                    fkm_index_t n, fkm_index_t d);
 
 #endif /* FKM_KCENTER_H */

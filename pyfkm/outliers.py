@@ -735,9 +735,10 @@ def _charikar(X, w, k, z, tol=0.01):
     (centers, r).  Feasible: uncovered weight <= z."""
     n = X.shape[0]
     D = _kcenter.sqdist(X, X) if n <= _MATRIX_MAX_N else None
+    M = _kcenter.Matrix(X) if D is not None else None
 
     def probe(r2):
-        c, unc, _ = _kcenter.greedy(X, D, w, r2, 9.0 * r2, k)
+        c, unc, _ = _kcenter.greedy(X, M, w, r2, 9.0 * r2, k)
         return X[c] if unc <= z else None
 
     if D is not None:

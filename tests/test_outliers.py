@@ -148,7 +148,7 @@ def test_sqdist_nearest_nn():
     DX = ref_sqdist(X, X)
     np.fill_diagonal(DX, np.inf)
     assert np.array_equal(_kcenter.nn_sqdist(X, None), DX.min(axis=1))
-    assert np.array_equal(_kcenter.nn_sqdist(X, _kcenter.sqdist(X, X)), DX.min(axis=1))
+    assert np.array_equal(_kcenter.nn_sqdist(X, _kcenter.Matrix(X)), DX.min(axis=1))
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -161,7 +161,7 @@ def test_aggregate_matches_reference(seed):
     L = float(rng.uniform(0.05, 1.0))
     y = float(rng.choice([0.0, 0.5, 1.0, 2.0, 3.7]))
     reps, ws, U = ref_aggregate(X, L, y)
-    for D in (_kcenter.sqdist(X, X), None):
+    for D in (_kcenter.Matrix(X), None):
         r, w, rem, stopped = _kcenter.aggregate(X, D, (2 * L) ** 2, (4 * L) ** 2, y, n)
         assert not stopped
         assert r.tolist() == reps and w.tolist() == ws
@@ -184,12 +184,38 @@ def test_greedy_matches_reference(seed):
     k = int(rng.integers(1, 5))
     r = float(rng.uniform(0.1, 1.0))
     c_ref, unc_ref, U = ref_greedy(X, w, r * r, 9 * r * r, k)
-    for D in (_kcenter.sqdist(X, X), None):
+    for D in (_kcenter.Matrix(X), None):
         c, unc, mask = _kcenter.greedy(X, D, w, r * r, 9 * r * r, k)
         assert c.tolist() == c_ref and unc == unc_ref and np.array_equal(mask, U)
     c, unc, _ = _kcenter.greedy(X, None, None, r * r, 9 * r * r, k)
     c_ref, unc_ref, _ = ref_greedy(X, np.ones(n, dtype=np.int64), r * r, 9 * r * r, k)
     assert c.tolist() == c_ref and unc == unc_ref
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_float_matrix_settles_near_ties_exactly(seed):
+    """The matrix stores float32 distances; pairs whose exact distance is
+    within float rounding of a radius must still be decided exactly."""
+    rng = np.random.default_rng(500 + seed)
+    base = rng.integers(0, 6, size=(40, 1)).astype(float)
+    jitter = rng.choice([0.0, 1e-12, -1e-12, 3e-9, -3e-9], size=(40, 1))
+    X = np.concatenate([base + jitter, rng.integers(0, 3, size=(40, 1))], axis=1)
+    M = _kcenter.Matrix(X)
+    for L in (0.5, 1.0):
+        t2, t4 = (2 * L) ** 2, (4 * L) ** 2
+        for y in (0.0, 1.0, 2.0):
+            reps, ws, U = ref_aggregate(X, L, y)
+            for D in (M, None):
+                r, w, rem, _ = _kcenter.aggregate(X, D, t2, t4, y, 40)
+                assert r.tolist() == reps and w.tolist() == ws and np.array_equal(rem, U)
+        wts = rng.integers(0, 3, size=40).astype(np.int64)
+        c_ref, unc_ref, _ = ref_greedy(X, wts, t2, t4, 3)
+        for D in (M, None):
+            c, unc, _ = _kcenter.greedy(X, D, wts, t2, t4, 3)
+            assert c.tolist() == c_ref and unc == unc_ref
+    DX = ref_sqdist(X, X)
+    np.fill_diagonal(DX, np.inf)
+    assert np.array_equal(_kcenter.nn_sqdist(X, M), DX.min(axis=1))
 
 
 def test_kernel_status_codes():

@@ -3,39 +3,41 @@
 
 No input validation beyond what protects memory: pyfkm.outliers passes
 C-contiguous float64 points (finite), int64 weights and squared radii.
-``D`` arguments are either an n x n float64 matrix from :func:`sqdist` or
-None (rows are then recomputed from ``X``).
+``D`` arguments are either a :class:`Matrix` of ``X`` or None (rows are
+then recomputed from ``X``); decisions are exact in both cases.
 """
 import numpy as np
 
 from libc.stdlib cimport malloc, free
 from libc.stdint cimport int64_t, uint8_t
 from pyfkm._core._csrc cimport (fkm_index_t, fkm_kcenter_sqdist,
+                                fkm_kcenter_sqdist_f32,
                                 fkm_kcenter_nearest, fkm_kcenter_aggregate,
                                 fkm_kcenter_greedy, fkm_kcenter_nn)
 from pyfkm._core._common cimport check_status
 
 
 cdef class Matrix:
-    """The n x n squared-distance matrix of X in a plain malloc'd buffer.
+    """The n x n squared distances of X rounded to float32, in a plain
+    malloc'd buffer (the kernels settle rounding ties exactly from X).
 
     (numpy asks the kernel for transparent huge pages on large arrays;
     faulting those in costs several times more than ordinary pages on some
     virtual machines, and this matrix is rebuilt for every fit.)
     """
-    cdef double *data
+    cdef float *data
     cdef readonly fkm_index_t n
 
     def __cinit__(self, const double[:, ::1] X):
         cdef fkm_index_t n = X.shape[0], d = X.shape[1]
         cdef int status
         self.n = n
-        self.data = <double *>malloc(max(n * n, 1) * sizeof(double))
+        self.data = <float *>malloc(max(n * n, 1) * sizeof(float))
         if self.data == NULL:
             raise MemoryError("squared-distance matrix: out of memory")
         if n > 0:
             with nogil:
-                status = fkm_kcenter_sqdist(self.data, &X[0, 0], 0, n, &X[0, 0], n, d)
+                status = fkm_kcenter_sqdist_f32(self.data, &X[0, 0], n, d)
             check_status(status, "squared distances")
 
     def __dealloc__(self):
@@ -45,20 +47,16 @@ cdef class Matrix:
         raise TypeError("Matrix is not picklable; rebuild it from the points")
 
 
-cdef const double *_dptr(object D, fkm_index_t n) except? NULL:
-    cdef const double[:, ::1] Dv
+cdef const float *_dptr(object D, fkm_index_t n) except? NULL:
     cdef Matrix M
     if D is None:
         return NULL
-    if isinstance(D, Matrix):
-        M = D
-        if M.n != n:
-            raise ValueError("D must be n x n")
-        return M.data
-    Dv = D
-    if Dv.shape[0] != n or Dv.shape[1] != n:
-        raise ValueError("D must be n x n")
-    return &Dv[0, 0]
+    if not isinstance(D, Matrix):
+        raise TypeError("D must be a Matrix or None")
+    M = D
+    if M.n != n:
+        raise ValueError("D must be the Matrix of X")
+    return M.data
 
 
 def sqdist(const double[:, ::1] X, const double[:, ::1] Y):
@@ -106,7 +104,7 @@ def aggregate(const double[:, ::1] X, object D, double t2, double t4, double y,
     then holds the first max_reps).  Releases the GIL.
     """
     cdef fkm_index_t n = X.shape[0], d = X.shape[1]
-    cdef const double *Dp = _dptr(D, n)
+    cdef const float *Dp = _dptr(D, n)
     cdef fkm_index_t cap = max(min(n, max_reps), 1)
     reps = np.empty(cap, dtype=np.int64)
     weights = np.empty(cap, dtype=np.int64)
@@ -134,7 +132,7 @@ def greedy(const double[:, ::1] X, object D, object w, double t_small,
     Releases the GIL.
     """
     cdef fkm_index_t n = X.shape[0], d = X.shape[1]
-    cdef const double *Dp = _dptr(D, n)
+    cdef const float *Dp = _dptr(D, n)
     cdef const int64_t[::1] wv
     cdef const int64_t *wp = NULL
     if w is not None:
@@ -162,7 +160,7 @@ def nn_sqdist(const double[:, ::1] X, object D):
     """Squared distance of each row of X to its nearest other row (+inf if
     X has one row)."""
     cdef fkm_index_t n = X.shape[0], d = X.shape[1]
-    cdef const double *Dp = _dptr(D, n)
+    cdef const float *Dp = _dptr(D, n)
     out = np.empty(n, dtype=np.float64)
     if n == 0:
         return out
