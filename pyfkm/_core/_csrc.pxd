@@ -208,3 +208,24 @@ cdef extern from "fkm_noise.h" nogil:
                                    fkm_index_t n, uint64_t t)
     int fkm_noise_bernoulli_exp(const fkm_noise_src_t *src, uint8_t *out,
                                 fkm_index_t n, uint64_t num, uint64_t den)
+cdef extern from "fkm_kcenter.h" nogil:
+    int fkm_kcenter_sqdist(double *D, const double *X, fkm_index_t lo,
+                           fkm_index_t hi, const double *Y, fkm_index_t m,
+                           fkm_index_t d)
+    int fkm_kcenter_sqdist_f32(float *F, const double *X, fkm_index_t n,
+                               fkm_index_t d)
+    int fkm_kcenter_nearest(double *mind, fkm_index_t *arg, const double *X,
+                            fkm_index_t n, const double *C, fkm_index_t k,
+                            fkm_index_t d)
+    int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
+                              fkm_index_t *n_reps, uint8_t *remaining,
+                              const float *F, const double *X, fkm_index_t n,
+                              fkm_index_t d, double t2, double t4, double y,
+                              fkm_index_t max_reps)
+    int fkm_kcenter_greedy(fkm_index_t *centers, fkm_index_t *n_centers,
+                           int64_t *uncovered_weight, uint8_t *uncovered,
+                           const float *F, const double *X, const int64_t *w,
+                           fkm_index_t n, fkm_index_t d, double t_small,
+                           double t_large, fkm_index_t k)
+    int fkm_kcenter_nn(double *nn, const float *F, const double *X,
+                       fkm_index_t n, fkm_index_t d)

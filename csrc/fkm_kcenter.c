@@ -1,0 +1,536 @@
+/* fkm_kcenter.c -- see fkm_kcenter.h. */
+#include "fkm_kcenter.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* out[j] = sum_t (YT[t*m + j] - x[t])^2, t in coordinate order (the same
+ * rounding as a sequential sum of squared differences).  Loops over j are
+ * contiguous and vectorize; D is a compile-time constant for small d. */
+static inline __attribute__((always_inline)) void
+row_sqdist_d(double *out, const double *x, const double *YT, fkm_index_t m,
+             fkm_index_t D)
+{
+    const double x0 = x[0];
+    for (fkm_index_t j = 0; j < m; ++j) {
+        double t = YT[j] - x0;
+        out[j] = t * t;
+    }
+    for (fkm_index_t c = 1; c < D; ++c) {
+        const double xc = x[c];
+        const double *yc = YT + c * m;
+        for (fkm_index_t j = 0; j < m; ++j) {
+            double t = yc[j] - xc;
+            out[j] += t * t;
+        }
+    }
+}
+
+FKM_HOT static void row_sqdist(double *out, const double *x, const double *YT,
+                               fkm_index_t m, fkm_index_t d)
+{
+#define FKM_ROW_SQDIST(DD) row_sqdist_d(out, x, YT, m, DD)
+    FKM_WITH_CONST_D(d, FKM_ROW_SQDIST)
+#undef FKM_ROW_SQDIST
+}
+
+static int row_finite(const double *row, fkm_index_t m)
+{
+    double s = 0.0;
+    for (fkm_index_t j = 0; j < m; ++j)
+        s += row[j];
+    /* nonnegative terms: the sum is finite iff every term is finite and the
+     * sum does not overflow; check terms only in the rare second case */
+    if (isfinite(s))
+        return 1;
+    for (fkm_index_t j = 0; j < m; ++j)
+        if (!isfinite(row[j]))
+            return 0;
+    return 1; /* finite terms whose sum overflows */
+}
+
+/* YT = Y transposed (d x m). */
+static double *transpose(const double *Y, fkm_index_t m, fkm_index_t d)
+{
+    double *YT = malloc((size_t)(m > 0 ? m : 1) * (size_t)d * sizeof(double));
+    if (!YT)
+        return NULL;
+    for (fkm_index_t j = 0; j < m; ++j)
+        for (fkm_index_t c = 0; c < d; ++c)
+            YT[c * m + j] = Y[j * d + c];
+    return YT;
+}
+
+int fkm_kcenter_sqdist(double *D, const double *X, fkm_index_t lo,
+                       fkm_index_t hi, const double *Y, fkm_index_t m,
+                       fkm_index_t d)
+{
+    if (d < 1 || m < 0 || lo < 0 || hi < lo)
+        return FKM_EDOM;
+    if (hi == lo || m == 0)
+        return FKM_OK;
+    double *YT = transpose(Y, m, d);
+    if (!YT)
+        return FKM_ENOMEM;
+    int status = FKM_OK;
+    for (fkm_index_t i = lo; i < hi; ++i) {
+        double *out = D + (i - lo) * m;
+        row_sqdist(out, X + i * d, YT, m, d);
+        if (!row_finite(out, m)) {
+            status = FKM_ENONFINITE;
+            break;
+        }
+    }
+    free(YT);
+    return status;
+}
+
+int fkm_kcenter_nearest(double *mind, fkm_index_t *arg, const double *X,
+                        fkm_index_t n, const double *C, fkm_index_t k,
+                        fkm_index_t d)
+{
+    if (k < 1 || d < 1 || n < 0)
+        return FKM_EDOM;
+    for (fkm_index_t i = 0; i < n; ++i) {
+        const double *x = X + i * d;
+        double best = HUGE_VAL;
+        fkm_index_t bj = 0;
+        for (fkm_index_t j = 0; j < k; ++j) {
+            const double *c = C + j * d;
+            double s = 0.0;
+            for (fkm_index_t t = 0; t < d; ++t) {
+                double u = x[t] - c[t];
+                s += u * u;
+            }
+            if (s < best) {
+                best = s;
+                bj = j;
+            }
+        }
+        if (!isfinite(best))
+            return FKM_ENONFINITE;
+        mind[i] = best;
+        if (arg)
+            arg[i] = bj;
+    }
+    return FKM_OK;
+}
+
+/* Rows of the squared-distance matrix: from the float matrix F (entries
+ * rounded to nearest from the exact double values; decisions that the
+ * rounding leaves open are settled on the exact value), or computed in
+ * double into buf. */
+typedef struct {
+    const float *F;
+    double *XT; /* d x n, owned, when F is NULL */
+    const double *X;
+    double *buf;
+    fkm_index_t n, d;
+} fkm_rows_t;
+
+/* A threshold: exact, and rounded to float.  For v = fl(D), rounding is
+ * monotone, so v < tf implies D < t and v > tf implies D > t; only v == tf
+ * needs the exact D. */
+typedef struct {
+    double t;
+    float tf;
+} fkm_thr_t;
+
+static fkm_thr_t thr_make(double t)
+{
+    fkm_thr_t h;
+    h.t = t;
+    h.tf = (float)t;
+    return h;
+}
+
+static int rows_init(fkm_rows_t *R, const float *F, const double *X,
+                     fkm_index_t n, fkm_index_t d)
+{
+    R->F = F;
+    R->X = X;
+    R->n = n;
+    R->d = d;
+    R->XT = NULL;
+    R->buf = NULL;
+    if (F)
+        return FKM_OK;
+    R->XT = transpose(X, n, d);
+    R->buf = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    if (!R->XT || !R->buf) {
+        free(R->XT);
+        free(R->buf);
+        R->XT = R->buf = NULL;
+        return FKM_ENOMEM;
+    }
+    return FKM_OK;
+}
+
+static void rows_clear(fkm_rows_t *R)
+{
+    free(R->XT);
+    free(R->buf);
+}
+
+/* Exact squared distance between points a and b, bit-identical to row a of
+ * fkm_kcenter_sqdist (same terms, same order). */
+static inline double exact_pair(const fkm_rows_t *R, fkm_index_t a, fkm_index_t b)
+{
+    const double *x = R->X + a * R->d, *y = R->X + b * R->d;
+    double s = 0.0;
+    for (fkm_index_t t = 0; t < R->d; ++t) {
+        double u = y[t] - x[t];
+        s += u * u;
+    }
+    return s;
+}
+
+/* dist2(a, b) <= h.t, exactly. */
+static inline int pair_le(const fkm_rows_t *R, fkm_index_t a, fkm_index_t b,
+                          fkm_thr_t h)
+{
+    if (R->F) {
+        float v = R->F[a * R->n + b];
+        if (v != h.tf)
+            return v < h.tf;
+    }
+    return exact_pair(R, a, b) <= h.t;
+}
+
+/* Double row i into buf (no matrix); NULL if a distance is not finite. */
+static const double *rows_compute(fkm_rows_t *R, fkm_index_t i)
+{
+    row_sqdist(R->buf, R->X + i * R->d, R->XT, R->n, R->d);
+    return row_finite(R->buf, R->n) ? R->buf : NULL;
+}
+
+/* Squared radius of the window that holds every t_small-neighbour of every
+ * point of the t_large ball of a pick: (sqrt(t_small) + sqrt(t_large))^2 by
+ * the triangle inequality, enlarged by a relative 1e-9 against rounding. */
+static double window_sq(double t_small, double t_large)
+{
+    double r = sqrt(t_small) + sqrt(t_large);
+    return r * r * (1.0 + 1e-9);
+}
+
+/* *out = number (or weight, when w) of j with dist2(i, j) <= h.t.
+ * Returns FKM_OK or FKM_ENONFINITE. */
+FKM_HOT static int count_row(int64_t *out, fkm_rows_t *R, fkm_index_t i,
+                             fkm_thr_t h, const int64_t *w)
+{
+    const fkm_index_t n = R->n;
+    int64_t c = 0;
+    if (R->F) {
+        const float *row = R->F + i * n;
+        const float tf = h.tf;
+        int64_t neq = 0;
+        if (w) {
+            for (fkm_index_t j = 0; j < n; ++j) {
+                c += row[j] < tf ? w[j] : 0;
+                neq += row[j] == tf;
+            }
+        } else {
+            /* 32-bit lanes vectorize with the float compares (a matrix of
+             * n^2 floats in memory implies n < 2^31) */
+            int32_t c32 = 0, e32 = 0;
+            for (fkm_index_t j = 0; j < n; ++j) {
+                c32 += row[j] < tf;
+                e32 += row[j] == tf;
+            }
+            c = c32;
+            neq = e32;
+        }
+        if (neq)
+            for (fkm_index_t j = 0; j < n; ++j)
+                if (row[j] == tf && exact_pair(R, i, j) <= h.t)
+                    c += w ? w[j] : 1;
+    } else {
+        const double *row = rows_compute(R, i);
+        if (!row)
+            return FKM_ENONFINITE;
+        if (w) {
+            for (fkm_index_t j = 0; j < n; ++j)
+                c += row[j] <= h.t ? w[j] : 0;
+        } else {
+            for (fkm_index_t j = 0; j < n; ++j)
+                c += row[j] <= h.t;
+        }
+    }
+    *out = c;
+    return FKM_OK;
+}
+
+/* For the pick p: remove from U (inU) the points within h (appended to
+ * rem), and list in win the points within squared distance tw (only those
+ * in U before the removal when win_u_only).  Returns FKM_OK or
+ * FKM_ENONFINITE. */
+static int scan_pick(fkm_rows_t *R, fkm_index_t p, fkm_thr_t h, double tw,
+                     int win_u_only, uint8_t *inU, fkm_index_t *rem,
+                     fkm_index_t *nrem, fkm_index_t *win, fkm_index_t *nwin)
+{
+    const fkm_index_t n = R->n;
+    fkm_index_t nr = 0, nw = 0;
+    if (R->F) {
+        const float *row = R->F + p * n;
+        const float twf = (float)tw; /* fl is monotone: a superset */
+        for (fkm_index_t j = 0; j < n; ++j) {
+            if (row[j] <= twf && (inU[j] || !win_u_only))
+                win[nw++] = j;
+            if (inU[j] && row[j] <= h.tf &&
+                (row[j] < h.tf || exact_pair(R, p, j) <= h.t)) {
+                inU[j] = 0;
+                rem[nr++] = j;
+            }
+        }
+    } else {
+        const double *row = rows_compute(R, p);
+        if (!row)
+            return FKM_ENONFINITE;
+        for (fkm_index_t j = 0; j < n; ++j) {
+            if (row[j] <= tw && (inU[j] || !win_u_only))
+                win[nw++] = j;
+            if (inU[j] && row[j] <= h.t) {
+                inU[j] = 0;
+                rem[nr++] = j;
+            }
+        }
+    }
+    *nrem = nr;
+    *nwin = nw;
+    return FKM_OK;
+}
+
+int fkm_kcenter_sqdist_f32(float *F, const double *X, fkm_index_t n,
+                           fkm_index_t d)
+{
+    if (n < 0 || d < 1)
+        return FKM_EDOM;
+    if (n == 0)
+        return FKM_OK;
+    fkm_rows_t R;
+    if (rows_init(&R, NULL, X, n, d) != FKM_OK)
+        return FKM_ENOMEM;
+    int status = FKM_OK;
+    for (fkm_index_t i = 0; i < n; ++i) {
+        const double *row = rows_compute(&R, i);
+        if (!row) {
+            status = FKM_ENONFINITE;
+            break;
+        }
+        float *out = F + i * n;
+        for (fkm_index_t j = 0; j < n; ++j)
+            out[j] = (float)row[j];
+    }
+    rows_clear(&R);
+    return status;
+}
+
+/* Scratch of the greedy kernels. */
+typedef struct {
+    int64_t *cnt;
+    fkm_index_t *rem, *win;
+    uint8_t *inU;
+} fkm_scratch_t;
+
+static int scratch_init(fkm_scratch_t *S, fkm_rows_t *R, const float *F,
+                        const double *X, fkm_index_t n, fkm_index_t d)
+{
+    const size_t sn = (size_t)n;
+    S->cnt = malloc(sn * sizeof(int64_t));
+    S->rem = malloc(sn * sizeof(fkm_index_t));
+    S->win = malloc(sn * sizeof(fkm_index_t));
+    S->inU = malloc(sn);
+    int status = rows_init(R, F, X, n, d);
+    if (!S->cnt || !S->rem || !S->win || !S->inU || status != FKM_OK) {
+        if (status == FKM_OK)
+            rows_clear(R);
+        free(S->cnt);
+        free(S->rem);
+        free(S->win);
+        free(S->inU);
+        return FKM_ENOMEM;
+    }
+    memset(S->inU, 1, sn);
+    return FKM_OK;
+}
+
+static void scratch_clear(fkm_scratch_t *S, fkm_rows_t *R)
+{
+    rows_clear(R);
+    free(S->cnt);
+    free(S->rem);
+    free(S->win);
+    free(S->inU);
+}
+
+int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
+                          fkm_index_t *n_reps, uint8_t *remaining,
+                          const float *F, const double *X, fkm_index_t n,
+                          fkm_index_t d, double t2, double t4, double y,
+                          fkm_index_t max_reps)
+{
+    *n_reps = 0;
+    if (n < 0 || d < 1 || max_reps < 0 || isnan(t2) || isnan(t4) ||
+        isnan(y) || t2 > t4)
+        return FKM_EDOM;
+    if (n == 0)
+        return FKM_OK;
+    const fkm_thr_t h2 = thr_make(t2), h4 = thr_make(t4);
+    const double tw = window_sq(t2, t4);
+    fkm_rows_t R;
+    fkm_scratch_t S;
+    if (scratch_init(&S, &R, F, X, n, d) != FKM_OK)
+        return FKM_ENOMEM;
+    int64_t *cnt = S.cnt;
+    uint8_t *inU = S.inU;
+    int status = FKM_OK;
+    for (fkm_index_t i = 0; i < n && status == FKM_OK; ++i)
+        status = count_row(&cnt[i], &R, i, h2, NULL);
+    fkm_index_t nr = 0;
+    while (status == FKM_OK) {
+        fkm_index_t best = -1;
+        int64_t bc = -1;
+        for (fkm_index_t i = 0; i < n; ++i)
+            if (inU[i] && cnt[i] > bc) {
+                bc = cnt[i];
+                best = i;
+            }
+        if (best < 0 || !((double)bc > y))
+            break;
+        if (nr == max_reps) {
+            nr = max_reps + 1;
+            break;
+        }
+        fkm_index_t nrem, nwin;
+        status = scan_pick(&R, best, h4, tw, 1, inU, S.rem, &nrem, S.win, &nwin);
+        if (status != FKM_OK)
+            break;
+        reps[nr] = best;
+        weights[nr] = (int64_t)nrem;
+        ++nr;
+        /* only points still in U inside the window can lose a neighbour */
+        fkm_index_t nw = 0;
+        for (fkm_index_t q = 0; q < nwin; ++q)
+            if (inU[S.win[q]])
+                S.win[nw++] = S.win[q];
+        for (fkm_index_t r = 0; r < nrem; ++r)
+            for (fkm_index_t q = 0; q < nw; ++q)
+                cnt[S.win[q]] -= pair_le(&R, S.rem[r], S.win[q], h2);
+    }
+    if (status == FKM_OK) {
+        *n_reps = nr;
+        if (remaining)
+            memcpy(remaining, inU, (size_t)n);
+    }
+    scratch_clear(&S, &R);
+    return status;
+}
+
+int fkm_kcenter_greedy(fkm_index_t *centers, fkm_index_t *n_centers,
+                       int64_t *uncovered_weight, uint8_t *uncovered,
+                       const float *F, const double *X, const int64_t *w,
+                       fkm_index_t n, fkm_index_t d, double t_small,
+                       double t_large, fkm_index_t k)
+{
+    *n_centers = 0;
+    *uncovered_weight = 0;
+    if (k < 1 || n < 0 || d < 1 || isnan(t_small) || isnan(t_large) ||
+        t_small > t_large)
+        return FKM_EDOM;
+    int64_t total = 0;
+    for (fkm_index_t i = 0; i < n; ++i) {
+        int64_t wi = w ? w[i] : 1;
+        if (wi < 0)
+            return FKM_EDOM;
+        if (total > INT64_MAX - wi)
+            return FKM_EOVERFLOW;
+        total += wi;
+    }
+    if (n == 0)
+        return FKM_OK;
+    const fkm_thr_t hs = thr_make(t_small), hl = thr_make(t_large);
+    const double tw = window_sq(t_small, t_large);
+    fkm_rows_t R;
+    fkm_scratch_t S;
+    if (scratch_init(&S, &R, F, X, n, d) != FKM_OK)
+        return FKM_ENOMEM;
+    int64_t *cnt = S.cnt;
+    int status = FKM_OK;
+    for (fkm_index_t i = 0; i < n && status == FKM_OK; ++i)
+        status = count_row(&cnt[i], &R, i, hs, w);
+    fkm_index_t nc = 0;
+    while (status == FKM_OK && nc < k) {
+        fkm_index_t best = 0;
+        for (fkm_index_t i = 1; i < n; ++i)
+            if (cnt[i] > cnt[best])
+                best = i;
+        if (cnt[best] <= 0)
+            break;
+        centers[nc++] = best;
+        fkm_index_t nrem, nwin;
+        /* every point (covered or not) whose count can drop */
+        status = scan_pick(&R, best, hl, tw, 0, S.inU, S.rem, &nrem, S.win, &nwin);
+        if (status != FKM_OK)
+            break;
+        for (fkm_index_t r = 0; r < nrem; ++r) {
+            int64_t wr = w ? w[S.rem[r]] : 1;
+            total -= wr;
+            if (wr == 0 || nc == k)
+                continue; /* counts are not needed after the last pick */
+            for (fkm_index_t q = 0; q < nwin; ++q)
+                cnt[S.win[q]] -= pair_le(&R, S.rem[r], S.win[q], hs) ? wr : 0;
+        }
+    }
+    if (status == FKM_OK) {
+        *n_centers = nc;
+        *uncovered_weight = total;
+        if (uncovered)
+            memcpy(uncovered, S.inU, (size_t)n);
+    }
+    scratch_clear(&S, &R);
+    return status;
+}
+
+int fkm_kcenter_nn(double *nn, const float *F, const double *X,
+                   fkm_index_t n, fkm_index_t d)
+{
+    if (n < 0 || d < 1)
+        return FKM_EDOM;
+    if (n == 0)
+        return FKM_OK;
+    fkm_rows_t R;
+    if (rows_init(&R, F, X, n, d) != FKM_OK)
+        return FKM_ENOMEM;
+    int status = FKM_OK;
+    for (fkm_index_t i = 0; i < n; ++i) {
+        double best = HUGE_VAL;
+        if (F) {
+            /* the exact minimum rounds to the smallest float: look there */
+            const float *row = F + i * n;
+            float mf = HUGE_VALF;
+            for (fkm_index_t j = 0; j < i; ++j)
+                mf = row[j] < mf ? row[j] : mf;
+            for (fkm_index_t j = i + 1; j < n; ++j)
+                mf = row[j] < mf ? row[j] : mf;
+            for (fkm_index_t j = 0; j < n; ++j)
+                if (j != i && row[j] == mf) {
+                    double v = exact_pair(&R, i, j);
+                    if (v < best)
+                        best = v;
+                }
+        } else {
+            const double *row = rows_compute(&R, i);
+            if (!row) {
+                status = FKM_ENONFINITE;
+                break;
+            }
+            for (fkm_index_t j = 0; j < n; ++j)
+                if (j != i && row[j] < best)
+                    best = row[j];
+        }
+        nn[i] = best;
+    }
+    rows_clear(&R);
+    return status;
+}

@@ -1,0 +1,964 @@
+"""Distributed (k,z)-center clustering with outliers.
+
+* :class:`DistributedKZCenter`: the distributed algorithm of Guo & Li,
+  "Distributed k-Clustering for Data with Heavy Noise" (NeurIPS 2018,
+  Algorithm 3): a (24(1+eps), 1+eps)-bicriteria approximation whose
+  communication does not depend on the number of outliers z;
+* :class:`KZCenter`: the centralized 3-approximation of Charikar, Khuller,
+  Mount & Narasimhan, "Algorithms for facility location problems with
+  outliers" (SODA 2001), the reference for quality;
+* baselines in the same machine/coordinator framework:
+  :class:`MalkomesKZCenter` (Malkomes et al., NeurIPS 2015),
+  :class:`GuhaKZCenter` (a 2z-bicriteria scheme after Guha, Li & Zhang,
+  SPAA 2017) and :class:`UniformSamplingKZCenter`;
+* cost functions :func:`kzcenter_radius` and :func:`count_outliers`, and the
+  generator :func:`make_noisy_blobs` (Gaussian clusters plus uniform noise).
+
+Machine work goes through any :class:`concurrent.futures.Executor` (``None``
+runs it in process).  Every estimator reports its traffic in words
+(:class:`CommunicationReport`): one word per coordinate of a point sent,
+per weight, and per scalar (a guess, a count, a yes/no answer).
+"""
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._base import BaseEstimator
+from ._core import _kcenter
+from ._validation import check_array, check_features, check_int
+from .exceptions import InvalidInputError
+from .rng import as_generator
+
+__all__ = ["DistributedKZCenter", "KZCenter", "MalkomesKZCenter", "GuhaKZCenter",
+           "UniformSamplingKZCenter", "CommunicationReport", "kzcenter_radius",
+           "count_outliers", "make_noisy_blobs"]
+
+# Largest point set whose n x n squared-distance matrix (8 n^2 bytes) is kept;
+# larger sets recompute distance rows on the fly (same results, O(n) memory).
+_MATRIX_MAX_N = 4096
+
+
+# ---------------------------------------------------------------- data, costs
+
+def make_noisy_blobs(n_samples=20_000, n_features=5, n_clusters=10, n_outliers=2_000, *,
+                     cluster_std=1.0, center_box=(-10.0, 10.0), box_scale=2.0,
+                     random_state=None):
+    """Gaussian clusters plus uniform outliers ("heavy noise").
+
+    ``n_samples - n_outliers`` points form ``n_clusters`` isotropic Gaussian
+    blobs of equal size with centers uniform in ``center_box``; the
+    ``n_outliers`` others are uniform in the bounding box of the inliers
+    enlarged ``box_scale`` times about its center.
+
+    Parameters
+    ----------
+    n_samples, n_features, n_clusters, n_outliers : int
+    cluster_std : float
+    center_box : (float, float)
+    box_scale : float
+        At least 1.
+    random_state : None, int, SeedSequence or Generator
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        Shuffled points.
+    is_outlier : ndarray of bool, shape (n_samples,)
+        True for the uniform noise points.
+    centers : ndarray of shape (n_clusters, n_features)
+        The planted centers.
+
+    Examples
+    --------
+    >>> X, noise, C = make_noisy_blobs(1000, 2, 3, 100, random_state=0)
+    >>> X.shape, int(noise.sum()), C.shape
+    ((1000, 2), 100, (3, 2))
+    """
+    n = check_int(n_samples, "n_samples", 1)
+    d = check_int(n_features, "n_features", 1)
+    k = check_int(n_clusters, "n_clusters", 1)
+    z = check_int(n_outliers, "n_outliers", 0)
+    if n - z < k:
+        raise InvalidInputError(
+            f"n_samples - n_outliers = {n - z} must be >= n_clusters={k}")
+    if not (isinstance(cluster_std, numbers.Real) and cluster_std >= 0):
+        raise InvalidInputError(f"cluster_std={cluster_std!r} must be a real >= 0")
+    if not (isinstance(box_scale, numbers.Real) and box_scale >= 1):
+        raise InvalidInputError(f"box_scale={box_scale!r} must be a real >= 1")
+    rng = as_generator(random_state)
+    lo, hi = (float(v) for v in center_box)
+    centers = rng.uniform(lo, hi, size=(k, d))
+    y = np.arange(n - z) % k
+    inl = centers[y] + cluster_std * rng.standard_normal((n - z, d))
+    a, b = inl.min(axis=0), inl.max(axis=0)
+    mid, half = (a + b) / 2, (b - a) / 2 * float(box_scale)
+    out = rng.uniform(mid - half, mid + half, size=(z, d))
+    X = np.concatenate([inl, out])
+    flag = np.zeros(n, dtype=bool)
+    flag[n - z:] = True
+    perm = rng.permutation(n)
+    return X[perm], flag[perm], centers
+
+
+def _as_points(X, name="X"):
+    if isinstance(X, (list, tuple)) and X and all(np.ndim(x) == 2 for x in X):
+        arrs = [check_array(x, f"{name}[{i}]", dtype=(np.float64,), allow_empty=True)
+                for i, x in enumerate(X)]
+        X = np.concatenate(arrs)
+    return check_array(X, name, dtype=(np.float64,))
+
+
+def _distances(X, centers):
+    centers = check_array(centers, "centers", dtype=(np.float64,))
+    if centers.shape[1] != X.shape[1]:
+        raise InvalidInputError(
+            f"centers have {centers.shape[1]} features but X has {X.shape[1]}")
+    mind, _ = _kcenter.nearest(X, centers)
+    return np.sqrt(mind)
+
+
+def kzcenter_radius(X, centers, n_discard):
+    """The (k,z)-center cost: radius after discarding the ``n_discard``
+    points farthest from ``centers``.
+
+    Parameters
+    ----------
+    X : array of shape (n, d), or a sequence of such arrays (machines)
+    centers : array of shape (k, d)
+    n_discard : int
+        Between 0 and n - 1 (a real is rounded down, so (1+eps)z works).
+
+    Returns
+    -------
+    float
+        The (n_discard + 1)-th largest distance to the nearest center.
+
+    Examples
+    --------
+    >>> kzcenter_radius([[0.0], [1.0], [5.0]], [[0.0]], 1)
+    1.0
+    """
+    X = _as_points(X)
+    if not isinstance(n_discard, numbers.Real) or isinstance(n_discard, bool) \
+            or not 0 <= n_discard < X.shape[0]:
+        raise InvalidInputError(
+            f"n_discard={n_discard!r} must be a number in [0, n) with n={X.shape[0]}")
+    dist = _distances(X, centers)
+    j = X.shape[0] - 1 - int(math.floor(n_discard))
+    return float(np.partition(dist, j)[j])
+
+
+def count_outliers(X, centers, radius):
+    """Number of points farther than ``radius`` from every center (the
+    points a solution declares outliers).
+
+    Examples
+    --------
+    >>> count_outliers([[0.0], [1.0], [5.0]], [[0.0]], 1.0)
+    1
+    """
+    X = _as_points(X)
+    if not (isinstance(radius, numbers.Real) and radius >= 0):
+        raise InvalidInputError(f"radius={radius!r} must be a real >= 0")
+    return int((_distances(X, centers) > radius).sum())
+
+
+# ---------------------------------------------------------- communication
+
+@dataclass(frozen=True)
+class RoundTraffic:
+    """Words sent in one round: ``points`` (coordinates), ``weights`` and
+    ``scalars``; ``sender`` is "machines" or "coordinator"."""
+
+    name: str
+    sender: str
+    points: int = 0
+    weights: int = 0
+    scalars: int = 0
+
+    @property
+    def total(self):
+        return self.points + self.weights + self.scalars
+
+
+@dataclass(frozen=True)
+class CommunicationReport:
+    """Traffic of one fit, in words, round by round.
+
+    Attributes
+    ----------
+    rounds : tuple of RoundTraffic
+    points, weights, scalars, total : int
+        Sums over the rounds.
+    """
+
+    rounds: tuple
+
+    @property
+    def points(self):
+        return sum(r.points for r in self.rounds)
+
+    @property
+    def weights(self):
+        return sum(r.weights for r in self.rounds)
+
+    @property
+    def scalars(self):
+        return sum(r.scalars for r in self.rounds)
+
+    @property
+    def total(self):
+        return self.points + self.weights + self.scalars
+
+    @property
+    def n_rounds(self):
+        return len(self.rounds)
+
+
+# ----------------------------------------------------------------- machines
+
+class _Machine:
+    """One machine's data and its squared-distance matrix (computed once,
+    reused for every guess; not pickled, so process executors rebuild it)."""
+
+    def __init__(self, X):
+        self.X = X
+        self._D = None
+
+    def __getstate__(self):
+        return {"X": self.X, "_D": None}
+
+    def _dist(self):
+        if self._D is None and self.X.shape[0] <= _MATRIX_MAX_N:
+            self._D = _kcenter.Matrix(self.X)
+        return self._D
+
+    def nn_summary(self, n_quantiles):
+        """Sorted nearest-neighbour distances at ranks ceil(q n / Q) (1-based)."""
+        n = self.X.shape[0]
+        nn = np.sort(np.sqrt(_kcenter.nn_sqdist(self.X, self._dist())))
+        ranks = np.unique(np.ceil(np.arange(1, n_quantiles + 1) * n / n_quantiles)
+                          .astype(np.int64))
+        return ranks, nn[ranks - 1]
+
+    def max_dist(self, x0):
+        mind, _ = _kcenter.nearest(self.X, x0[None, :])
+        return float(np.sqrt(mind.max()))
+
+    def aggregate(self, L, y, max_reps):
+        reps, w, _, stopped = _kcenter.aggregate(
+            self.X, self._dist(), (2.0 * L) ** 2, (4.0 * L) ** 2, y, max_reps)
+        return self.X[reps], w, stopped
+
+    def local_greedy(self, L, k):
+        c, unc, covered_by = self._greedy_cover(L, k)
+        return self.X[c], covered_by, unc
+
+    def _greedy_cover(self, L, k):
+        D = self._dist()
+        c, unc, uncovered = _kcenter.greedy(self.X, D, None, (2.0 * L) ** 2,
+                                            (4.0 * L) ** 2, k)
+        # weight of each center: covered points whose nearest center it is
+        w = np.zeros(len(c), dtype=np.int64)
+        if len(c):
+            _, arg = _kcenter.nearest(self.X[~uncovered], self.X[c])
+            w = np.bincount(arg, minlength=len(c)).astype(np.int64)
+        return c, unc, w
+
+    def gonzalez(self, n_centers):
+        """Farthest-first traversal (Gonzalez 1985) from point 0; every point
+        goes to its nearest center; returns (centers, counts)."""
+        X = self.X
+        if X.shape[0] <= n_centers:
+            return X.copy(), np.ones(X.shape[0], dtype=np.int64)
+        idx = [0]
+        mind, _ = _kcenter.nearest(X, X[:1])
+        for _ in range(n_centers - 1):
+            j = int(np.argmax(mind))
+            idx.append(j)
+            np.minimum(mind, ((X - X[j]) ** 2).sum(axis=1), out=mind)
+        C = X[idx]
+        _, arg = _kcenter.nearest(X, C)
+        return C, np.bincount(arg, minlength=len(idx)).astype(np.int64)
+
+    def sample(self, size, seed):
+        rng = np.random.default_rng(seed)
+        return self.X[rng.choice(self.X.shape[0], size=min(size, self.X.shape[0]),
+                                 replace=False)]
+
+    def labels(self, centers, radius):
+        mind, arg = _kcenter.nearest(self.X, centers)
+        lab = arg.astype(np.int64)
+        lab[np.sqrt(mind) > radius] = -1
+        return lab
+
+
+def _call(machine, method, *args):
+    return getattr(machine, method)(*args)
+
+
+def _run_all(executor, machines, method, *args):
+    """Run ``method`` on every machine (through the executor if any)."""
+    if executor is None:
+        return [_call(mc, method, *args) for mc in machines]
+    futures = [executor.submit(_call, mc, method, *args) for mc in machines]
+    return [f.result() for f in futures]
+
+
+def _check_machines(machines, n_clusters, n_outliers):
+    """Validated list of float64 arrays (non-empty, same d, finite), n."""
+    if isinstance(machines, np.ndarray) or not isinstance(machines, (list, tuple)):
+        raise InvalidInputError(
+            "machines must be a list of 2-D arrays, one per machine")
+    if not machines:
+        raise InvalidInputError("need at least one machine")
+    arrs = []
+    for i, X in enumerate(machines):
+        X = check_array(X, f"machines[{i}]", dtype=(np.float64,), allow_empty=True)
+        if X.shape[0] == 0:
+            raise InvalidInputError(
+                f"machines[{i}] is empty; drop machines without points")
+        arrs.append(X)
+    ds = sorted({a.shape[1] for a in arrs})
+    if len(ds) != 1:
+        raise InvalidInputError(f"machines have different numbers of features: {ds}")
+    n = sum(a.shape[0] for a in arrs)
+    _check_kz(n_clusters, n_outliers, n)
+    return arrs, n
+
+
+def _check_kz(n_clusters, n_outliers, n):
+    k = check_int(n_clusters, "n_clusters", 1)
+    z = check_int(n_outliers, "n_outliers", 0)
+    if k + z > n:
+        raise InvalidInputError(
+            f"n_clusters + n_outliers = {k + z} must be <= the number of points n={n}")
+    return k, z
+
+
+def _check_executor(executor):
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise InvalidInputError("executor must be a concurrent.futures.Executor "
+                                "(an object with submit) or None")
+
+
+def _check_epsilon(eps):
+    if not (isinstance(eps, numbers.Real) and not isinstance(eps, bool)
+            and math.isfinite(eps) and eps > 0):
+        raise InvalidInputError(f"epsilon={eps!r} must be a finite real > 0")
+    return float(eps)
+
+
+def _grid_search(lo, hi, ratio, probe):
+    """Smallest feasible guess on the grid hi * ratio**(j - J), j = 0..J,
+    J the least integer with hi * ratio**-J <= lo, by bisection.
+
+    ``probe(L)`` returns a solution or None ("No").  Assumes the guess hi
+    is feasible (the analysis guarantees it) and that lo bounds from below
+    the smallest guess the analysis guarantees feasible.  Keeps the last
+    *feasible* answer, never merely the last guess tried: the result L
+    satisfies L <= ratio * max(lo, largest infeasible guess tried) and
+    L <= hi.  Returns (L, solution, number of guesses tried).
+    """
+    J = max(1, math.ceil(math.log(hi / lo) / math.log(ratio))) if lo < hi else 1
+
+    def g(j):
+        return hi if j >= J else hi * ratio ** (j - J)
+
+    sol = probe(g(0))
+    n_probe = 1
+    if sol is not None:
+        return g(0), sol, n_probe
+    a, b, sol_b = 0, J, None
+    while b - a > 1:
+        mid = (a + b) // 2
+        s = probe(g(mid))
+        n_probe += 1
+        if s is not None:
+            b, sol_b = mid, s
+        else:
+            a = mid
+    if sol_b is None:  # hi untested so far
+        sol_b = probe(g(b))
+        n_probe += 1
+        if sol_b is None:
+            raise RuntimeError("internal error: the upper bound of the search "
+                               "was answered No")
+    return g(b), sol_b, n_probe
+
+
+class _Traffic:
+    def __init__(self):
+        self.rounds = []
+
+    def add(self, name, sender, points=0, weights=0, scalars=0):
+        self.rounds.append(RoundTraffic(name, sender, int(points), int(weights),
+                                        int(scalars)))
+
+    def report(self):
+        return CommunicationReport(tuple(self.rounds))
+
+
+def _anchor_extent(executor, machines, rng, traffic, d):
+    """Upper bound R >= L*: a random data point x0 and the largest distance
+    of any point to it (one center at x0 covers everything)."""
+    m = len(machines)
+    i = int(rng.integers(m))
+    x0 = machines[i].X[int(rng.integers(machines[i].X.shape[0]))]
+    traffic.add("anchor to coordinator", "machines", points=d)
+    traffic.add("anchor broadcast", "coordinator", points=m * d)
+    R = max(_run_all(executor, machines, "max_dist", x0))
+    traffic.add("extent", "machines", scalars=m)
+    return x0, R
+
+
+def _lower_bound(executor, machines, n, z, k, traffic, n_quantiles=32):
+    """A lower bound on the optimal (k,z)-center radius L* (continuous
+    centers) from nearest-neighbour distances within each machine.
+
+    Two inliers of one optimal cluster on one machine are within 2 L*, so
+    every inlier has a same-machine neighbour within 2 L* except at most one
+    per (cluster, machine): at least t = n - z - k m points have their
+    machine-local nearest-neighbour distance <= 2 L*, i.e. the t-th smallest
+    such distance V_t is <= 2 L*.  Each machine sends Q sorted quantiles of
+    its distances (Q scalars); the coordinator takes the largest summary
+    value v for which the summaries prove fewer than t values are below v,
+    so v <= V_t <= 2 L*.  Returns 0 when t < 1 (no bound).
+    """
+    m = len(machines)
+    t = n - z - k * m
+    summaries = _run_all(executor, machines, "nn_summary", n_quantiles)
+    traffic.add("nearest-neighbour quantiles", "machines",
+                scalars=sum(len(v) for _, v in summaries))
+    if t < 1:
+        return 0.0
+    cands = np.unique(np.concatenate([v for _, v in summaries]))
+    cands = cands[np.isfinite(cands)]
+    best = 0.0
+    for v in cands[::-1]:
+        below = 0  # upper bound on the number of values < v
+        for (ranks, vals), mc in zip(summaries, machines):
+            pos = np.searchsorted(vals, v, side="left")  # first summary value >= v
+            below += (ranks[pos] - 1) if pos < len(vals) else mc.X.shape[0]
+        if below <= t - 1:
+            best = float(v)
+            break
+    return best / 2.0
+
+
+# --------------------------------------------------------------- estimators
+
+class _KZBase(BaseEstimator):
+    """predict / outlier flags shared by the (k,z)-center estimators."""
+
+    def predict(self, X):
+        """Index of the nearest center, or -1 for points farther than
+        ``radius_`` from every center (declared outliers)."""
+        self._check_fitted()
+        X = check_features(X, self.n_features_in_, self)
+        mind, arg = _kcenter.nearest(np.ascontiguousarray(X, dtype=np.float64),
+                                     self.cluster_centers_)
+        lab = arg.astype(np.int64)
+        lab[np.sqrt(mind) > self.radius_] = -1
+        return lab
+
+    def is_outlier(self, X):
+        """Boolean mask: True for points farther than ``radius_`` from every
+        center."""
+        return self.predict(X) < 0
+
+
+class DistributedKZCenter(_KZBase):
+    """Distributed (k,z)-center with (1+eps)z outliers (Guo & Li, Algorithm 3).
+
+    For a guess L, every machine i runs the aggregating procedure on its
+    points P_i with threshold y = eps z / (k m) and radii 2L / 4L
+    (Algorithm 2, kernel ``fkm_kcenter_aggregate``) and reports |P'_i|; the
+    coordinator answers "No" when sum_i |P'_i| > k m (1 + 1/eps), otherwise
+    collects the weighted points (P', w) and runs the weighted greedy
+    kzc(k, z', (P', w), 5L) of Charikar et al. (radii 10L and 20L, kernel
+    ``fkm_kcenter_greedy``) with the outlier budget
+
+        z' = (1 + eps) z + w(P') - n,
+
+    i.e. (1+eps)z minus the points the machines left unaggregated; "No" when
+    the uncovered weight exceeds z'.  Guesses run over the grid
+    R (1+eps)^(j-J), j = 0..J, between a lower bound L_lo <= L* and an upper
+    bound R >= L*, by bisection that keeps the last feasible guess.  On a
+    Yes the coordinator, at no extra traffic, also looks for the smallest
+    L' <= 5L on the same kind of grid that kzc(k, z', (P', w), L') accepts
+    and returns those centers (any accepted L' <= 5L keeps the guarantee).
+
+    Guarantee (Guo & Li, Theorem 3, re-derived in the Notes): at most
+    (1+eps)z points are farther than ``radius_`` = 4L + 4L' <= 24L from the
+    centers, and L <= (1+eps) L* where L* is the optimal radius with z
+    outliers (centers anywhere in space), when the lower bound is positive.
+
+    Parameters
+    ----------
+    n_clusters : int
+        k >= 1.
+    n_outliers : int
+        z >= 0; k + z must not exceed the number of points.
+    epsilon : float, default=0.1
+        eps > 0: the outlier slack, (1+eps)z points may be discarded.
+    random_state : None, int, SeedSequence or Generator
+        Only picks the anchor point of the diameter estimate.
+    executor : concurrent.futures.Executor or None
+        Runs each machine's work (threads share each machine's distance
+        matrix across guesses; process executors rebuild it per task).
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_centers, n_features)
+        At most ``n_clusters`` centers (fewer only when they already cover
+        every aggregated point).
+    radius_ : float
+        4L + 4L' <= 24L: every point farther than it from all centers is a
+        declared outlier; there are at most (1+eps)z of them.
+    guess_ : float
+        The final guess L.
+    coordinator_guess_ : float
+        L' (<= 5L), the radius parameter of the coordinator's kzc.
+    lower_bound_, upper_bound_ : float
+        The search interval [L_lo, R].
+    n_guesses_ : int
+        Guesses tried (each is 4 communication rounds).
+    n_declared_outliers_ : int
+    labels_ : list of ndarray of int64
+        Per machine: nearest center, -1 for declared outliers.
+    communication_ : CommunicationReport
+    n_features_in_ : int
+
+    Notes
+    -----
+    Why z' and "the last feasible guess" (the two points where a reading of
+    the paper can go wrong).  Let L >= L* and call an aggregated point p
+    "bad" if it is farther than 5L from every optimal center.  Its 4L ball
+    then holds no inlier (an inlier within 4L would put p within 4L + L* of
+    a center), so the bad weight is made of aggregated outliers:
+    bad <= z - u_out, where u_out outliers were left unaggregated.  Each
+    machine leaves at most y inliers per optimal cluster unaggregated (more
+    would give each of them a 2L ball holding > y points of U), so
+    n - w(P') <= k m y + u_out = eps z + u_out, hence
+    z' >= z - u_out >= bad, and kzc with radius 5L succeeds (Charikar's
+    argument: the 5L balls around the optimal centers miss weight <= z').
+    Every covered aggregated point is within 4L' of a center and represents
+    points within 4L of it, so all but (n - w(P')) + z' = (1+eps)z points
+    are within 4L + 4L'.  Also, with L >= L* no machine picks more than
+    k + z_i / y points (a pick either is within 2L of an optimal cluster,
+    whose points it then removes, or has > y outliers in its 2L ball), so
+    the sum stays <= k m (1 + 1/eps).  The budget (1+eps)z applied to the received weight
+    alone would ignore the n - w(P') points already dropped by the machines
+    and can discard about twice as many.  Feasibility is not monotone in L,
+    so bisection keeps the smallest guess that was *answered Yes*, never the
+    last guess tried.  If a machine alone picks more than k m (1+1/eps)
+    points it stops early (the answer is No either way).
+
+    Algorithm 2 may pick any point whose 2L ball holds more than y points;
+    pyfkm picks the one with the most (lowest index on ties), which puts the
+    first pick of each cluster at its densest point (fewer, better placed
+    aggregated points than the first eligible point in index order, at the
+    same guarantee).
+
+    The lower bound is explained in ``_lower_bound`` (nearest-neighbour
+    quantiles, Q = 32 scalars per machine); when it is 0 (t = n - z - km < 1
+    or duplicate points) the search starts at R 2^-32 instead.
+
+    Examples
+    --------
+    >>> X, noise, C = make_noisy_blobs(600, 2, 3, 30, random_state=0)
+    >>> machines = [X[i::3] for i in range(3)]
+    >>> est = DistributedKZCenter(3, 30, random_state=0).fit(machines)
+    >>> est.cluster_centers_.shape[1], est.n_declared_outliers_ <= 33
+    (2, True)
+    """
+
+    def __init__(self, n_clusters, n_outliers, *, epsilon=0.1, random_state=None,
+                 executor=None):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.executor = executor
+
+    def fit(self, machines, y=None):
+        """Run the protocol on ``machines`` (a list of 2-D arrays)."""
+        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
+        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
+        eps = _check_epsilon(self.epsilon)
+        _check_executor(self.executor)
+        rng = as_generator(self.random_state)
+        ex = self.executor
+        mcs = [_Machine(X) for X in arrs]
+        m, d = len(mcs), arrs[0].shape[1]
+        tr = _Traffic()
+        tr.add("sizes", "machines", scalars=m)
+        x0, R = _anchor_extent(ex, mcs, rng, tr, d)
+        if R == 0.0:  # all points coincide
+            L, Lp, centers, lo, n_guess = 0.0, 0.0, x0[None, :].copy(), 0.0, 0
+        else:
+            lo = _lower_bound(ex, mcs, n, z, k, tr)
+            lo = min(lo, R) if lo > 0 else R * 2.0 ** -32
+            y_thr = eps * z / (k * m)
+            cap = k * m * (1.0 + 1.0 / eps)
+            max_reps = int(min(math.floor(cap), n))
+
+            def probe(L):
+                tr.add(f"guess L={L:.6g}", "coordinator", scalars=m)
+                res = _run_all(ex, mcs, "aggregate", L, y_thr, max_reps)
+                sizes = [len(w) + (1 if st else 0) for _, w, st in res]
+                tr.add("aggregated sizes", "machines", scalars=m)
+                tr.add("answer", "coordinator", scalars=m)
+                if any(st for _, _, st in res) or sum(sizes) > cap:
+                    return None
+                Q = np.concatenate([p for p, _, _ in res])
+                w = np.concatenate([w for _, w, _ in res])
+                tr.add("weighted points", "machines", points=Q.size, weights=w.size)
+                z_prime = (1.0 + eps) * z + float(w.sum()) - n
+                if z_prime < 0:
+                    return None
+                D = _kcenter.Matrix(Q) if Q.shape[0] <= _MATRIX_MAX_N else None
+
+                def kzc(Lp):  # Algorithm 1 with radii 2L', 4L'
+                    c, unc, _ = _kcenter.greedy(Q, D, w, (2.0 * Lp) ** 2,
+                                                (4.0 * Lp) ** 2, k)
+                    return Q[c] if unc <= z_prime else None
+
+                if kzc(5.0 * L) is None:  # the answer of Algorithm 3
+                    return None
+                # Coordinator-only refinement: the smallest L' <= 5L on the
+                # grid that kzc accepts (any accepted L' <= 5L keeps the
+                # guarantee; no extra traffic).
+                Lp, cen, _ = _grid_search(min(lo, 5.0 * L), 5.0 * L, 1.0 + eps, kzc)
+                return cen, Lp
+
+            L, (centers, Lp), n_guess = _grid_search(lo, R, 1.0 + eps, probe)
+        radius = 4.0 * L + 4.0 * Lp
+        tr.add("centers broadcast", "coordinator", points=m * centers.size, scalars=m)
+        labels = _run_all(ex, mcs, "labels", centers, radius)
+        tr.add("outlier counts", "machines", scalars=m)
+        self.cluster_centers_ = centers
+        self.radius_ = float(radius)
+        self.guess_ = float(L)
+        self.coordinator_guess_ = float(Lp)
+        self.lower_bound_, self.upper_bound_ = float(lo), float(R)
+        self.n_guesses_ = int(n_guess)
+        self.labels_ = labels
+        self.n_declared_outliers_ = int(sum((lab < 0).sum() for lab in labels))
+        self.communication_ = tr.report()
+        self.n_features_in_ = d
+        return self
+
+
+class KZCenter(_KZBase):
+    """Centralized (k,z)-center: the 3-approximation of Charikar et al.
+
+    For a radius r the greedy picks, k times, the point whose ball of
+    radius r holds the most uncovered points and covers the ball of radius
+    3r around it; r is the smallest feasible (at most z uncovered) pairwise
+    distance found by bisection over the sorted distinct distances (so
+    r <= OPT, the optimal radius with centers among the points).  For more
+    than 4096 points (no distance matrix) the candidates are a geometric
+    grid with ratio 1 + ``tol`` instead, and r <= (1 + tol) OPT.
+
+    Parameters
+    ----------
+    n_clusters : int
+    n_outliers : int
+    tol : float, default=0.01
+        Grid ratio minus one for large inputs.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_centers, n_features)
+        Points of X (at most n_clusters).
+    radius_ : float
+        The radius after discarding the n_outliers farthest points
+        (<= 3 r); points farther than it are declared outliers (<= z).
+    guess_ : float
+        r.
+    labels_ : ndarray of int64
+        Nearest center, -1 for declared outliers.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> X = [[0.0], [0.1], [5.0], [5.2], [40.0]]
+    >>> est = KZCenter(2, 1).fit(X)
+    >>> sorted(est.cluster_centers_.ravel().tolist()), est.labels_.tolist()
+    ([0.0, 5.0], [0, 0, 1, 1, -1])
+    """
+
+    def __init__(self, n_clusters, n_outliers, *, tol=0.01):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.tol = tol
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit on X (n x d); ``sample_weight``: optional nonnegative integer
+        weights (the outlier budget is then a weight)."""
+        X = check_array(X, "X", dtype=(np.float64,))
+        n = X.shape[0]
+        w = None
+        if sample_weight is not None:
+            w = np.asarray(sample_weight)
+            if w.shape != (n,) or w.dtype.kind not in "iu" or (w < 0).any():
+                raise InvalidInputError(
+                    "sample_weight must be nonnegative integers, one per row of X")
+            w = np.ascontiguousarray(w, dtype=np.int64)
+        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
+        tol = _check_epsilon(self.tol)
+        centers, r = _charikar(X, w, k, z, tol)
+        dist = _distances(X, centers)
+        if w is None:
+            j = n - 1 - z
+            radius = float(np.partition(dist, j)[j])
+        else:  # smallest radius leaving weight <= z outside
+            order = np.argsort(dist)[::-1]
+            cw = np.cumsum(w[order])
+            pos = int(np.searchsorted(cw, z, side="right"))
+            radius = float(dist[order[pos]]) if pos < n else 0.0
+        self.cluster_centers_ = centers
+        self.guess_ = float(r)
+        self.radius_ = radius
+        self.n_features_in_ = X.shape[1]
+        lab = self.predict(X)
+        self.labels_ = lab
+        return self
+
+
+def _charikar(X, w, k, z, tol=0.01):
+    """Charikar et al. greedy (radii r, 3r) with the search over r; returns
+    (centers, r).  Feasible: uncovered weight <= z."""
+    n = X.shape[0]
+    D = _kcenter.sqdist(X, X) if n <= _MATRIX_MAX_N else None
+    M = _kcenter.Matrix(X) if D is not None else None
+
+    def probe(r2):
+        c, unc, _ = _kcenter.greedy(X, M, w, r2, 9.0 * r2, k)
+        return X[c] if unc <= z else None
+
+    if D is not None:
+        cand = np.unique(D[np.triu_indices(n, 1)]) if n > 1 else np.zeros(1)
+        cand = np.union1d(cand, [0.0])
+        a, b, sol = -1, len(cand) - 1, None
+        while b - a > 1:
+            mid = (a + b) // 2
+            s = probe(float(cand[mid]))
+            if s is not None:
+                b, sol = mid, s
+            else:
+                a = mid
+        if sol is None:
+            sol = probe(float(cand[b]))
+        return sol, math.sqrt(cand[b])
+    sol0 = probe(0.0)
+    if sol0 is not None:
+        return sol0, 0.0
+    mind, _ = _kcenter.nearest(X, X[:1])
+    hi = math.sqrt(mind.max())
+    nn = np.sqrt(_kcenter.nn_sqdist(X, None))
+    nn = nn[nn > 0]
+    lo = float(nn.min()) if nn.size else hi * 2.0 ** -32
+    L, sol, _ = _grid_search(lo, max(hi, lo), 1.0 + tol, lambda r: probe(r * r))
+    return sol, L
+
+
+# ----------------------------------------------------------------- baselines
+
+class MalkomesKZCenter(_KZBase):
+    """Baseline: Malkomes, Kusner, Chen, Weinberger & Moseley, "Fast
+    distributed k-center clustering with outliers on massive data"
+    (NeurIPS 2015).
+
+    Each machine runs the farthest-first traversal (Gonzalez) for k + z
+    centers (or sends all its points when it has fewer) weighted by the
+    number of its points nearest to each; the coordinator runs the weighted
+    Charikar greedy (radii r, 3r) on the m (k + z) weighted points with
+    outlier budget z.  Communication grows linearly with z.
+
+    Attributes: as :class:`DistributedKZCenter`, except that ``radius_`` is
+    the radius after discarding exactly the z farthest points (computed by
+    the simulation over all machines; that step is not counted as traffic).
+
+    Examples
+    --------
+    >>> X, _, _ = make_noisy_blobs(300, 2, 3, 20, random_state=0)
+    >>> est = MalkomesKZCenter(3, 20).fit([X[:150], X[150:]])
+    >>> est.cluster_centers_.shape
+    (3, 2)
+    """
+
+    def __init__(self, n_clusters, n_outliers, *, executor=None):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.executor = executor
+
+    def fit(self, machines, y=None):
+        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
+        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
+        _check_executor(self.executor)
+        mcs = [_Machine(X) for X in arrs]
+        d = arrs[0].shape[1]
+        tr = _Traffic()
+        res = _run_all(self.executor, mcs, "gonzalez", k + z)
+        Q = np.concatenate([c for c, _ in res])
+        w = np.concatenate([c for _, c in res])
+        tr.add("weighted centers", "machines", points=Q.size, weights=w.size)
+        centers, _ = _charikar(Q, w, k, z)
+        _finish(self, mcs, centers, z, tr, d)
+        return self
+
+
+class GuhaKZCenter(_KZBase):
+    """Baseline with 2z outliers, after Guha, Li & Zhang, "Distributed
+    partial clustering" (SPAA 2017).
+
+    For a guess L each machine runs the greedy with k centers and radii
+    2L / 4L on its own points and reports the number u_i it leaves
+    uncovered; the coordinator answers No when sum u_i > 2z, else gathers
+    the k m centers weighted by the points they cover and runs kzc with
+    radius 5L and budget 2z - sum u_i.  For L >= L* both steps succeed (each
+    machine leaves at most its own outliers, bad aggregated weight is made
+    of outliers), so at most 2z points are farther than 24L.  As in
+    :class:`DistributedKZCenter` the coordinator then uses the smallest
+    accepted L' <= 5L; ``radius_`` = 4L + 4L' <= 24L.  Communication is
+    independent of z.
+
+    Examples
+    --------
+    >>> X, _, _ = make_noisy_blobs(300, 2, 3, 20, random_state=0)
+    >>> est = GuhaKZCenter(3, 20).fit([X[:150], X[150:]])
+    >>> est.n_declared_outliers_ <= 40
+    True
+    """
+
+    def __init__(self, n_clusters, n_outliers, *, epsilon=0.1, random_state=None,
+                 executor=None):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.executor = executor
+
+    def fit(self, machines, y=None):
+        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
+        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
+        eps = _check_epsilon(self.epsilon)
+        _check_executor(self.executor)
+        ex = self.executor
+        mcs = [_Machine(X) for X in arrs]
+        m, d = len(mcs), arrs[0].shape[1]
+        tr = _Traffic()
+        tr.add("sizes", "machines", scalars=m)
+        x0, R = _anchor_extent(ex, mcs, as_generator(self.random_state), tr, d)
+        if R == 0.0:
+            L, Lp, centers = 0.0, 0.0, x0[None, :].copy()
+        else:
+            lo = _lower_bound(ex, mcs, n, z, k, tr)
+            lo = min(lo, R) if lo > 0 else R * 2.0 ** -32
+
+            def probe(L):
+                tr.add(f"guess L={L:.6g}", "coordinator", scalars=m)
+                res = _run_all(ex, mcs, "local_greedy", L, k)
+                tr.add("uncovered counts", "machines", scalars=m)
+                tr.add("answer", "coordinator", scalars=m)
+                u = sum(r[2] for r in res)
+                if u > 2 * z:
+                    return None
+                Q = np.concatenate([r[0] for r in res])
+                w = np.concatenate([r[1] for r in res])
+                tr.add("weighted centers", "machines", points=Q.size, weights=w.size)
+                D = None if len(Q) > _MATRIX_MAX_N else _kcenter.Matrix(Q)
+                budget = 2 * z - u
+
+                def kzc(Lp):
+                    c, unc, _ = _kcenter.greedy(Q, D, w, (2.0 * Lp) ** 2,
+                                                (4.0 * Lp) ** 2, k)
+                    return Q[c] if unc <= budget else None
+
+                if kzc(5.0 * L) is None:
+                    return None
+                # same coordinator-only refinement as DistributedKZCenter
+                Lp, cen, _ = _grid_search(min(lo, 5.0 * L), 5.0 * L, 1.0 + eps, kzc)
+                return cen, Lp
+
+            L, (centers, Lp), _ = _grid_search(lo, R, 1.0 + eps, probe)
+        _finish(self, mcs, centers, None, tr, d, radius=4.0 * L + 4.0 * Lp)
+        return self
+
+
+class UniformSamplingKZCenter(_KZBase):
+    """Baseline: every machine sends a uniform sample of a ``sample_fraction``
+    of its points; the coordinator runs :class:`KZCenter` on the sample with
+    the proportional outlier budget round((1+eps) z s / n).  No guarantee;
+    ``radius_`` is the radius after discarding exactly z points (computed
+    by the simulation, not counted as traffic).
+
+    Examples
+    --------
+    >>> X, _, _ = make_noisy_blobs(400, 2, 3, 20, random_state=0)
+    >>> est = UniformSamplingKZCenter(3, 20, random_state=0).fit([X[:200], X[200:]])
+    >>> est.cluster_centers_.shape
+    (3, 2)
+    """
+
+    def __init__(self, n_clusters, n_outliers, *, sample_fraction=0.05, epsilon=0.1,
+                 random_state=None, executor=None):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.sample_fraction = sample_fraction
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.executor = executor
+
+    def fit(self, machines, y=None):
+        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
+        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
+        eps = _check_epsilon(self.epsilon)
+        f = self.sample_fraction
+        if not (isinstance(f, numbers.Real) and 0 < f <= 1):
+            raise InvalidInputError(f"sample_fraction={f!r} must be in (0, 1]")
+        _check_executor(self.executor)
+        rng = as_generator(self.random_state)
+        mcs = [_Machine(X) for X in arrs]
+        d = arrs[0].shape[1]
+        tr = _Traffic()
+        seeds = rng.integers(0, 2 ** 63, size=len(mcs))
+        if self.executor is None:
+            parts = [mc.sample(max(1, math.ceil(f * mc.X.shape[0])), int(s))
+                     for mc, s in zip(mcs, seeds)]
+        else:
+            futs = [self.executor.submit(_call, mc, "sample",
+                                         max(1, math.ceil(f * mc.X.shape[0])), int(s))
+                    for mc, s in zip(mcs, seeds)]
+            parts = [fu.result() for fu in futs]
+        S = np.concatenate(parts)
+        tr.add("samples", "machines", points=S.size)
+        kk = min(k, S.shape[0])
+        zs = min(int(round((1 + eps) * z * S.shape[0] / n)), S.shape[0] - kk)
+        centers, _ = _charikar(S, None, kk, zs)
+        _finish(self, mcs, centers, z, tr, d)
+        return self
+
+
+def _finish(est, mcs, centers, z, tr, d, radius=None):
+    """Common end of the baselines: broadcast the centers; radius_ is the
+    given bound, or (radius=None) the radius after discarding z points."""
+    m = len(mcs)
+    if radius is None:
+        dist = np.concatenate([np.sqrt(_kcenter.nearest(mc.X, centers)[0]) for mc in mcs])
+        j = dist.size - 1 - z
+        radius = float(np.partition(dist, j)[j])
+    tr.add("centers broadcast", "coordinator", points=m * centers.size, scalars=m)
+    labels = [mc.labels(centers, radius) for mc in mcs]
+    tr.add("outlier counts", "machines", scalars=m)
+    est.cluster_centers_ = centers
+    est.radius_ = float(radius)
+    est.labels_ = labels
+    est.n_declared_outliers_ = int(sum((lab < 0).sum() for lab in labels))
+    est.communication_ = tr.report()
+    est.n_features_in_ = d
