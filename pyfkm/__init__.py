@@ -11,6 +11,7 @@ from .federated import DPFederatedKMeans
 from .kmeans import KMeans
 from .lattice import Lattice
 from .mufc import FederatedKMeans
+from .outliers import DistributedKZCenter, KZCenter
 from .seeding import RemovableSeeding, RemovalReport, kmeans_plusplus
 
 __version__ = "0.1.0.dev0"
@@ -21,6 +22,8 @@ __all__ = [
     "DPFederatedKMeans",
     "QKMeans",
     "DCKMeans",
+    "KZCenter",
+    "DistributedKZCenter",
     "privacy",
     "Lattice",
     "kmeans_plusplus",

@@ -8,7 +8,7 @@ MODULES = ["pyfkm.rng", "pyfkm.seeding", "pyfkm.kmeans", "pyfkm.datasets", "pyfk
            "pyfkm.field",
            "pyfkm.secagg", "pyfkm.secagg._driver", "pyfkm.secagg._params",
            "pyfkm.mufc", "pyfkm.metrics", "pyfkm.baselines",
-           "pyfkm.deletion", "pyfkm.privacy", "pyfkm.federated", "pyfkm.secagg._msa"]
+           "pyfkm.deletion", "pyfkm.privacy", "pyfkm.federated", "pyfkm.secagg._msa", "pyfkm.outliers"]
 
 
 @pytest.mark.parametrize("name", MODULES)
