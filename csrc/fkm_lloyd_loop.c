@@ -51,6 +51,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
     double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
     fkm_index_t *taken = malloc(sizeof(fkm_index_t) * (size_t)k);
     int32_t *prev = malloc(sizeof(int32_t) * (size_t)n);
+    unsigned char *empty = malloc((size_t)k);
     double *wsums, total = 0.0;
     int status = FKM_OK;
     int pack = d <= FKM_LLOYD_PACK_MAX_D && n >= 4;
@@ -59,7 +60,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
     ws.hnorm = malloc(sizeof(double) * (size_t)(((k + 7) / 8) * 8));
     ws.shift = malloc(sizeof(double) * (size_t)d);
     ws.P = pack ? malloc(sizeof(double) * (size_t)(n * d)) : NULL;
-    if (!sums || !taken || !prev || !ws.ct || !ws.hnorm || !ws.shift || (pack && !ws.P)) {
+    if (!sums || !taken || !prev || !empty || !ws.ct || !ws.hnorm || !ws.shift || (pack && !ws.P)) {
         status = FKM_ENOMEM;
         goto done;
     }
@@ -79,11 +80,14 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
             status = assign(&changed, labels, mind, sums, wsums, &ws, centers, X, w, n, d, k);
             if (status != FKM_OK) goto done;
         }
-        for (j = 0; j < k; j++) {  /* empty clusters take the farthest points */
+        /* the clusters empty after the assignment (decided before any
+         * relocation) take the farthest points, in index order */
+        for (j = 0; j < k; j++) empty[j] = !(wsums[j] > 0.0);
+        for (j = 0; j < k; j++) {
             fkm_index_t far = -1;
             double fd = -1.0, wi;
             const double *x;
-            if (wsums[j] > 0.0) continue;
+            if (!empty[j]) continue;
             for (i = 0; i < n; i++) {
                 int skip = 0;
                 for (q = 0; q < n_taken; q++) skip |= (taken[q] == i);
@@ -145,5 +149,6 @@ done:
     free(sums);
     free(taken);
     free(prev);
+    free(empty);
     return status;
 }

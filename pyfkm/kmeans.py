@@ -37,6 +37,10 @@ def _mean_feature_variance(X, chunk=16384):
     return float((ss / n).mean())
 
 
+# Below 2 * _SMALL_N points part_bounds gives one part: lloyd runs in one C call.
+_SMALL_N = 4096
+
+
 def _tolerance(X, tol):
     """Absolute tolerance: tol times the mean per-feature variance (as scikit-learn)."""
     if tol == 0:
@@ -162,6 +166,17 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
     X = np.ascontiguousarray(X)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     k = centers.shape[0]
+    if X.shape[0] < 2 * _SMALL_N and not verbose:
+        # one fixed part (see part_bounds): the whole run in one C call gives
+        # the same assignments and sums without the per-iteration overhead
+        C, labels, _, inertia, n_iter = _lloyd.lloyd_loop(
+            np.ascontiguousarray(X, dtype=np.float64), centers, sample_weight, max_iter,
+            _tolerance(X, tol))
+        if not (np.isfinite(inertia) and np.isfinite(C).all()):
+            raise NumericalError(
+                "squared distances overflow float64 (inertia is not finite); "
+                "rescale the data")
+        return C, labels, float(inertia), n_iter
     ws = _LloydWorkspace(X, sample_weight, k, n_threads)
     tol_abs = _tolerance(X, tol)
     labels_prev = np.empty_like(ws.labels)
