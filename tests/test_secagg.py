@@ -1207,3 +1207,27 @@ def test_unlearning_rounds(d, B, p, mode):
     # a count increased and a bin moved: must still be right
     data[1] = (pool[[1, 8, 4]], np.array([2, 2, 9]))
     run()
+
+
+def test_mask_stream_is_rejection_mapped_chacha20_keystream():
+    # Oracle: the `cryptography` ChaCha20 keystream (16-byte nonce = block
+    # counter 0 || round u64 LE || tag), read as little-endian 64-bit words,
+    # words >= the largest multiple of p below 2^64 dropped, the rest mod p.
+    import struct
+
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    from pyfkm.secagg import _crypto
+
+    key = bytes(range(1, 33))
+    for p, n, round_ in [(DEFAULT_PRIME, 300, 7), (13, 50, 0), ((1 << 63) - 25, 40, 2 ** 40)]:
+        nonce = struct.pack("<IQ", 0, round_) + b"SCMA"
+        enc = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+        words = [int.from_bytes(enc.update(bytes(8)), "little") for _ in range(4 * n)]
+        lim = ((1 << 64) // p) * p
+        want = [w % p for w in words if w < lim][:n]
+        got = _crypto.field_stream(key, round_, b"SCMA", n, p)
+        assert got.tolist() == want
+        acc = np.full(n, 5, dtype=np.uint64)
+        _crypto.add_stream(acc, key, round_, b"SCMA", p, negate=True)
+        assert acc.tolist() == [(5 - w) % p for w in want]

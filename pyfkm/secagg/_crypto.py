@@ -14,17 +14,15 @@
 """
 import hashlib
 import struct
-import sys
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from .._core import _field
+from .._core._noise import ChaChaStream as _ChaChaStream
 
-_BIG_ENDIAN = sys.byteorder == "big"
 SCMA_TAG = b"SCMA"
 HASH_TAG = b"HASH"
 
@@ -54,16 +52,7 @@ def pair_seed(private_key, peer_public, run_id, id_a, id_b):
 _CHUNK_WORDS = 1 << 15
 
 
-class StreamBuffers:
-    """Reusable input/output buffers for :func:`add_stream` (one per thread)."""
-
-    def __init__(self, n):
-        self.zeros = bytes(8 * min(n + n // 32 + 8, _CHUNK_WORDS))
-        self.words = np.empty(len(self.zeros) // 8, dtype=np.uint64)
-        self.raw = memoryview(self.words).cast("B")
-
-
-def add_stream(acc, key, round_, tag, p, *, negate=False, buffers=None):
+def add_stream(acc, key, round_, tag, p, *, negate=False):
     """acc <- acc +/- (the next len(acc) elements of the mask stream of
     ``(key, round, tag)``), in place, mod p.
 
@@ -76,18 +65,15 @@ def add_stream(acc, key, round_, tag, p, *, negate=False, buffers=None):
     n = acc.size
     if n == 0:
         return acc
-    nonce = struct.pack("<IQ", 0, round_) + tag   # 4-byte block counter, 12-byte nonce
-    enc = Cipher(algorithms.ChaCha20(bytes(key), nonce), mode=None).encryptor()
+    stream = _ChaChaStream(np.frombuffer(bytes(key), np.uint8),
+                           np.frombuffer(struct.pack("<Q", round_) + tag, np.uint8), 0)
     lim = ((1 << 64) // p) * p
     lim = 0 if lim == 1 << 64 else lim
-    if buffers is None or len(buffers.zeros) < 8 * min(n + n // 32 + 8, _CHUNK_WORDS):
-        buffers = StreamBuffers(n)
-    zeros, words, raw = buffers.zeros, buffers.words, buffers.raw
     filled = 0
+    chunk = min(n + n // 32 + 8, _CHUNK_WORDS)
     while filled < n:
-        enc.update_into(zeros, raw)
-        if _BIG_ENDIAN:
-            words.byteswap(inplace=True)
+        # keystream words as little-endian integers (host-independent values)
+        raw = memoryview(stream.words(chunk)).cast("B")
         filled = _field.stream_accumulate(raw, lim, negate, acc, filled, p)
     return acc
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..exceptions import CapacityError, InvalidInputError, ProtocolError
 from ._codec import Codec
-from ._crypto import (SCMA_TAG, StreamBuffers, add_mod, add_stream, new_private_key,
+from ._crypto import (SCMA_TAG, add_mod, add_stream, new_private_key,
                       pair_seed, public_bytes)
 from ._messages import KeyMessage, RosterMessage, RoundMessage, SyndromeMessage
 
@@ -132,14 +132,13 @@ class ScmaClient:
         P = self.params
         n, p = P.message_words, P.modulus
         acc = np.zeros(n, dtype=np.uint64)
-        bufs = StreamBuffers(n)
         for other in participants:
             if other == self.client_id:
                 continue
             if other not in self._seeds:
                 raise ProtocolError(f"participant {other} is not in the roster")
             add_stream(acc, self._seeds[other], round_, SCMA_TAG, p,
-                       negate=self.client_id > other, buffers=bufs)
+                       negate=self.client_id > other)
         return acc
 
     def precompute_mask(self, round_, participants):
