@@ -227,29 +227,32 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
     s.X, s.ids, s.eps = X, ids, eps
     s.alive = np.ones(n, dtype=bool)
     s.n_alive = n
-    s.order = np.argsort(ids, kind="stable")
+    s.order = (np.arange(n) if n < 2 or (ids[1:] > ids[:-1]).all()
+               else np.argsort(ids, kind="stable"))
     s.ids_sorted = ids[s.order]
     s.seeds = _race_seeding(X, ids, k, key) if seeds is None else seeds
     s.seed_ids = ids[s.seeds].copy()
-    s.maxabs = np.abs(X).max(axis=0).astype(np.float64)
+    s.maxabs = np.maximum(X.max(axis=0), -X.min(axis=0)).astype(np.float64)
     centers = X[s.seeds].astype(np.float64)
     ws = _LloydWorkspace(X, None, k, 1, pack=n >= 4096)
     s.C, s.bins, s.sums, s.counts, s.loss = [centers], [None], [], [], []
     s.labels, s.mind, s.dens, s.raw = [], [], [], [None]
     try:
-        sums, wsums, _ = ws.step(centers)
+        # losses: the kernel's sum of the distances (any summation order is
+        # covered by the error bounds loss_err below)
+        sums, wsums, loss = ws.step(centers)
         s.labels.append(ws.labels.copy())
         s.mind.append(ws.mind.copy())
         s.sums.append(sums)
         s.counts.append(wsums.round().astype(np.int64))
-        s.loss.append(math.fsum(ws.mind))
+        s.loss.append(loss)
         s.n_iter = 0
         for t in range(1, max_iter + 1):
             lat = Lattice(eps, phases[t - 1])
             c, den = _balanced_centroids(s.sums[-1], s.counts[-1], n, k, gamma, s.C[-1])
             bins = lat.quantize(c)
             C = lat.centers(bins)
-            sums, wsums, _ = ws.step(C)
+            sums, wsums, loss = ws.step(C)
             s.C.append(C)
             s.bins.append(bins)
             s.raw.append(c)
@@ -258,14 +261,15 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
             s.mind.append(ws.mind.copy())
             s.sums.append(sums)
             s.counts.append(wsums.round().astype(np.int64))
-            s.loss.append(math.fsum(ws.mind))
+            s.loss.append(loss)
             if not s.loss[-1] < s.loss[-2]:  # loss stopped decreasing: keep t - 1
                 break
             s.n_iter = t
     finally:
         ws.close()
     s.n_run = len(s.C) - 1  # iterations computed (the last may be rejected)
-    # error-bound coefficients of the memoized float sums (see QKMeans Notes)
+    # error-bound coefficients of the memoized float sums (see QKMeans Notes);
+    # 4 (n + 2) u L bounds the error of any float summation order of n terms
     s.sum_err = [1.01 * _U * (m.astype(np.float64) ** 2 + 1) for m in s.counts]
     s.loss_err = [4.0 * (n + 2) * _U * L for L in s.loss]
     return s
