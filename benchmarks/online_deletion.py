@@ -80,8 +80,11 @@ def online_deletion(X, y, k, *, n_deletions=1000, max_iter=10, checkpoints=(0, 0
     results = {}
     marks = sorted({int(round(c * n_deletions)) for c in checkpoints})
     for name in estimators:
-        cls = {"QKMeans": QKMeans, "DCKMeans": DCKMeans}[name]
-        model = cls(k, max_iter=max_iter, random_state=seed)
+        # "DCKMeans:3" is DCKMeans(n_init=3)
+        base, _, n_init = name.partition(":")
+        cls = {"QKMeans": QKMeans, "DCKMeans": DCKMeans}[base]
+        extra = {"n_init": int(n_init)} if n_init else {}
+        model = cls(k, max_iter=max_iter, random_state=seed, **extra)
         t0 = time.perf_counter()
         model.fit(X)
         train = time.perf_counter() - t0
@@ -121,10 +124,13 @@ def main(argv=None):
     p.add_argument("--max-iter", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", default=None, help="save amortized runtime plot to this file")
+    p.add_argument("--estimators", default="QKMeans,DCKMeans",
+                   help="comma-separated; DCKMeans:3 means DCKMeans(n_init=3)")
     a = p.parse_args(argv)
     X, y, k = load(a.dataset, a.seed)
     res = online_deletion(X, y, k, n_deletions=min(a.n_deletions, X.shape[0] - k),
-                          max_iter=a.max_iter, seed=a.seed)
+                          max_iter=a.max_iter, seed=a.seed,
+                          estimators=tuple(a.estimators.split(",")))
     print(f"dataset={a.dataset} n={X.shape[0]} d={X.shape[1]} k={k} "
           f"deletions={a.n_deletions} max_iter={a.max_iter}")
     for name, r in res.items():

@@ -613,18 +613,25 @@ class QKMeans(BaseEstimator):
 # DC-k-means
 # ----------------------------------------------------------------------------
 
-def _node_kmeans(X, w, ids, k, key, max_iter):
+def _node_kmeans(X, w, ids, k, key, max_iter, n_init=1):
     """Weighted k-means (race seeding + Lloyd) of one node; deterministic.
 
-    ``w`` None means unit weights.  Fewer than ``k`` items are returned as
-    they are."""
+    ``w`` None means unit weights.  With ``n_init > 1`` the run of lowest
+    inertia among ``n_init`` seedings (keys derived from ``key``; ties to the
+    first) is kept.  Fewer than ``k`` items are returned as they are."""
     if X.shape[0] <= k:
         return (X.astype(np.float64), np.ones(X.shape[0]) if w is None
                 else w.astype(np.float64))
-    seeds = _race_seeding(X, ids, k, key)
-    # one C call for the whole Lloyd run (no per-step overhead)
-    C, labels, _, _, _ = _lloyd.lloyd_loop(np.ascontiguousarray(X, dtype=np.float64),
-                                           X[seeds], w, max_iter, 0.0)
+    X64 = np.ascontiguousarray(X, dtype=np.float64)
+    best = None
+    for i in range(n_init):
+        key_i = key if i == 0 else int(_keyed_uniform(key, [i], 2 ** 42)[0] * 2 ** 53)
+        seeds = _race_seeding(X64, ids, k, key_i)
+        # one C call for the whole Lloyd run (no per-step overhead)
+        C, labels, _, inertia, _ = _lloyd.lloyd_loop(X64, X64[seeds], w, max_iter, 0.0)
+        if best is None or inertia < best[2]:
+            best = (C, labels, inertia)
+    C, labels, _ = best
     mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
     return C, mass
 
@@ -652,6 +659,12 @@ class DCKMeans(BaseEstimator):
         branching factor ``w``.
     max_iter : int, default=10
         Lloyd iterations at each node.
+    n_init : int, default=1
+        k-means runs (keyed seedings) per node, the one of lowest inertia
+        kept.  One run is Ginart et al.'s algorithm; k-means++ alone misses
+        a cluster fairly often in high dimension (unit-variance clusters in
+        d = 25: about a third of the leaves of the benchmark), which pulls
+        the root centers; ``n_init=3`` trades deletion time for quality.
     random_state : None, int, SeedSequence or Generator
 
     Attributes
@@ -682,18 +695,20 @@ class DCKMeans(BaseEstimator):
     True
     """
 
-    def __init__(self, n_clusters, *, n_leaves="auto", height=1, max_iter=10,
+    def __init__(self, n_clusters, *, n_leaves="auto", height=1, max_iter=10, n_init=1,
                  random_state=None):
         self.n_clusters = n_clusters
         self.n_leaves = n_leaves
         self.height = height
         self.max_iter = max_iter
+        self.n_init = n_init
         self.random_state = random_state
 
     def _check_params(self, n):
         k = check_n_clusters(self.n_clusters, n)
         h = check_int(self.height, "height", 1)
         max_iter = check_int(self.max_iter, "max_iter", 1)
+        self._n_init = check_int(self.n_init, "n_init", 1)
         L = self.n_leaves
         if isinstance(L, str):
             if L != "auto":
@@ -760,7 +775,7 @@ class DCKMeans(BaseEstimator):
         rows = self._leaf_rows[j]
         X = self._X[rows]
         return _node_kmeans(X, None, self._ids[rows], self._k,
-                            self._node_key(0, j), self._max_iter)
+                            self._node_key(0, j), self._max_iter, self._n_init)
 
     def _node_fit(self, l, j):
         kids = self._levels[l - 1][j * self._w:(j + 1) * self._w]
@@ -769,7 +784,7 @@ class DCKMeans(BaseEstimator):
         keep = m > 0
         C, m = np.ascontiguousarray(C[keep]), m[keep]
         return _node_kmeans(C, m, np.arange(C.shape[0]), self._k,
-                            self._node_key(l, j), self._max_iter)
+                            self._node_key(l, j), self._max_iter, self._n_init)
 
     def _node_key(self, l, j):
         return int(_keyed_uniform(self._key, [l * (1 << 32) + j], 2 ** 41)[0] * 2 ** 53)
