@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exceptions import InvalidInputError, MessageFormatError
+from ..exceptions import InvalidInputError, MessageFormatError, ProtocolError
 from ._params import MODES, ScmaParams
 
 MAGIC = b"PFKM"
@@ -288,3 +288,24 @@ class SyndromeMessage:
     def size(n_words):
         """Bytes of a message carrying ``n_words`` field elements."""
         return HEADER_BYTES + 4 + 8 * n_words
+
+
+def check_round_message(msg, cls, run_id, open_round):
+    """Validate a client's message for the open round of a server (no size
+    check): type, run, round number, participant, first message.  Returns
+    the dict of messages received so far in the round.  Raises
+    :class:`ProtocolError`."""
+    if not isinstance(msg, cls):
+        raise ProtocolError(f"expected a {cls.__name__}")
+    if msg.run_id != run_id:
+        raise ProtocolError(f"{cls.__name__} of another run")
+    if open_round is None:
+        raise ProtocolError("no round is open")
+    rmsg, got = open_round
+    if msg.round != rmsg.round:
+        raise ProtocolError(f"message for round {msg.round}, the open round is {rmsg.round}")
+    if msg.sender not in rmsg.participants:
+        raise ProtocolError(f"client {msg.sender} is not a participant of round {rmsg.round}")
+    if msg.sender in got:
+        raise ProtocolError(f"duplicate message from client {msg.sender}")
+    return got

@@ -57,6 +57,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from ..exceptions import CapacityError, InvalidInputError, MessageFormatError, ProtocolError
 from ._crypto import new_private_key, pair_seed, public_bytes
 from ._messages import (HEADER_BYTES, SERVER_ID, KeyMessage, RoundMessage, _check_id,
+                        check_round_message,
                         _check_run_id, _expect_len, _pack_header, _unpack_header)
 
 __all__ = [
@@ -634,19 +635,7 @@ class MsaServer:
         return msg
 
     def receive(self, msg):
-        if not isinstance(msg, MaskedVectorMessage):
-            raise ProtocolError("expected a MaskedVectorMessage")
-        if msg.run_id != self.run_id:
-            raise ProtocolError("masked vector of another run")
-        if self._open is None:
-            raise ProtocolError("no round is open")
-        rmsg, got = self._open
-        if msg.round != rmsg.round:
-            raise ProtocolError(f"message for round {msg.round}, the open round is {rmsg.round}")
-        if msg.sender not in rmsg.participants:
-            raise ProtocolError(f"client {msg.sender} is not a participant")
-        if msg.sender in got:
-            raise ProtocolError(f"duplicate message from client {msg.sender}")
+        got = check_round_message(msg, MaskedVectorMessage, self.run_id, self._open)
         if msg.payload.size != self._n_words:
             raise ProtocolError(f"client {msg.sender}: {msg.payload.size} words, "
                                 f"expected {self._n_words}")

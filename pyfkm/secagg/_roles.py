@@ -8,7 +8,8 @@ from ..exceptions import CapacityError, InvalidInputError, ProtocolError
 from ._codec import Codec
 from ._crypto import (SCMA_TAG, add_mod, add_stream, new_private_key,
                       pair_seed, public_bytes)
-from ._messages import KeyMessage, RosterMessage, RoundMessage, SyndromeMessage
+from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage,
+                        check_round_message)
 
 
 def _sorted_rows(bins, counts):
@@ -267,19 +268,7 @@ class ScmaServer:
         return msg
 
     def receive(self, msg):
-        if not isinstance(msg, SyndromeMessage):
-            raise ProtocolError("expected a SyndromeMessage")
-        if msg.run_id != self.run_id:
-            raise ProtocolError("syndrome message of another run")
-        if self._open is None:
-            raise ProtocolError("no round is open")
-        rmsg, got = self._open
-        if msg.round != rmsg.round:
-            raise ProtocolError(f"message for round {msg.round}, the open round is {rmsg.round}")
-        if msg.sender not in rmsg.participants:
-            raise ProtocolError(f"client {msg.sender} is not a participant of round {rmsg.round}")
-        if msg.sender in got:
-            raise ProtocolError(f"duplicate message from client {msg.sender}")
+        got = check_round_message(msg, SyndromeMessage, self.run_id, self._open)
         if msg.modulus != self.params.modulus or msg.payload.size != self.params.message_words:
             raise ProtocolError(
                 f"client {msg.sender}: message for another modulus or size "
