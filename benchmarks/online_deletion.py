@@ -80,10 +80,11 @@ def online_deletion(X, y, k, *, n_deletions=1000, max_iter=10, checkpoints=(0, 0
     results = {}
     marks = sorted({int(round(c * n_deletions)) for c in checkpoints})
     for name in estimators:
-        # "DCKMeans:3" is DCKMeans(n_init=3)
-        base, _, n_init = name.partition(":")
+        # "DCKMeans[n_local_trials=1]" passes keyword arguments (ints)
+        base, _, kw = name.partition("[")
         cls = {"QKMeans": QKMeans, "DCKMeans": DCKMeans}[base]
-        extra = {"n_init": int(n_init)} if n_init else {}
+        extra = {key: int(v) for key, v in (item.split("=") for item in
+                                            kw.rstrip("]").split(",") if item)}
         model = cls(k, max_iter=max_iter, random_state=seed, **extra)
         t0 = time.perf_counter()
         model.fit(X)
@@ -125,12 +126,13 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", default=None, help="save amortized runtime plot to this file")
     p.add_argument("--estimators", default="QKMeans,DCKMeans",
-                   help="comma-separated; DCKMeans:3 means DCKMeans(n_init=3)")
+                   help="semicolon-separated; DCKMeans[n_local_trials=1,n_init=3] "
+                        "passes keyword arguments")
     a = p.parse_args(argv)
     X, y, k = load(a.dataset, a.seed)
     res = online_deletion(X, y, k, n_deletions=min(a.n_deletions, X.shape[0] - k),
                           max_iter=a.max_iter, seed=a.seed,
-                          estimators=tuple(a.estimators.split(",")))
+                          estimators=tuple(a.estimators.split(";")))
     print(f"dataset={a.dataset} n={X.shape[0]} d={X.shape[1]} k={k} "
           f"deletions={a.n_deletions} max_iter={a.max_iter}")
     for name, r in res.items():

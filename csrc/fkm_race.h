@@ -26,14 +26,24 @@ double fkm_race_uniform(uint64_t key, int64_t id, uint64_t step);
  * 0 for excluded rows).  When every remaining point coincides with a seed,
  * the next seed is the unchosen eligible row with the smallest E_ij.
  * Ties are broken by the lowest position.
- * Returns FKM_EDOM when fewer than k rows are eligible, FKM_ENONFINITE when
- * a squared distance is not finite.  Assumes n, d, k >= 1 (unchecked).
+ *
+ * n_trials > 1 is greedy k-means++ (as scikit-learn's): each step runs
+ * n_trials independent races (trial 0 is the plain race's draw) and keeps
+ * the candidate that minimises the potential sum_i min(D_i^2, |x_i - c|^2)
+ * (ties to the lowest trial).  Removing any point can then change the seeds,
+ * so only the plain race (n_trials = 1) suits certified deletion.
+ * Returns FKM_EDOM when fewer than k rows are eligible or n_trials is
+ * outside [1, FKM_RACE_MAX_TRIALS], FKM_ENONFINITE when a squared distance
+ * is not finite.  Assumes n, d, k >= 1 (unchecked).
  */
+#define FKM_RACE_MAX_TRIALS 16
 int fkm_race_seeding_f64(fkm_index_t *seeds, double *d2, const double *X,
                          const int64_t *ids, const uint8_t *excluded,
-                         fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key);
+                         fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
+                         fkm_index_t n_trials);
 int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
                          const int64_t *ids, const uint8_t *excluded,
-                         fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key);
+                         fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
+                         fkm_index_t n_trials);
 
 #endif /* FKM_RACE_H */

@@ -67,6 +67,11 @@ def test_errors_bad_params():
         DCKMeans(2, n_leaves=3).fit(X)
     with pytest.raises(InvalidInputError):
         DCKMeans(2, n_leaves=8, height=2).fit(X)
+    for bad in ("greedy", 0, 1.5):
+        with pytest.raises(InvalidInputError, match="n_local_trials"):
+            DCKMeans(2, n_local_trials=bad).fit(X)
+    with pytest.raises(InvalidInputError, match="n_init"):
+        DCKMeans(2, n_init=0).fit(X)
     with pytest.raises(NotFittedError):
         QKMeans(2).delete(0)
     with pytest.raises(NotFittedError):
@@ -113,8 +118,9 @@ def test_auto_heuristics():
     assert auto_n_leaves(1000) == 8  # 1000^0.3 = 7.9
 
 
-def _race_reference(X, ids, k, key, alive=None):
-    """Plain numpy twin of the C race seeding (csrc/fkm_race.c)."""
+def _race_reference(X, ids, k, key, alive=None, n_trials=1):
+    """Plain numpy twin of the C race seeding (csrc/fkm_race.c); greedy
+    k-means++ (the lowest potential among n_trials races) when n_trials > 1."""
     M = np.uint64(0xFFFFFFFFFFFFFFFF)
 
     def mix(z):
@@ -136,10 +142,20 @@ def _race_reference(X, ids, k, key, alive=None):
     seeds = [int(np.argmin(E))]
     D2 = ((X - X[seeds[0]]) ** 2).sum(1)
     for j in range(1, k):
+        cands = []
+        for t in range(n_trials):
+            with np.errstate(divide="ignore"):
+                score = np.where((D2 > 0) & ~out,
+                                 expo(j + (t << 32)) / np.where(D2 > 0, D2, 1), np.inf)
+            cands.append(int(np.argmin(score)))
+        i = cands[0]
+        if n_trials > 1 and np.isfinite(score[i]):
+            pots = [np.where(out, 0, np.minimum(D2, ((X - X[c]) ** 2).sum(1))).sum()
+                    for c in cands]
+            i = cands[int(np.argmin(pots))]
         with np.errstate(divide="ignore"):
             score = np.where((D2 > 0) & ~out, expo(j) / np.where(D2 > 0, D2, 1), np.inf)
-        i = int(np.argmin(score))
-        if not np.isfinite(score[i]):
+        if not np.isfinite(score[cands[0]]):
             E = expo(j)
             E[out] = np.inf
             E[seeds] = np.inf
@@ -172,12 +188,41 @@ def test_race_seeding_kernel_matches_numpy_reference():
                 _race_reference(X32.astype(np.float64), ids, k, key, alive))
 
 
+def test_greedy_race_seeding_matches_numpy_reference():
+    rng = np.random.default_rng(6)
+    for t in range(100):
+        n = int(rng.integers(2, 50))
+        d = int(rng.integers(1, 5))
+        k = int(rng.integers(1, min(n, 6) + 1))
+        X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, size=d)
+        ids = rng.permutation(500)[:n].astype(np.int64)
+        key = int(rng.integers(0, 2 ** 63))
+        trials = int(rng.integers(2, 5))
+        got = deletion._race_seeding(X, ids, k, key, n_trials=trials)
+        np.testing.assert_array_equal(got, _race_reference(X, ids, k, key, n_trials=trials))
+    # greedy lowers the mean potential after the seeding (3 well-separated
+    # groups in 20-D where plain k-means++ often puts two seeds in one group)
+    X = np.concatenate([rng.normal(size=(60, 20)) + 6 * e for e in np.eye(3, 20)])
+    ids = np.arange(180)
+
+    def pot(s):
+        return ((X[:, None, :] - X[s][None]) ** 2).sum(-1).min(1).sum()
+
+    plain = np.mean([pot(deletion._race_seeding(X, ids, 3, key)) for key in range(200)])
+    greedy = np.mean([pot(deletion._race_seeding(X, ids, 3, key, n_trials=3))
+                      for key in range(200)])
+    assert greedy < 0.9 * plain
+
+
 def test_race_seeding_kernel_errors():
     from pyfkm._core import _seeding
     X = np.zeros((3, 2))
     ids = np.arange(3, dtype=np.int64)
     with pytest.raises(InvalidInputError, match="domain"):  # fewer eligible rows than k
         _seeding.race_seeding(X, ids, 2, 1, np.array([1, 1, 0], bool))
+    for bad in (0, 17):
+        with pytest.raises(InvalidInputError, match="domain"):
+            _seeding.race_seeding(X, ids, 2, 1, None, bad)
     X[1, 0] = np.inf
     with pytest.raises(InvalidInputError, match="infinity"):
         _seeding.race_seeding(X, ids, 2, 1)

@@ -164,10 +164,12 @@ cdef extern from "fkm_race.h" nogil:
     double fkm_race_uniform(uint64_t key, int64_t id, uint64_t step)
     int fkm_race_seeding_f64(fkm_index_t *seeds, double *d2, const double *X,
                              const int64_t *ids, const uint8_t *excluded,
-                             fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key)
+                             fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
+                             fkm_index_t n_trials)
     int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
                              const int64_t *ids, const uint8_t *excluded,
-                             fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key)
+                             fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
+                             fkm_index_t n_trials)
 
 cdef extern from "fkm_lloyd_loop.h" nogil:
     int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,

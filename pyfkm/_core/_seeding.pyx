@@ -77,11 +77,12 @@ def seed(object X, object sample_weight, fkm_index_t k, object generator):
 
 
 def race_seeding(object X, const int64_t[::1] ids, fkm_index_t k, uint64_t key,
-                 object excluded=None):
+                 object excluded=None, fkm_index_t n_trials=1):
     """Exponential-race D^2 seeding keyed by ``ids`` (csrc/fkm_race.h).
 
     ``X`` is C-contiguous float32/float64 (n, d); ``excluded`` an optional
-    bool/uint8 array of rows that take no part.  Returns (seeds int64[k],
+    bool/uint8 array of rows that take no part; ``n_trials > 1`` is greedy
+    k-means++.  Returns (seeds int64[k],
     d2 float64[n]: squared distance of every row to its nearest seed).
     """
     cdef fkm_index_t n = X.shape[0], d = X.shape[1]
@@ -105,12 +106,12 @@ def race_seeding(object X, const int64_t[::1] ids, fkm_index_t k, uint64_t key,
         x64 = X
         with nogil:
             status = fkm_race_seeding_f64(&sv[0], &dv[0], &x64[0, 0], &ids[0], exp_,
-                                          n, d, k, key)
+                                          n, d, k, key, n_trials)
     else:
         x32 = X
         with nogil:
             status = fkm_race_seeding_f32(&sv[0], &dv[0], &x32[0, 0], &ids[0], exp_,
-                                          n, d, k, key)
+                                          n, d, k, key, n_trials)
     check_status(status, "race seeding")
     return seeds, d2
 
