@@ -560,6 +560,27 @@ static inline double tree_pair(const double *a, const double *b, fkm_index_t d)
     return s;
 }
 
+/* out[j - lo] = squared distance of x to position j in [lo, lo + m), from
+ * the transposed points (stride n): the terms and order of tree_pair. */
+static inline __attribute__((always_inline)) void
+seg_sqdist_d(double *out, const double *x, const double *XT, fkm_index_t n,
+             fkm_index_t lo, fkm_index_t m, fkm_index_t D)
+{
+    const double *y0 = XT + lo;
+    for (fkm_index_t j = 0; j < m; ++j) {
+        double u = y0[j] - x[0];
+        out[j] = 0.0 + u * u;
+    }
+    for (fkm_index_t c = 1; c < D; ++c) {
+        const double *yc = XT + c * n + lo;
+        const double xc = x[c];
+        for (fkm_index_t j = 0; j < m; ++j) {
+            double u = yc[j] - xc;
+            out[j] += u * u;
+        }
+    }
+}
+
 /* Lower bound on tree_pair(x, p) for every p in the box of node v. */
 static inline double box_min(const fkm_kctree_t *T, fkm_index_t v, const double *x)
 {
@@ -706,19 +727,30 @@ int fkm_kctree_build(fkm_kctree_t **out, const double *X, fkm_index_t n,
     return FKM_OK;
 }
 
+/* *best = min(*best, squared distances of x to the positions of leaf v
+ * other than i). */
+FKM_HOT static void leaf_nn(const fkm_kctree_t *T, fkm_index_t v, fkm_index_t i,
+                            const double *x, double *best)
+{
+    double buf[FKM_KCTREE_LEAF];
+    const fkm_index_t lo = T->start[v], m = T->end[v] - lo;
+#define FKM_SEG(DD) seg_sqdist_d(buf, x, T->XT, T->n, lo, m, DD)
+    FKM_WITH_CONST_D(T->d, FKM_SEG)
+#undef FKM_SEG
+    double b = *best;
+    for (fkm_index_t j = 0; j < m; ++j)
+        if (lo + j != i && buf[j] < b)
+            b = buf[j];
+    *best = b;
+}
+
 /* Nearest other point of position i: *best = min(*best, distances). */
 static void tree_nn_node(const fkm_kctree_t *T, fkm_index_t v, fkm_index_t i,
                          double *best)
 {
     const double *x = T->X + i * T->d;
     if (T->left[v] < 0) {
-        for (fkm_index_t j = T->start[v]; j < T->end[v]; ++j) {
-            if (j == i)
-                continue;
-            double s = tree_pair(x, T->X + j * T->d, T->d);
-            if (s < *best)
-                *best = s;
-        }
+        leaf_nn(T, v, i, x, best);
         return;
     }
     fkm_index_t a = T->left[v], b = T->right[v];
@@ -822,27 +854,6 @@ static inline void box_pair(const fkm_kctree_t *T, fkm_index_t a, fkm_index_t b,
     }
     *mn = s;
     *mx = S;
-}
-
-/* out[j - lo] = squared distance of x to position j in [lo, lo + m), from
- * the transposed points (stride n): the terms and order of tree_pair. */
-static inline __attribute__((always_inline)) void
-seg_sqdist_d(double *out, const double *x, const double *XT, fkm_index_t n,
-             fkm_index_t lo, fkm_index_t m, fkm_index_t D)
-{
-    const double *y0 = XT + lo;
-    for (fkm_index_t j = 0; j < m; ++j) {
-        double u = y0[j] - x[0];
-        out[j] = 0.0 + u * u;
-    }
-    for (fkm_index_t c = 1; c < D; ++c) {
-        const double *yc = XT + c * n + lo;
-        const double xc = x[c];
-        for (fkm_index_t j = 0; j < m; ++j) {
-            double u = yc[j] - xc;
-            out[j] += u * u;
-        }
-    }
 }
 
 /* Leaf pair (a, b), a before b or a == b: for every pair (i in a, j in b),
