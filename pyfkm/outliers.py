@@ -527,8 +527,8 @@ class DistributedKZCenter(_KZBase):
     random_state : None, int, SeedSequence or Generator
         Only picks the anchor point of the diameter estimate.
     executor : concurrent.futures.Executor or None
-        Runs each machine's work (threads share each machine's distance
-        matrix across guesses; process executors rebuild it per task).
+        Runs each machine's work (threads share each machine's KD-tree
+        index across guesses; process executors rebuild it per task).
 
     Attributes
     ----------
