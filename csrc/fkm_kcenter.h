@@ -103,4 +103,43 @@ int fkm_kcenter_greedy(fkm_index_t *centers, fkm_index_t *n_centers,
 int fkm_kcenter_nn(double *nn, const float *F, const double *X,
                    fkm_index_t n, fkm_index_t d);
 
+/* ------------------------------------------------------------------ index
+ * fkm_kctree_t: a KD-tree over the n points of one machine, built once and
+ * reused for every radius guess (Guo & Li's machines answer one query per
+ * guess).  Nodes split at the median position along their widest
+ * coordinate (balanced whatever the values); each node keeps the tight
+ * bounding box of its points.  Ball decisions stay exact: the box bounds
+ * are computed with the same per-coordinate differences, squares and
+ * coordinate-order sums as a pair's squared distance, and floating-point
+ * subtraction, squaring of nonnegatives and addition are monotone, so the
+ * computed lower (upper) bound of a box never exceeds (falls below) the
+ * computed squared distance of any of its points.  A node is skipped only
+ * when its lower bound exceeds the threshold and counted whole only when
+ * its upper bound is within it; otherwise each point is decided with its
+ * double squared distance, bit-identical to fkm_kcenter_sqdist. */
+typedef struct fkm_kctree fkm_kctree_t;
+
+/* fkm_kctree_build: *out = a new index of X (n x d, copied).  n >= 1,
+ * d >= 1.  Returns FKM_OK, FKM_EDOM, FKM_ENOMEM or FKM_ENONFINITE (the
+ * squared diagonal of the bounding box overflows, so some distance might;
+ * callers then use the matrix-free kernels above).  Free with
+ * fkm_kctree_free.  Assumes without checking: finite X. */
+int fkm_kctree_build(fkm_kctree_t **out, const double *X, fkm_index_t n,
+                     fkm_index_t d);
+
+/* fkm_kctree_free: releases T (NULL is allowed). */
+void fkm_kctree_free(fkm_kctree_t *T);
+
+/* fkm_kctree_nn: as fkm_kcenter_nn on the indexed points (nn OUT, n, in the
+ * original order).  Returns FKM_OK or FKM_ENOMEM. */
+int fkm_kctree_nn(double *nn, const fkm_kctree_t *T);
+
+/* fkm_kctree_aggregate: as fkm_kcenter_aggregate on the indexed points (same
+ * outputs, same picks, indices in the original order), with ball counts
+ * from the tree. */
+int fkm_kctree_aggregate(fkm_index_t *reps, int64_t *weights,
+                         fkm_index_t *n_reps, uint8_t *remaining,
+                         const fkm_kctree_t *T, double t2, double t4,
+                         double y, fkm_index_t max_reps);
+
 #endif /* FKM_KCENTER_H */

@@ -28,7 +28,7 @@ import numpy as np
 from ._base import BaseEstimator
 from ._core import _kcenter
 from ._validation import check_array, check_features, check_int
-from .exceptions import InvalidInputError
+from .exceptions import InvalidInputError, NumericalError
 from .rng import as_generator
 
 __all__ = ["DistributedKZCenter", "KZCenter", "MalkomesKZCenter", "GuhaKZCenter",
@@ -220,25 +220,41 @@ class CommunicationReport:
 # ----------------------------------------------------------------- machines
 
 class _Machine:
-    """One machine's data and its squared-distance matrix (computed once,
-    reused for every guess; not pickled, so process executors rebuild it)."""
+    """One machine's data and its index, built once and reused for every
+    guess (not pickled, so process executors rebuild it): a KD-tree
+    (:class:`pyfkm._core._kcenter.Tree`) for the nearest-neighbour summary
+    and the aggregating, and the squared-distance matrix only for the
+    baselines' local greedy.  Both give exact, identical decisions."""
 
     def __init__(self, X):
         self.X = X
         self._D = None
+        self._T = None
 
     def __getstate__(self):
-        return {"X": self.X, "_D": None}
+        return {"X": self.X, "_D": None, "_T": None}
 
     def _dist(self):
         if self._D is None and self.X.shape[0] <= _MATRIX_MAX_N:
             self._D = _kcenter.Matrix(self.X)
         return self._D
 
+    def _tree(self):
+        """The KD-tree, or None when some squared distance might overflow
+        (the matrix-free kernels then report it exactly)."""
+        if self._T is None:
+            try:
+                self._T = _kcenter.Tree(self.X)
+            except NumericalError:
+                self._T = False
+        return self._T or None
+
     def nn_summary(self, n_quantiles):
         """Sorted nearest-neighbour distances at ranks ceil(q n / Q) (1-based)."""
         n = self.X.shape[0]
-        nn = np.sort(np.sqrt(_kcenter.nn_sqdist(self.X, self._dist())))
+        T = self._tree()
+        nn2 = T.nn_sqdist() if T is not None else _kcenter.nn_sqdist(self.X, self._dist())
+        nn = np.sort(np.sqrt(nn2))
         ranks = np.unique(np.ceil(np.arange(1, n_quantiles + 1) * n / n_quantiles)
                           .astype(np.int64))
         return ranks, nn[ranks - 1]
@@ -248,8 +264,12 @@ class _Machine:
         return float(np.sqrt(mind.max()))
 
     def aggregate(self, L, y, max_reps):
-        reps, w, _, stopped = _kcenter.aggregate(
-            self.X, self._dist(), (2.0 * L) ** 2, (4.0 * L) ** 2, y, max_reps)
+        T = self._tree()
+        if T is not None:
+            reps, w, _, stopped = T.aggregate((2.0 * L) ** 2, (4.0 * L) ** 2, y, max_reps)
+        else:
+            reps, w, _, stopped = _kcenter.aggregate(
+                self.X, self._dist(), (2.0 * L) ** 2, (4.0 * L) ** 2, y, max_reps)
         return self.X[reps], w, stopped
 
     def local_greedy(self, L, k):
@@ -507,8 +527,8 @@ class DistributedKZCenter(_KZBase):
     random_state : None, int, SeedSequence or Generator
         Only picks the anchor point of the diameter estimate.
     executor : concurrent.futures.Executor or None
-        Runs each machine's work (threads share each machine's distance
-        matrix across guesses; process executors rebuild it per task).
+        Runs each machine's work (threads share each machine's KD-tree
+        index across guesses; process executors rebuild it per task).
 
     Attributes
     ----------

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pyfkm._core import _kcenter
-from pyfkm.exceptions import InvalidInputError, NotFittedError
+from pyfkm.exceptions import InvalidInputError, NotFittedError, NumericalError
 from pyfkm.outliers import (DistributedKZCenter, GuhaKZCenter, KZCenter,
                             MalkomesKZCenter, UniformSamplingKZCenter,
                             count_outliers, kzcenter_radius, make_noisy_blobs)
@@ -227,6 +227,74 @@ def test_kernel_status_codes():
         _kcenter.greedy(Y, None, np.array([1, -1, 1], dtype=np.int64), 1.0, 4.0, 1)
     with pytest.raises(InvalidInputError):
         _kcenter.aggregate(Y, None, 4.0, 1.0, 0.0, 3)  # t2 > t4
+
+
+def test_tree_bad_input_and_status():
+    with pytest.raises(ValueError):
+        _kcenter.Tree(np.zeros((0, 2)))
+    with pytest.raises(InvalidInputError):
+        _kcenter.Tree(np.zeros((3, 1))).aggregate(4.0, 1.0, 0.0, 3)  # t2 > t4
+    with pytest.raises(InvalidInputError):
+        _kcenter.Tree(np.zeros((3, 1))).aggregate(1.0, 4.0, 0.0, -1)
+    # distances that may overflow: the index refuses (machines fall back)
+    with pytest.raises(NumericalError):
+        _kcenter.Tree(np.array([[0.0], [1e200]]))
+
+
+def _tree_case(rng, kind):
+    """Points in 1..6 dimensions, enough for several tree levels: Gaussian,
+    integer grids (duplicates, exact ties) or integers plus jitter below and
+    above float32 / float64 resolution (near ties)."""
+    n, d = int(rng.integers(1, 260)), int(rng.integers(1, 7))
+    if kind == 0:
+        return rng.normal(size=(n, d)) * rng.choice([0.3, 1.0, 4.0])
+    X = rng.integers(-3, 4, size=(n, d)).astype(float)
+    if kind == 2:
+        X += rng.choice([0.0, 1e-15, -1e-15, 1e-12, -3e-9, 3e-9], size=(n, d))
+    return X
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_tree_matches_reference(seed):
+    """The KD-tree kernels (box bounds, dual-tree counts, lazy picks) against
+    the numpy twins, with radii equal to some pairwise distance (exact ties
+    at the threshold) and jittered coordinates (near ties)."""
+    rng = np.random.default_rng(900 + seed)
+    X = _tree_case(rng, seed % 3)
+    n = len(X)
+    T = _kcenter.Tree(X)
+    DX = ref_sqdist(X, X)
+    np.fill_diagonal(DX, np.inf)
+    assert np.array_equal(T.nn_sqdist(), DX.min(axis=1))
+    np.fill_diagonal(DX, 0.0)
+    for _ in range(3):
+        # L with (2L)^2 exactly a pairwise squared distance when possible
+        t2 = float(rng.choice(DX.ravel()))
+        L = math.sqrt(t2) / 2 if t2 > 0 else float(rng.uniform(0.05, 1.0))
+        if (2 * L) ** 2 != t2:
+            L = float(rng.uniform(0.05, 1.0))
+        y = float(rng.choice([0.0, 1.0, 2.0, 3.7, 10.0]))
+        reps, ws, U = ref_aggregate(X, L, y)
+        r, w, rem, stopped = T.aggregate((2 * L) ** 2, (4 * L) ** 2, y, n)
+        assert not stopped
+        assert r.tolist() == reps and w.tolist() == ws and np.array_equal(rem, U)
+        if len(reps) > 1:
+            cap = len(reps) - 1
+            r, w, _, stopped = T.aggregate((2 * L) ** 2, (4 * L) ** 2, y, cap)
+            assert stopped and r.tolist() == reps[:cap] and w.tolist() == ws[:cap]
+
+
+def test_tree_identical_and_collinear_points():
+    X = np.ones((100, 3))  # one box of zero width, many leaves
+    T = _kcenter.Tree(X)
+    assert np.array_equal(T.nn_sqdist(), np.zeros(100))
+    r, w, rem, _ = T.aggregate(0.0, 0.0, 5.0, 100)
+    assert r.tolist() == [0] and w.tolist() == [100] and not rem.any()
+    X = np.repeat(np.arange(50.0), 2)[:, None] * np.array([[1.0, 0.0]])
+    reps, ws, U = ref_aggregate(X, 0.5, 2.0)
+    r, w, rem, _ = _kcenter.Tree(X).aggregate(1.0, 4.0, 2.0, 100)
+    assert r.tolist() == reps and w.tolist() == ws and np.array_equal(rem, U)
+    assert _kcenter.Tree(X[:1]).nn_sqdist()[0] == np.inf
 
 
 # ------------------------------------------------------------ centralized

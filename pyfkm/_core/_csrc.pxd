@@ -231,3 +231,13 @@ cdef extern from "fkm_kcenter.h" nogil:
                            double t_large, fkm_index_t k)
     int fkm_kcenter_nn(double *nn, const float *F, const double *X,
                        fkm_index_t n, fkm_index_t d)
+    ctypedef struct fkm_kctree_t:
+        pass
+    int fkm_kctree_build(fkm_kctree_t **out, const double *X, fkm_index_t n,
+                         fkm_index_t d)
+    void fkm_kctree_free(fkm_kctree_t *T)
+    int fkm_kctree_nn(double *nn, const fkm_kctree_t *T)
+    int fkm_kctree_aggregate(fkm_index_t *reps, int64_t *weights,
+                             fkm_index_t *n_reps, uint8_t *remaining,
+                             const fkm_kctree_t *T, double t2, double t4,
+                             double y, fkm_index_t max_reps)

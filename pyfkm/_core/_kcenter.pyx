@@ -13,7 +13,9 @@ from libc.stdint cimport int64_t, uint8_t
 from pyfkm._core._csrc cimport (fkm_index_t, fkm_kcenter_sqdist,
                                 fkm_kcenter_sqdist_f32,
                                 fkm_kcenter_nearest, fkm_kcenter_aggregate,
-                                fkm_kcenter_greedy, fkm_kcenter_nn)
+                                fkm_kcenter_greedy, fkm_kcenter_nn,
+                                fkm_kctree_t, fkm_kctree_build, fkm_kctree_free,
+                                fkm_kctree_nn, fkm_kctree_aggregate)
 from pyfkm._core._common cimport check_status
 
 
@@ -170,3 +172,59 @@ def nn_sqdist(const double[:, ::1] X, object D):
         status = fkm_kcenter_nn(&ov[0], Dp, &X[0, 0], n, d)
     check_status(status, "nearest neighbours")
     return out
+
+
+cdef class Tree:
+    """A KD-tree index of X (n >= 1 rows, copied), built once and reused for
+    every radius guess; its kernels decide every ball exactly (see
+    csrc/fkm_kcenter.h).  Raises FloatingPointError-like errors through
+    check_status when distances may overflow (use the matrix-free kernels
+    then)."""
+    cdef fkm_kctree_t *tree
+    cdef readonly fkm_index_t n
+
+    def __cinit__(self, const double[:, ::1] X):
+        cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+        cdef int status
+        self.tree = NULL
+        self.n = n
+        if n < 1 or d < 1:
+            raise ValueError("Tree needs at least one row and one column")
+        with nogil:
+            status = fkm_kctree_build(&self.tree, &X[0, 0], n, d)
+        check_status(status, "KD-tree index")
+
+    def __dealloc__(self):
+        fkm_kctree_free(self.tree)
+
+    def __reduce__(self):
+        raise TypeError("Tree is not picklable; rebuild it from the points")
+
+    def nn_sqdist(self):
+        """As :func:`nn_sqdist` on the indexed points."""
+        out = np.empty(self.n, dtype=np.float64)
+        cdef double[::1] ov = out
+        cdef int status
+        with nogil:
+            status = fkm_kctree_nn(&ov[0], self.tree)
+        check_status(status, "nearest neighbours")
+        return out
+
+    def aggregate(self, double t2, double t4, double y, fkm_index_t max_reps):
+        """As :func:`aggregate` on the indexed points (same results)."""
+        cdef fkm_index_t n = self.n
+        cdef fkm_index_t cap = max(min(n, max_reps), 1)
+        reps = np.empty(cap, dtype=np.int64)
+        weights = np.empty(cap, dtype=np.int64)
+        remaining = np.zeros(n, dtype=np.uint8)
+        cdef int64_t[::1] rv = reps, wv = weights
+        cdef uint8_t[::1] remv = remaining
+        cdef fkm_index_t nr = 0
+        cdef int status
+        with nogil:
+            status = fkm_kctree_aggregate(<fkm_index_t *>&rv[0], &wv[0], &nr,
+                                          &remv[0], self.tree, t2, t4, y, max_reps)
+        check_status(status, "aggregating")
+        stopped = nr > max_reps
+        nr = min(nr, max_reps)
+        return reps[:nr].copy(), weights[:nr].copy(), remaining.astype(bool), stopped
