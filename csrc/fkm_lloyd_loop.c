@@ -51,7 +51,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
     double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
     fkm_index_t *taken = malloc(sizeof(fkm_index_t) * (size_t)k);
     int32_t *prev = malloc(sizeof(int32_t) * (size_t)n);
-    unsigned char *empty = malloc((size_t)k);
+    unsigned char *empty = malloc((size_t)k), *lost = calloc((size_t)k, 1);
     double *wsums, total = 0.0;
     int status = FKM_OK;
     int pack = d <= FKM_LLOYD_PACK_MAX_D && n >= 4;
@@ -60,7 +60,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
     ws.hnorm = malloc(sizeof(double) * (size_t)(((k + 7) / 8) * 8));
     ws.shift = malloc(sizeof(double) * (size_t)d);
     ws.P = pack ? malloc(sizeof(double) * (size_t)(n * d)) : NULL;
-    if (!sums || !taken || !prev || !empty || !ws.ct || !ws.hnorm || !ws.shift || (pack && !ws.P)) {
+    if (!sums || !taken || !prev || !empty || !lost || !ws.ct || !ws.hnorm || !ws.shift || (pack && !ws.P)) {
         status = FKM_ENOMEM;
         goto done;
     }
@@ -85,7 +85,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
         for (j = 0; j < k; j++) empty[j] = !(wsums[j] > 0.0);
         for (j = 0; j < k; j++) {
             fkm_index_t far = -1;
-            double fd = -1.0, wi;
+            double fd = -1.0;
             const double *x;
             if (!empty[j]) continue;
             for (i = 0; i < n; i++) {
@@ -96,9 +96,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
             if (far < 0) continue;  /* more empty clusters than points */
             taken[n_taken++] = far;
             x = X + (size_t)far * (size_t)d;
-            wi = w ? w[far] : 1.0;
-            for (c = 0; c < d; c++) sums[(size_t)labels[far] * (size_t)d + c] -= wi * x[c];
-            wsums[labels[far]] -= wi;
+            lost[labels[far]] = 1;
             labels[far] = (int32_t)j;
             for (c = 0; c < d; c++) {  /* the empty cluster's center is the point */
                 double v = x[c], m = centers[(size_t)j * (size_t)d + c];
@@ -106,16 +104,29 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                 centers[(size_t)j * (size_t)d + c] = v;
             }
         }
+        /* a cluster that lost points: sums and weight again from its members
+         * (as the reference: no cancellation in running sums; weight exactly 0
+         * when only zero-weight points are left) */
+        for (j = 0; j < k; j++) {
+            double *sj = sums + (size_t)j * (size_t)d;
+            if (!lost[j]) continue;
+            for (c = 0; c < d; c++) sj[c] = 0.0;
+            wsums[j] = 0.0;
+            for (i = 0; i < n; i++) {
+                double wi = w ? w[i] : 1.0;
+                const double *xi = X + (size_t)i * (size_t)d;
+                if (labels[i] != (int32_t)j) continue;
+                for (c = 0; c < d; c++) sj[c] += wi * xi[c];
+                wsums[j] += wi;
+            }
+            lost[j] = 0;
+        }
         for (j = 0; j < k; j++) {
             double *m = centers + (size_t)j * (size_t)d;
             int skip = 0;
             for (q = 0; q < n_taken; q++) skip |= (labels[taken[q]] == (int32_t)j);
+            /* no weight left (all its points taken): keeps its center */
             if (skip || !(wsums[j] > 0.0)) continue;
-            if (n_taken) {  /* a cluster that gave away all its points keeps its center */
-                int has = 0;
-                for (i = 0; i < n && !has; i++) has = (labels[i] == (int32_t)j);
-                if (!has) continue;
-            }
             for (c = 0; c < d; c++) {
                 double v = sums[(size_t)j * (size_t)d + c] / wsums[j];
                 shift += (v - m[c]) * (v - m[c]);
@@ -150,5 +161,6 @@ done:
     free(taken);
     free(prev);
     free(empty);
+    free(lost);
     return status;
 }

@@ -125,24 +125,21 @@ def _new_centers(ws, centers, sums, wsums):
     if empty.size:
         order = np.argsort(-ws.mind, kind="stable")[:empty.size]
         X = ws.X
+        lost = set()
         for e, i in zip(empty, order):
-            old = ws.labels[i]
-            wi = 1.0 if ws.w.size == 0 else ws.w[i]
-            xi = X[i].astype(np.float64)
-            sums[old] -= wi * xi
-            wsums[old] -= wi
-            sums[e] = wi * xi
-            wsums[e] = wi
+            lost.add(int(ws.labels[i]))
             ws.labels[i] = e
             ws.mind[i] = 0.0
-            new[e] = xi
-        # A cluster that gave away all its points keeps its center (its
-        # leftover weight is rounding noise, not a mass).
-        counts = np.bincount(ws.labels, minlength=len(wsums))
-        wsums[counts == 0] = 0.0
-        for e in empty:
-            wsums[e] = max(wsums[e], np.finfo(float).tiny)
-            sums[e] = new[e] * wsums[e]
+            new[e] = X[i]
+        # A cluster that lost points: its sums and weight again from its
+        # members (no cancellation in running sums; weight exactly 0, so
+        # the center is kept, when only zero-weight points are left).
+        for j in lost - set(int(e) for e in empty):
+            members = ws.labels == j
+            wj = np.ones(int(members.sum())) if ws.w.size == 0 else ws.w[members]
+            sums[j] = wj @ X[members].astype(np.float64)
+            wsums[j] = wj.sum()
+        wsums[empty] = 0.0  # their centers are the taken points
     pos = wsums > 0
     new[pos] = sums[pos] / wsums[pos, None]
     return new, int(empty.size)

@@ -922,3 +922,27 @@ def test_lloyd_loop_errors():
         _lloyd.lloyd_loop(X, np.zeros((2, 2)), np.ones(2), 10, 0.0)
     with pytest.raises(pyfkm.NumericalError):
         _lloyd.lloyd_loop(np.array([[1e200], [-1e200]]), np.array([[0.0]]), None, 5, 0.0)
+
+
+@pytest.mark.parametrize("X, w, C0", [
+    # a cluster left with only a zero-weight point keeps its center (found by review)
+    ([[1.0], [-1.0563084650467296], [-7.387512930387672]], [0, 0.3, 1.1],
+     [[1.0], [100.0], [200.0]]),
+    ([[1.0], [5.3], [-6.7]], [0, 0.1, 0.2], [[1.0], [100.0], [200.0]]),
+    # means after a relocation come from the members (no running-sum cancellation)
+    ([[1.0], [1e16]], None, [[0.0], [-1e17]]),
+])
+@pytest.mark.parametrize("big", [False, True])
+def test_relocation_recomputes_means_from_members(X, w, C0, big):
+    # big: the same problem repeated to n >= 8192 points (the Python-driven path)
+    X, C0 = np.array(X), np.array(C0)
+    w = None if w is None else np.array(w, dtype=float)
+    if big:
+        reps = 8192 // len(X) + 1
+        X = np.repeat(X, reps, axis=0)
+        w = None if w is None else np.repeat(w, reps)
+    C, labels, inertia, n_iter = lloyd(X, C0, sample_weight=w, max_iter=1, tol=0.0)
+    rC, rlabels, rinertia, rn_iter = ref.lloyd(X, C0, sample_weight=w, max_iter=1, tol=0.0)
+    np.testing.assert_allclose(C, rC, rtol=1e-12)
+    np.testing.assert_array_equal(labels, rlabels)
+    assert inertia == pytest.approx(rinertia, rel=1e-9, abs=1e-9)
