@@ -371,8 +371,10 @@ int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
                           fkm_index_t max_reps)
 {
     *n_reps = 0;
-    if (n < 0 || d < 1 || max_reps < 0 || isnan(t2) || isnan(t4) ||
-        isnan(y) || t2 > t4)
+    /* t2, y >= 0: every pick then removes at least itself, so there are at
+     * most n picks (the caller's buffers hold min(n, max_reps)) */
+    if (n < 0 || d < 1 || max_reps < 0 || !(t2 >= 0.0) || isnan(t4) ||
+        !(y >= 0.0) || t2 > t4)
         return FKM_EDOM;
     if (n == 0)
         return FKM_OK;
@@ -969,7 +971,8 @@ int fkm_kctree_aggregate(fkm_index_t *reps, int64_t *weights,
                          double y, fkm_index_t max_reps)
 {
     *n_reps = 0;
-    if (max_reps < 0 || isnan(t2) || isnan(t4) || isnan(y) || t2 > t4)
+    /* t2, y >= 0: at most n picks (see fkm_kcenter_aggregate) */
+    if (max_reps < 0 || !(t2 >= 0.0) || isnan(t4) || !(y >= 0.0) || t2 > t4)
         return FKM_EDOM;
     const fkm_index_t n = T->n, d = T->d;
     fkm_tagg_t A;

@@ -65,7 +65,7 @@ int fkm_kcenter_nearest(double *mind, fkm_index_t *arg, const double *X,
  *     rows are computed from X
  * X   IN, n x d (always read: exact distances)
  * t2, t4: squared radii, 0 <= t2 <= t4; y: the threshold (a real number)
- * Returns FKM_OK, FKM_EDOM (n < 0, d < 1, max_reps < 0 or t2 > t4, or a
+ * Returns FKM_OK, FKM_EDOM (n < 0, d < 1, max_reps < 0, t2 < 0, y < 0 or t2 > t4, or a
  * NaN threshold), FKM_ENOMEM, or FKM_ENONFINITE (a distance computed on the
  * fly overflows).  Assumes without checking: F built from this X. */
 int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,

@@ -640,6 +640,11 @@ class DistributedKZCenter(_KZBase):
                 z_prime = (1.0 + eps) * z + float(w.sum()) - n
                 if z_prime < 0:
                     return None
+                if Q.shape[0] == 0:
+                    # nothing aggregated: z' >= 0 means n <= (1+eps)z, so
+                    # every point may be declared an outlier; one center
+                    # (any point) with radius 0 answers within budget
+                    return x0[None, :].copy(), 0.0
                 D = _kcenter.Matrix(Q) if Q.shape[0] <= _MATRIX_MAX_N else None
 
                 def kzc(Lp):  # Algorithm 1 with radii 2L', 4L'

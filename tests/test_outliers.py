@@ -475,3 +475,27 @@ def test_make_noisy_blobs_and_costs():
     assert kzcenter_radius([X[:100], X[100:]], C, 50) == np.sort(D)[::-1][50]
     r = float(np.median(D))
     assert count_outliers(X, C, r) == int((D > r).sum())
+
+
+@pytest.mark.parametrize("k, z, eps, machines", [
+    (1, 1, 1.0, [np.array([[0.0], [10.0]])]),
+    (1, 100, 0.01, [np.arange(101.0)[:, None] * 3]),
+])
+def test_nothing_aggregated_at_the_smallest_guess(k, z, eps, machines):
+    # n <= (1+eps)z: the smallest guess can aggregate no point at all (found
+    # by review: crashed); declaring everything an outlier is within budget
+    m = DistributedKZCenter(k, z, epsilon=eps).fit(machines)
+    assert 1 <= m.cluster_centers_.shape[0] <= k
+    assert m.n_declared_outliers_ <= math.floor((1 + eps) * z)
+
+
+def test_aggregate_kernels_refuse_negative_radii_and_threshold():
+    # a negative threshold made every pick remove nothing: the kernels wrote
+    # past their n-entry output buffers (found by review)
+    from pyfkm._core import _kcenter
+    X = np.array([[0.0], [1.0]])
+    for t2, t4, y in [(-1.0, -1.0, -1.0), (0.0, 1.0, -1.0), (-1.0, 1.0, 0.0)]:
+        with pytest.raises(InvalidInputError, match="domain"):
+            _kcenter.aggregate(X, None, t2, t4, y, 1000)
+        with pytest.raises(InvalidInputError, match="domain"):
+            _kcenter.Tree(X).aggregate(t2, t4, y, 1000)
