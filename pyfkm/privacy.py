@@ -108,6 +108,15 @@ def _positive(x, name, *, allow_inf=False):
     return x
 
 
+def _float_scale(x, name):
+    """A positive noise scale small enough that every sample stays finite
+    (samples are at most ~1e3 scales from 0)."""
+    x = _positive(x, name)
+    if x > 2.0 ** 500:
+        raise InvalidInputError(f"{name}={x} is too large: samples would overflow float64")
+    return x
+
+
 def _nonneg(x, name):
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise InvalidInputError(f"{name} must be a real number, got {type(x).__name__}")
@@ -146,11 +155,17 @@ def _delta_of_mu(mu, epsilon):
 
 
 def _solve_decreasing(f, target, lo, hi):
-    """x in [lo, hi...] with f(x) = target for decreasing f (hi grown as needed)."""
+    """x in [...lo, hi...] with f(x) = target for decreasing f (the bracket
+    grown as needed)."""
     while f(hi) > target:
         hi *= 2.0
         if hi > 1e300:
             raise InvalidInputError("no solution: the requested privacy level is unreachable")
+    while f(lo) < target:
+        lo *= 0.5
+        if lo < 1e-300:
+            raise InvalidInputError("no solution: the requested privacy level needs no noise "
+                                    "representable in floating point (epsilon too large)")
     return brentq(lambda x: f(x) - target, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
 
 
@@ -593,8 +608,9 @@ def _check_sigma(sigma, name="sigma"):
 def discrete_gaussian_variance(sigma):
     """The exact variance parameter sigma'^2 used for ``discrete_gaussian(n, sigma)``.
 
-    sigma^2 is rounded *up* to a rational ``P / 2^k`` with a 61-bit
-    numerator (relative increase below 2^-57 for sigma >= 2^-10), so the
+    sigma^2 is rounded *up* to a rational ``P / 2^k`` with ``P < 2^61``
+    and ``2^k <= 2^62`` (relative increase below ``1 / P``: about 2^-59 for
+    sigma >= 1, up to about 2^-45 for the smallest sigma, 2^-10), so the
     sampled N_Z(0, sigma'^2) has at least the requested noise.
 
     Examples
@@ -718,14 +734,14 @@ class NoiseStream:
         guarantee (Mironov 2012); prefer :meth:`discrete_gaussian`.
         """
         n = self._n(n)
-        sigma = _positive(sigma, "sigma")
+        sigma = _float_scale(sigma, "sigma")
         return self._sample(_KIND["gaussian"], np.empty(n, np.float64), sigma)
 
     def laplace(self, n, scale):
         """n samples of Laplace(0, scale) as float64 (density
         ``exp(-|x|/scale) / (2 scale)``); floating point, as :meth:`gaussian`."""
         n = self._n(n)
-        scale = _positive(scale, "scale")
+        scale = _float_scale(scale, "scale")
         return self._sample(_KIND["laplace"], np.empty(n, np.float64), scale)
 
     def discrete_gaussian(self, n, sigma):
@@ -733,7 +749,7 @@ class NoiseStream:
 
         ``P[x] = exp(-x^2/(2 sigma'^2)) / sum_y exp(-y^2/(2 sigma'^2))`` on
         the integers, with ``sigma'^2 = discrete_gaussian_variance(sigma)``
-        (sigma^2 rounded up by less than 2^-57 relatively).  Exact sampler of
+        (sigma^2 rounded up, see :func:`discrete_gaussian_variance`).  Exact sampler of
         Canonne, Kamath & Steinke (2020), integer arithmetic only;
         ``2**-10 <= sigma <= 2**30``.
         """

@@ -361,3 +361,19 @@ def test_discrete_sigma_range_checked_before_the_round_closes():
         server.finish_round([(2, 2.0 ** 15, b"SUM"), (1, 1.0, b"CNT")])   # 2**31 units
     out = a.unmask(server.finish_round([(2, 1e-3, b"SUM"), (1, 1e-3, b"CNT")]))
     assert np.allclose(out, [2.0, 4.0, 6.0], atol=0.05)
+
+
+def test_noise_sample_of_exactly_2_62_is_refused(monkeypatch):
+    # |clients' sum| <= 2**62 and |noise| <= 2**62 could reach 2**63 and wrap
+    # (found by review): the server refuses noise samples of magnitude 2**62
+    from pyfkm import privacy
+    from pyfkm.exceptions import CapacityError
+    from pyfkm.secagg import _msa
+
+    server, clients = _msa.setup_msa(1, 1, noise="laplace", random_state=0)
+    monkeypatch.setattr(privacy.NoiseStream, "laplace",
+                        lambda self, n, scale: np.full(n, 2.0 ** 46))
+    r = server.start_round()
+    server.receive(clients[0].respond(r, [2.0 ** 46]))
+    with pytest.raises(CapacityError, match="2\\*\\*62"):
+        server.finish_round(((1, 1.0, b"SUM"),))

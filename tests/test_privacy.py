@@ -273,3 +273,17 @@ def test_zcdp_epsilon_is_valid_but_looser_than_gdp():
     s = acc.summary()
     assert s["epsilon_zcdp"] == pytest.approx(P.zcdp_epsilon(3 / 32, 1e-5))
     assert s["epsilon_zcdp"] >= s["epsilon_spent"]
+
+
+def test_calibration_with_huge_epsilon_and_float_noise_scale_limits():
+    # found by review: brentq got an unbracketed interval below sigma = 1e-6,
+    # and float samplers returned inf for huge scales
+    from pyfkm.privacy import NoiseStream, analytic_gaussian_delta, calibrate_analytic_gaussian
+    s = calibrate_analytic_gaussian(1e13, 1e-5)
+    assert 0 < s < 1e-6
+    assert analytic_gaussian_delta(s, 1e13) <= 1e-5
+    ns = NoiseStream.from_generator(0)
+    for draw in (ns.gaussian, ns.laplace):
+        with pytest.raises(InvalidInputError, match="too large"):
+            draw(10, 1e308)
+        assert np.isfinite(draw(1000, 2.0 ** 500)).all()

@@ -82,7 +82,7 @@ MSA_TAG = b"MSA\x00"
 OUTPUT_TAG = b"MSAO"
 DEFAULT_SCALE_BITS = 16
 NOISE_MODES = ("discrete_gaussian", "gaussian", "laplace", None)
-_RING_HALF = 1 << 62          # bound on |each client's share| * n and on |noise|
+_RING_HALF = 1 << 62          # bound on |each client's share| * n; |noise| < it
 _MSA_ROSTER, _GROUP_KEY, _MASKED, _AGGREGATE = 11, 12, 13, 14
 
 
@@ -655,11 +655,13 @@ class MsaServer:
             else:
                 draw = ns.gaussian if self.noise == "gaussian" else ns.laplace
                 v = np.rint(np.ldexp(np.asarray(draw(length, float(scale))), self._scale_bits))
-                if v.size and not float(np.abs(v).max()) <= _RING_HALF:
-                    raise CapacityError("noise sample beyond 2**62 in fixed point")
+                if v.size and not float(np.abs(v).max()) < _RING_HALF:
+                    raise CapacityError("noise sample reaches 2**62 in fixed point")
                 v = v.astype(np.int64)
-            if v.size and int(np.abs(v).max()) > _RING_HALF:
-                raise CapacityError("noise sample beyond 2**62 in fixed point")
+            # strictly below 2**62: with the clients' sum at most 2**62 in
+            # magnitude the noisy sum stays within int64 (found by review)
+            if v.size and int(np.abs(v).max()) >= _RING_HALF:
+                raise CapacityError("noise sample reaches 2**62 in fixed point")
             parts.append(v)
         return np.concatenate(parts).view(np.uint64) if parts else np.zeros(0, np.uint64)
 
