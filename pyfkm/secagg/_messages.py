@@ -309,3 +309,17 @@ def check_round_message(msg, cls, run_id, open_round):
     if msg.sender in got:
         raise ProtocolError(f"duplicate message from client {msg.sender}")
     return got
+
+
+def check_key_message(msg, run_id, keys, roster_closed):
+    """Validate a client's key message for a server collecting keys: type,
+    run, roster still open, first key of the sender.  Raises
+    :class:`ProtocolError`."""
+    if not isinstance(msg, KeyMessage):
+        raise ProtocolError("expected a KeyMessage")
+    if msg.run_id != run_id:
+        raise ProtocolError("key message of another run")
+    if roster_closed:
+        raise ProtocolError("the roster is closed")
+    if msg.sender in keys:
+        raise ProtocolError(f"duplicate key message from client {msg.sender}")

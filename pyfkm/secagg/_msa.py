@@ -57,7 +57,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from ..exceptions import CapacityError, InvalidInputError, MessageFormatError, ProtocolError
 from ._crypto import new_private_key, pair_seed, public_bytes
 from ._messages import (HEADER_BYTES, SERVER_ID, KeyMessage, RoundMessage, _check_id,
-                        check_round_message,
+                        check_key_message, check_round_message,
                         _check_run_id, _expect_len, _pack_header, _unpack_header)
 
 __all__ = [
@@ -587,14 +587,7 @@ class MsaServer:
         MsaRosterMessage(self.run_id, n_words, scale_bits, (0,), (bytes(32),))  # validate
 
     def receive_key(self, msg):
-        if not isinstance(msg, KeyMessage):
-            raise ProtocolError("expected a KeyMessage")
-        if msg.run_id != self.run_id:
-            raise ProtocolError("key message of another run")
-        if self._roster is not None:
-            raise ProtocolError("the roster is closed")
-        if msg.sender in self._keys:
-            raise ProtocolError(f"duplicate key message from client {msg.sender}")
+        check_key_message(msg, self.run_id, self._keys, self._roster is not None)
         self._keys[msg.sender] = msg.public_key
 
     def roster(self):

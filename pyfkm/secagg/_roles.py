@@ -9,7 +9,7 @@ from ._codec import Codec
 from ._crypto import (SCMA_TAG, add_mod, add_stream, new_private_key,
                       pair_seed, public_bytes)
 from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage,
-                        check_round_message)
+                        check_key_message, check_round_message)
 
 
 def _sorted_rows(bins, counts):
@@ -231,14 +231,7 @@ class ScmaServer:
         return self.params.run_id
 
     def receive_key(self, msg):
-        if not isinstance(msg, KeyMessage):
-            raise ProtocolError("expected a KeyMessage")
-        if msg.run_id != self.run_id:
-            raise ProtocolError("key message of another run")
-        if self._roster is not None:
-            raise ProtocolError("the roster is closed")
-        if msg.sender in self._keys:
-            raise ProtocolError(f"duplicate key message from client {msg.sender}")
+        check_key_message(msg, self.run_id, self._keys, self._roster is not None)
         self._keys[msg.sender] = msg.public_key
 
     def roster(self):
