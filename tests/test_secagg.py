@@ -1197,8 +1197,21 @@ def test_unlearning_rounds(d, B, p, mode):
     # a whole client emptied
     data[3] = (np.zeros((0, d), dtype=np.int64), np.zeros(0, dtype=np.int64))
     assert run().incremental is True
-    # a new bin: the old support cannot explain the syndromes -> full decode
+    # a new bin: decoded from the difference too
     data[2] = (pool[[7]], np.array([1]))
+    assert run().incremental is True
+    # more than M bins change at once (the old support leaves, M new bins
+    # come): the difference has more than M bins -> full decode
+    before = {i: data[i] for i in ids}
+    fresh = distinct_bins(np.random.default_rng(62), 2 * M, d, B)
+    old_rows = {tuple(r) for i in ids for r in np.asarray(data[i][0]).tolist()}
+    fresh = np.array([r for r in fresh.tolist() if tuple(r) not in old_rows][:M])
+    assert fresh.shape[0] == M
+    for i in ids:
+        data[i] = (np.zeros((0, d), dtype=np.int64), np.zeros(0, dtype=np.int64))
+    data[0] = (fresh, np.ones(M, dtype=np.int64))
+    assert run().incremental is False
+    data.update(before)
     assert run().incremental is False
     # unchanged data, incremental path refused by the caller
     assert run(incremental=False).incremental is False
@@ -1207,6 +1220,33 @@ def test_unlearning_rounds(d, B, p, mode):
     # a count increased and a bin moved: must still be right
     data[1] = (pool[[1, 8, 4]], np.array([2, 2, 9]))
     run()
+
+
+def test_incremental_decode_refuses_an_aggregate_over_capacity():
+    # M bins decoded, then one more bin arrives: the difference (one bin)
+    # decodes, but the new aggregate has M + 1 > M bins and must raise as the
+    # full decode does (M + 1 bins do not decode from 2 M syndromes); the server keeps its last good state.
+    rng = np.random.default_rng(63)
+    d, B, M = 4, 11, 5
+    params = make_params(d, B, M, mode="hashed", seed=63)
+    server, clients = make_run(params, [0, 1], seed=63)
+    pool = distinct_bins(rng, M + 1, d, B)
+    clients[0].set_data(pool[:3], np.array([1, 2, 3]))
+    clients[1].set_data(pool[3:M], np.array([4, 5]))
+    res, _, _ = play_round(server, clients)
+    assert res.counts.size == M
+    clients[1].set_data(pool[3:], np.array([4, 5, 6]))
+    rm = wire(server.start_round())
+    for i in rm.participants:
+        server.receive(clients[i].respond(rm))
+    with pytest.raises(DecodeError):
+        server.finish_round(incremental=True)
+    # back to M bins: decodes from the last good state
+    clients[1].set_data(pool[3:M], np.array([4, 4]))
+    res, _, _ = play_round(server, clients)
+    assert res.report.incremental is True
+    assert_aggregate(res.bins, res.counts,
+                     plain_sum([(pool[:3], [1, 2, 3]), (pool[3:M], [4, 4])], d), d)
 
 
 def test_mask_stream_is_rejection_mapped_chacha20_keystream():

@@ -114,16 +114,20 @@ class Codec:
         """Decode an aggregated message.
 
         Returns ``(bins, counts, state, incremental)``; ``previous`` is the
-        ``state`` of an earlier decode.  The incremental path first checks
-        that the new syndromes satisfy the previous support's recurrence
-        ``C(z) = prod_j (1 - x_j z)`` (one polynomial product: coefficients
-        ``m .. 2M-1`` of ``C S`` must vanish), which holds exactly when the
-        new aggregate lives on a subset of the previous support; then one
-        Vandermonde solve gives the counts and the payload rows are checked
-        the same way.  Only if a check fails is the full decode run.
+        ``state`` of an earlier decode.  The incremental path decodes the
+        *difference* ``agg - previous`` (the message of the change, by
+        linearity): when few bins changed this is a short recurrence, a
+        low-degree polynomial and a tiny solve, with every check of the
+        full decode applied to the difference, and the change is added to
+        the previous aggregate.  The result is the full decode's: an
+        aggregate with at most ``max_nonzeros`` bins is the only one with
+        these syndromes (two such vectors differ in at most ``2 M`` bins,
+        and ``2 M`` power sums at distinct nodes determine those).  When
+        the change itself cannot be decoded (more than ``max_nonzeros``
+        bins changed) the full decode runs.
         """
         if previous is not None:
-            got = self._decode_on_support(agg, previous)
+            got = self._decode_delta(agg, previous)
             if got is not None:
                 return got + (True,)
         return self._decode_full(agg) + (False,)
@@ -146,25 +150,46 @@ class Codec:
         T = agg[2 * M:].reshape(rows, M)
         return rho, _field.affine_rows(np.ascontiguousarray(T.T), rho, 0, self.p)
 
-    def _decode_on_support(self, agg, state):
-        nodes, solver, bins, C, values = state
-        M = self.params.max_nonzeros
+    @staticmethod
+    def _state(agg, nodes, bins, q):
+        """Decoder state: the aggregate and its support sorted by node."""
+        order = np.argsort(nodes, kind="stable")
+        return (np.array(agg, dtype=np.uint64), nodes[order], bins[order], q[order])
+
+    def _decode_delta(self, agg, state):
+        prev, nodes, bins, q = state
+        delta = self.F.sub(agg, prev)
+        if not delta.any():
+            return bins, q.astype(np.int64), state
+        try:
+            nodes_d, q_d, bins_d = self._solve(delta)
+        except DecodeError:
+            return None           # more than max_nonzeros changes, or junk: full decode
         m = nodes.size
-        S = agg[:2 * M]
-        if m == 0 or not self._follows(C, S, m):
-            return None
-        q = solver.solve(S[:m])
-        if self.params.mode == "hashed":
-            rho, Tc = self._combined_payload(agg)
-            if not self._follows(C, Tc, m):
-                return None
-            w = self.F.mul(_field.affine_rows(values, rho, 0, self.p), q)
-            if not np.array_equal(solver.solve(Tc[:m]), w):
-                return None
-        keep = q != 0
-        return bins[keep], q[keep].astype(np.int64), state
+        pos = np.searchsorted(nodes, nodes_d) if m else np.zeros(nodes_d.size, dtype=np.intp)
+        hit = pos < m
+        hit[hit] = nodes[pos[hit]] == nodes_d[hit]
+        if not np.array_equal(bins[pos[hit]], bins_d[hit]):
+            return None           # a node with two bins: let the full decode judge
+        q_new = q.copy()
+        q_new[pos[hit]] = self.F.add(q[pos[hit]], q_d[hit])
+        nodes_new = np.concatenate([nodes, nodes_d[~hit]])
+        bins_new = np.concatenate([bins, bins_d[~hit]])
+        q_new = np.concatenate([q_new, q_d[~hit]])
+        keep = q_new != 0
+        if np.count_nonzero(keep) > self.params.max_nonzeros:
+            return None           # the full decode raises the capacity error
+        nodes_new, bins_new, q_new = nodes_new[keep], bins_new[keep], q_new[keep]
+        st = self._state(agg, nodes_new, bins_new, q_new)
+        return st[2], st[3].astype(np.int64), st
 
     def _decode_full(self, agg):
+        nodes, q, bins = self._solve(agg)
+        return bins, q.astype(np.int64), self._state(agg, nodes, bins, q)
+
+    def _solve(self, agg):
+        """The sparse vector behind the syndromes ``agg``: (nodes, counts as
+        field elements, bins), every check applied; raises DecodeError."""
         P = self.params
         M, p = P.max_nonzeros, self.p
         S = agg[:2 * M]
@@ -172,7 +197,9 @@ class Codec:
         m = C.size - 1
         empty = np.zeros((0, P.n_dims), dtype=np.int64)
         if m == 0:
-            return empty, np.zeros(0, dtype=np.int64), None
+            if np.any(agg):
+                raise DecodeError("inconsistent syndromes: no bins but a nonzero payload")
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64), empty
         if m > M:
             raise DecodeError(
                 f"the aggregate has more than max_nonzeros = {M} distinct bins "
@@ -187,7 +214,6 @@ class Codec:
                 raise DecodeError("inconsistent syndromes: a node outside the bin grid")
             bins = _lattice.unflatten((nodes - np.uint64(1)).astype(np.int64),
                                       P.bins_per_dim, P.n_dims)
-            values = None
         else:
             rows = P.n_payload_rows
             T = agg[2 * M:].reshape(rows, M)
@@ -217,5 +243,4 @@ class Codec:
                 raise DecodeError(
                     "inconsistent payload syndromes: the messages do not come "
                     "from one multiset")
-            values = np.ascontiguousarray(values.T)        # (m, rows)
-        return bins, q.astype(np.int64), (nodes, solver, bins, C, values)
+        return nodes, q, bins
