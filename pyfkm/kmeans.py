@@ -146,7 +146,7 @@ def _new_centers(ws, centers, sums, wsums):
 
 
 def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1,
-          verbose=0):
+          verbose=0, tol_abs=None):
     """Run weighted Lloyd iterations from ``centers`` (no input validation).
 
     Semantics follow scikit-learn's ``lloyd``: each iteration assigns points
@@ -156,11 +156,16 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
     convergence a final assignment makes labels consistent with the returned
     centers.
 
+    ``tol_abs``, when given, is the absolute tolerance already computed
+    from ``X`` and ``tol`` (callers running several inits compute it once).
+
     Returns
     -------
     centers, labels, inertia, n_iter
     """
     X = np.ascontiguousarray(X)
+    if tol_abs is None:
+        tol_abs = _tolerance(X, tol)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     k = centers.shape[0]
     if X.shape[0] < 2 * _SMALL_N and not verbose:
@@ -168,14 +173,13 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
         # the same assignments and sums without the per-iteration overhead
         C, labels, _, inertia, n_iter = _lloyd.lloyd_loop(
             np.ascontiguousarray(X, dtype=np.float64), centers, sample_weight, max_iter,
-            _tolerance(X, tol))
+            tol_abs)
         if not (np.isfinite(inertia) and np.isfinite(C).all()):
             raise NumericalError(
                 "squared distances overflow float64 (inertia is not finite); "
                 "rescale the data")
         return C, labels, float(inertia), n_iter
     ws = _LloydWorkspace(X, sample_weight, k, n_threads)
-    tol_abs = _tolerance(X, tol)
     labels_prev = np.empty_like(ws.labels)
     n_iter = 0
     try:
@@ -351,10 +355,11 @@ class KMeans(BaseEstimator):
         k, init = self._check_params(X, w)
         rng = as_generator(self.random_state)
         best = None
+        tol_abs = _tolerance(X, self.tol)
         for _ in range(self.n_init):
             c0 = self._init_centers(X, w, k, init, rng)
             res = lloyd(X, c0, sample_weight=w, max_iter=self.max_iter, tol=self.tol,
-                        n_threads=self.n_threads, verbose=self.verbose)
+                        n_threads=self.n_threads, verbose=self.verbose, tol_abs=tol_abs)
             if best is None or res[2] < best[2]:
                 best = res
         self.cluster_centers_, self.labels_, self.inertia_, self.n_iter_ = best

@@ -373,10 +373,12 @@ def stream_accumulate(const unsigned char[::1] stream, uint64_t lim, bint negate
 def add_inplace(uint64_t[::1] acc, const uint64_t[::1] x, uint64_t p):
     """acc <- (acc + x) mod p elementwise (entries reduced, equal lengths)."""
     cdef int64_t n = acc.shape[0], i
-    cdef uint64_t s
+    cdef uint64_t s, t
     if x.shape[0] != n:
         raise ValueError("length mismatch")
     with nogil:
         for i in range(n):
+            # branch-free: s - p wraps above s exactly when s < p
             s = acc[i] + x[i]
-            acc[i] = s - p if s >= p else s
+            t = s - p
+            acc[i] = t if t < s else s

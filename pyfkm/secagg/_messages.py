@@ -19,6 +19,7 @@ bytes actually present (no trailing bytes), ranges (field elements below the
 modulus, ids below 2**32 - 1) and raises :class:`MessageFormatError` for
 anything else; it never allocates more than the input's size suggests.
 """
+import operator
 import struct
 from dataclasses import dataclass, field
 
@@ -191,19 +192,21 @@ class RoundMessage:
             raise InvalidInputError(f"round must be an int in [1, 2**64), got {r!r}")
         object.__setattr__(self, "round", int(r))
         ids = self.participants
-        if isinstance(ids, np.ndarray) and ids.dtype.kind in "iu":
-            arr = ids.astype(np.int64, copy=False).ravel()
+        if isinstance(ids, np.ndarray):
+            if ids.dtype.kind not in "iu" or ids.ndim != 1:
+                raise InvalidInputError("participants must be ints")
+            ids = tuple(ids.tolist())
         else:
             ids = tuple(ids)
-            if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
-                       for i in ids):
-                raise InvalidInputError("participants must be ints")
-            arr = np.array([int(i) for i in ids], dtype=object)
-        if arr.size == 0 or np.any(np.diff(arr) <= 0):
+            if set(map(type, ids)) - {int}:
+                if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+                           for i in ids):
+                    raise InvalidInputError("participants must be ints")
+                ids = tuple(int(i) for i in ids)
+        if not ids or not all(map(operator.lt, ids, ids[1:])):
             raise InvalidInputError("participants must be non-empty and strictly increasing")
-        if arr[0] < 0 or arr[-1] >= SERVER_ID:
+        if ids[0] < 0 or ids[-1] >= SERVER_ID:
             raise InvalidInputError("participant ids must lie in [0, 2**32 - 1)")
-        ids = tuple(arr.tolist())
         object.__setattr__(self, "participants", ids)
 
     def to_bytes(self):
@@ -220,9 +223,9 @@ class RoundMessage:
         _expect_len(data, HEADER_BYTES + 4 + 4 * n)
         if sender != SERVER_ID or modulus != 0:
             raise MessageFormatError("round message not from the server")
-        ids = np.frombuffer(data, dtype="<u4", count=n, offset=HEADER_BYTES + 4)
+        ids = struct.unpack_from(f"<{n}I", data, HEADER_BYTES + 4)
         try:
-            return cls(run_id, round_, ids.astype(np.int64))
+            return cls(run_id, round_, ids)
         except InvalidInputError as e:
             raise MessageFormatError(f"invalid round message: {e}") from None
 
@@ -246,7 +249,10 @@ class SyndromeMessage:
             raise InvalidInputError(f"round must be an int in [1, 2**64), got {r!r}")
         if not isinstance(p, (int, np.integer)) or not 2 < int(p) < 1 << 63:
             raise InvalidInputError(f"modulus must be an int in (2, 2**63), got {p!r}")
-        payload = np.ascontiguousarray(self.payload, dtype=np.uint64)
+        payload = self.payload
+        if not (isinstance(payload, np.ndarray) and payload.dtype == np.uint64
+                and payload.flags.c_contiguous):
+            payload = np.ascontiguousarray(payload, dtype=np.uint64)
         if payload.ndim != 1:
             raise InvalidInputError("payload must be 1-D")
         if payload.size and int(payload.max()) >= int(p):
@@ -265,9 +271,22 @@ class SyndromeMessage:
 
     __hash__ = None
 
+    @classmethod
+    def _trusted(cls, run_id, round_, sender, modulus, payload):
+        """A message built by a client from its own validated state (run id,
+        round and id already checked; payload uint64, contiguous, reduced):
+        skips the checks that guard untrusted input."""
+        obj = object.__new__(cls)
+        payload.setflags(write=False)
+        for k, v in (("run_id", run_id), ("round", int(round_)), ("sender", int(sender)),
+                     ("modulus", int(modulus)), ("payload", payload)):
+            object.__setattr__(obj, k, v)
+        return obj
+
     def to_bytes(self):
         return (_pack_header(_SYNDROMES, self.run_id, self.round, self.sender, self.modulus)
-                + struct.pack("<I", self.payload.size) + self.payload.astype("<u8").tobytes())
+                + struct.pack("<I", self.payload.size)
+                + self.payload.astype("<u8", copy=False).tobytes())
 
     @classmethod
     def from_bytes(cls, data):
@@ -278,9 +297,10 @@ class SyndromeMessage:
         _expect_len(data, HEADER_BYTES + 4 + 8 * n)
         if sender == SERVER_ID:
             raise MessageFormatError("syndrome message from the server id")
+        # a read-only view of the (immutable) bytes on little-endian hosts
         payload = np.frombuffer(data, dtype="<u8", count=n, offset=HEADER_BYTES + 4)
         try:
-            return cls(run_id, round_, sender, modulus, payload.astype(np.uint64))
+            return cls(run_id, round_, sender, modulus, payload.astype(np.uint64, copy=False))
         except InvalidInputError as e:
             raise MessageFormatError(f"invalid syndrome message: {e}") from None
 

@@ -1,4 +1,5 @@
 """Public parameters of an SCMA run."""
+import functools
 import math
 import operator
 import os
@@ -136,12 +137,12 @@ class ScmaParams:
         """``2M`` power sums of the counts."""
         return 2 * self.max_nonzeros
 
-    @property
+    @functools.cached_property
     def coords_per_element(self):
         """Bin coordinates packed into one payload element (hashed mode)."""
         return min(coords_per_element(self.bins_per_dim, self.modulus), self.n_dims)
 
-    @property
+    @functools.cached_property
     def n_payload_rows(self):
         """Payload syndrome rows: ``ceil(d / c)`` coordinate rows plus one
         check row in hashed mode, 0 in index mode."""
@@ -149,7 +150,7 @@ class ScmaParams:
             return 0
         return math.ceil(self.n_dims / self.coords_per_element) + 1
 
-    @property
+    @functools.cached_property
     def message_words(self):
         """Field elements per client message: ``2M + rows * M``."""
         return self.n_syndromes + self.n_payload_rows * self.max_nonzeros

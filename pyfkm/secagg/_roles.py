@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core import _field
 from ..exceptions import CapacityError, InvalidInputError, ProtocolError
 from ._codec import Codec
 from ._crypto import (SCMA_TAG, add_mod, add_stream, new_private_key,
@@ -179,8 +180,8 @@ class ScmaClient:
             mask = self.mask(round_msg.round, round_msg.participants)
         masked = add_mod(mask, self._encoded, self.params.modulus)
         self._last_round = round_msg.round
-        return SyndromeMessage(self._run_id, round_msg.round, self.client_id,
-                               self.params.modulus, masked)
+        return SyndromeMessage._trusted(self._run_id, round_msg.round, self.client_id,
+                                        self.params.modulus, masked)
 
 
 @dataclass(frozen=True)
@@ -283,8 +284,8 @@ class ScmaServer:
             raise ProtocolError(f"round {rmsg.round}: no message from clients {missing}")
         P = self.params
         agg = np.zeros(P.message_words, dtype=np.uint64)
-        for payload in got.values():
-            add_mod(agg, payload, P.modulus)
+        for payload in got.values():      # validated: uint64, contiguous, reduced
+            _field.add_inplace(agg, payload, P.modulus)
         t0 = time.perf_counter()
         bins, counts, state, used_inc = self._codec.decode(
             agg, self._state if incremental else None)
