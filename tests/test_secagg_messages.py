@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pyfkm.exceptions import InvalidInputError
 from pyfkm.field import DEFAULT_PRIME
 from pyfkm.secagg import (
     KeyMessage,
@@ -120,6 +121,20 @@ def test_empty_and_garbage_bytes(cls):
     for data in (b"", b"\x00", b"\x00" * 64, b"\xff" * 200, b"SCMA", bytes(range(256))):
         with pytest.raises(MessageFormatError):
             cls.from_bytes(data)
+
+
+def test_round_message_participants_are_checked():
+    run = bytes(16)
+    for bad in [(), (1, 1), (2, 1), (True, 2), (0, 1.0), ("0",), (-1, 3), (0, 2 ** 32 - 1),
+                np.array([0.0, 1.0]), np.array([[0, 1]]), np.array([3, 2])]:
+        with pytest.raises(InvalidInputError):
+            RoundMessage(run, 1, bad)
+    for good in [(0, 5, 9), [0, 5, 9], (np.int64(0), np.uint32(5), 9), np.array([0, 5, 9]),
+                 np.array([0, 5, 9], dtype=np.uint32)]:
+        msg = RoundMessage(run, 1, good)
+        assert msg.participants == (0, 5, 9)
+        assert all(type(i) is int for i in msg.participants)
+        assert RoundMessage.from_bytes(msg.to_bytes()) == msg
 
 
 def test_wrong_type_is_rejected():
