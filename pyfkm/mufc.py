@@ -40,7 +40,8 @@ import numpy as np
 
 from ._base import BaseEstimator
 from ._validation import check_array, check_clients, check_features, check_ids, check_int
-from .exceptions import InvalidIdError, InvalidInputError, NotFittedError
+from .exceptions import (CapacityError, DecodeError, InvalidIdError, InvalidInputError,
+                         NotFittedError, ProtocolError)
 from .field import DEFAULT_PRIME
 from .kmeans import KMeans, lloyd, nearest_center
 from .lattice import Lattice
@@ -459,9 +460,20 @@ class _ClearAggregator:
 
 
 class _SecureAggregator:
-    """Drives the SCMA roles in process, every message through its bytes."""
+    """Drives the SCMA roles in process, every message through its bytes.
 
-    def __init__(self, d, n_bins, max_nonzeros, n_clients, modulus, random_state):
+    After the first round, a round in which few clients changed their data
+    (an unlearning request) is a *difference round*: every participant
+    sends its change since the last round, encoded for at most
+    ``2 K`` changed bins per changed client (a client's change touches at
+    most its ``K`` old and ``K`` new bins), under fresh masks of that
+    shorter length.  The decoded aggregate is the same as a full round's
+    (``ScmaServer.start_round``); when the change does not fit (or the
+    participants changed) a full round runs.
+    """
+
+    def __init__(self, d, n_bins, max_nonzeros, n_clients, modulus, random_state,
+                 client_nonzeros=None):
         from . import secagg
         self.secagg = secagg
         gen = as_generator(random_state)
@@ -470,34 +482,60 @@ class _SecureAggregator:
         from .secagg._driver import setup_in_process
         self.server, self.roles = setup_in_process(self.params, n_clients, gen)
         self._dirty = set(range(n_clients))
+        self._client_nonzeros = int(client_nonzeros or max_nonzeros)
+        self._last = None          # participants of the last decoded round
 
     def mark(self, i):
         self._dirty.add(i)
 
-    def round(self, clients, participants):
+    def _delta_size(self, n_changed):
+        """Bins a difference round with ``n_changed`` changed clients is
+        sized for (0: a full round is as cheap)."""
+        m = 2 * self._client_nonzeros * max(n_changed, 1)
+        return m if 2 * m <= self.params.max_nonzeros else 0
+
+    def _play(self, participants, delta_nonzeros):
         s = self.secagg
-        t0 = time.perf_counter()
-        for i in sorted(self._dirty & set(participants)):
-            self.roles[i].set_data(*clients[i].sparse_counts())
-            self._dirty.discard(i)
-        rmsg = self.server.start_round(participants).to_bytes()
+        rmsg = self.server.start_round(participants, delta_nonzeros=delta_nonzeros).to_bytes()
         nbytes = len(rmsg) * len(participants)
         for i in participants:
             out = self.roles[i].respond(s.RoundMessage.from_bytes(rmsg)).to_bytes()
             nbytes += len(out)
             self.server.receive(s.SyndromeMessage.from_bytes(out))
-        res = self.server.finish_round()
+        return self.server.finish_round(), nbytes
+
+    def round(self, clients, participants):
+        t0 = time.perf_counter()
+        changed = sorted(self._dirty & set(participants))
+        for i in changed:
+            self.roles[i].set_data(*clients[i].sparse_counts())
+            self._dirty.discard(i)
+        parts = tuple(sorted(participants))
+        dn = self._delta_size(len(changed)) if self._last == parts else 0
+        res = None
+        nbytes = 0
+        if dn:
+            try:
+                res, nbytes = self._play(parts, dn)
+            except (DecodeError, CapacityError, ProtocolError):
+                res = None         # the change did not fit: a full round below
+        if res is None:
+            res, more = self._play(parts, 0)
+            nbytes += more
+        self._last = parts
         t_online = time.perf_counter() - t0
-        self.precompute(participants)
+        self.precompute(parts)
         return res.bins, res.counts, nbytes, res.report.incremental, t_online
 
     def precompute(self, participants):
         """Offline phase: every participant computes its mask for the next
-        round now (timed separately as ``offline_seconds``)."""
+        round now (timed separately as ``offline_seconds``): a difference
+        round for one changed client, the usual next step."""
         t0 = time.perf_counter()
         nxt = self.server._round + 1
+        dn = self._delta_size(1)
         for i in participants:
-            self.roles[i].precompute_mask(nxt, participants)
+            self.roles[i].precompute_mask(nxt, participants, dn)
         self.offline_seconds = time.perf_counter() - t0
 
 
@@ -776,7 +814,7 @@ class FederatedKMeans(BaseEstimator):
         if not self.secure:
             return _ClearAggregator(self.n_features_in_)
         return _SecureAggregator(self.n_features_in_, self.n_bins_per_dim_, max(K * L, 1), L,
-                                 self.modulus or DEFAULT_PRIME, self._agg_rng)
+                                 self.modulus or DEFAULT_PRIME, self._agg_rng, client_nonzeros=K)
 
     def _check_X(self, X):
         self._check_fitted()

@@ -13,7 +13,7 @@ import pytest
 
 from pyfkm.exceptions import (CapacityError, InvalidInputError, MessageFormatError,
                               ProtocolError)
-from pyfkm.secagg._messages import RoundMessage
+from pyfkm.secagg._messages import VERSION, RoundMessage
 from pyfkm.secagg._msa import (MSA_TAG, OUTPUT_TAG, AggregateMessage, GroupKeyMessage,
                                MaskedVectorMessage, MsaClient, MsaRosterMessage, MsaServer,
                                decode_fixed, encode_fixed, encoding_limit, mask_stream,
@@ -188,7 +188,7 @@ def test_message_round_trip(msg):
 def test_message_rejects_malformed_bytes(msg):
     cls, data = type(msg), msg.to_bytes()
     for bad in (data[:-1], data + b"\0", data[:10], b"XXXX" + data[4:],
-                data[:4] + bytes([2]) + data[5:],            # version
+                data[:4] + bytes([VERSION + 1]) + data[5:],            # version
                 data[:5] + bytes([99]) + data[6:],           # type
                 data[:6] + b"\1\0" + data[8:]):              # reserved bits
         with pytest.raises(MessageFormatError):

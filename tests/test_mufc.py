@@ -52,6 +52,30 @@ def test_secure_and_clear_give_the_same_model(server_points):
     assert np.array_equal(a.aggregate_counts_, b.aggregate_counts_)
 
 
+def test_removals_use_short_difference_rounds_and_match_the_clear_model():
+    # L = 10 clients, K = 4: M = 40 aggregate bins; a one-client change fits
+    # a difference round of 2 K = 8 bins (16 syndromes instead of 80, plus the
+    # same headers), so a removal sends about a third of the fit's bytes; the
+    # models stay equal to the clear aggregation's.
+    clients = gaussian_clients(np.random.default_rng(11), L=10)
+    a = FederatedKMeans(4, server_points="centers", secure=True, random_state=5).fit(clients)
+    b = FederatedKMeans(4, server_points="centers", secure=False, random_state=5).fit(clients)
+    center = int(a._clients[3]._seeding.center_ids_[0])
+    for client, ids in [(0, [1]), (3, [center]), (5, [0, 2, 4, 6]), (0, [3])]:
+        ra, rb = a.remove(client, ids), b.remove(client, ids)
+        assert ra.incremental_decode
+        assert 0 < ra.bytes_sent < a.bytes_sent_ / 2
+        assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
+        assert np.array_equal(a.aggregate_bins_, b.aggregate_bins_)
+        assert np.array_equal(a.aggregate_counts_, b.aggregate_counts_)
+    ra, rb = a.remove_clients([7]), b.remove_clients([7])       # full round
+    assert ra.bytes_sent > a.bytes_sent_ / 2
+    a.remove(2, [5])
+    b.remove(2, [5])
+    assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
+    assert np.array_equal(a.aggregate_counts_, b.aggregate_counts_)
+
+
 def test_aggregate_is_the_sum_of_the_quantized_client_counts():
     clients = gaussian_clients(np.random.default_rng(1), L=5)
     m = FederatedKMeans(4, server_points="centers", random_state=0).fit(clients)

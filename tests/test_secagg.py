@@ -1271,3 +1271,155 @@ def test_mask_stream_is_rejection_mapped_chacha20_keystream():
         acc = np.full(n, 5, dtype=np.uint64)
         _crypto.add_stream(acc, key, round_, b"SCMA", p, negate=True)
         assert acc.tolist() == [(5 - w) % p for w in want]
+
+
+# ---------------------------------------------------------------------------
+# difference rounds
+
+def _difference_round(server, clients, delta_nonzeros, rng=None):
+    rm = wire(server.start_round(sorted(clients), delta_nonzeros=delta_nonzeros))
+    assert rm.delta_nonzeros == delta_nonzeros and rm.base_round > 0
+    msgs = [wire(clients[i].respond(wire(rm))) for i in rm.participants]
+    if rng is not None:
+        rng.shuffle(msgs)
+    for m in msgs:
+        server.receive(m)
+    return server.finish_round(), msgs
+
+
+@pytest.mark.parametrize("d, B, p, mode", [(3, 7, P, "index"), (10, 173, P, "hashed"),
+                                           (3, 2000, P31, "hashed")])
+def test_difference_rounds_decode_the_same_aggregate_as_full_rounds(d, B, p, mode):
+    # Oracle: plain_sum of the clients' data.  A stream of random changes
+    # (counts up and down, bins removed, new bins, one or two clients at a
+    # time), each aggregated by a difference round sized for the change;
+    # every tenth step a full round on the same data checks the state too.
+    rng = np.random.default_rng(71)
+    M = 40
+    params = make_params(d, B, M, modulus=p, mode=mode, seed=71)
+    ids = [0, 1, 2, 3, 4]
+    server, clients = make_run(params, ids, seed=71)
+    pool = distinct_bins(rng, 30, d, B)
+    data = {i: (pool[rng.choice(30, 4, replace=False)], rng.integers(1, 6, 4)) for i in ids}
+    for i in ids:
+        clients[i].set_data(*data[i])
+    play_round(server, clients)
+    for step in range(30):
+        changed = rng.choice(ids, size=int(rng.integers(1, 3)), replace=False)
+        for i in changed:
+            b, q = data[i]
+            k = int(rng.integers(0, 4))
+            if k == 0 and len(q) > 0:          # one count down (a removal)
+                q = q.copy()
+                j = int(rng.integers(len(q)))
+                q[j] -= 1
+                b, q = b[q > 0], q[q > 0]
+            elif k == 1:                        # a new or repeated bin
+                b = np.vstack([b, pool[[int(rng.integers(30))]]])
+                q = np.append(q, int(rng.integers(1, 4)))
+            elif k == 2 and len(q) > 0:         # a bin leaves
+                b, q = b[1:], q[1:]
+            else:                               # everything replaced
+                b, q = pool[rng.choice(30, 3, replace=False)], rng.integers(1, 6, 3)
+            data[i] = (b, q)
+            clients[i].set_data(b, q)
+        res, msgs = _difference_round(server, clients, 2 * 6 * len(changed), rng)
+        want = plain_sum(data.values(), d)
+        assert_aggregate(res.bins, res.counts, want, d)
+        assert res.report.incremental is True
+        words = pyfkm.secagg._roles.delta_params(params, 12 * len(changed)).message_words
+        assert res.report.message_words == words < params.message_words
+        assert all(m.payload.size == words for m in msgs)
+        if step % 10 == 9:
+            full, _, _ = play_round(server, clients, incremental=False)
+            assert_aggregate(full.bins, full.counts, want, d)
+
+
+def test_difference_round_violations():
+    d, B, M = 3, 7, 10
+    params = make_params(d, B, M, mode="index", seed=72)
+    server, clients = make_run(params, [0, 1, 2], seed=72)
+    pool = distinct_bins(np.random.default_rng(72), 9, d, B)
+    for i in range(3):
+        clients[i].set_data(pool[3 * i: 3 * i + 3], [1, 2, 3])
+    with pytest.raises(ProtocolError, match="decoded round"):
+        server.start_round(delta_nonzeros=2)             # nothing decoded yet
+    play_round(server, clients)
+    with pytest.raises(ProtocolError, match="same participants"):
+        server.start_round([0, 1], delta_nonzeros=2)
+    for bad in (-1, M + 1, 2.0, True):
+        with pytest.raises(ProtocolError):
+            server.start_round(delta_nonzeros=bad)
+    # a client whose change exceeds delta_nonzeros refuses; so does a client
+    # asked for a base round it never answered
+    clients[0].set_data(pool[6:], [1, 1, 1])             # 6 bins change
+    rm = wire(server.start_round(delta_nonzeros=5))
+    with pytest.raises(pyfkm.exceptions.CapacityError):
+        clients[0].respond(rm)
+    forged = RoundMessage(params.run_id, rm.round + 1, rm.participants, 5, rm.round)
+    with pytest.raises(ProtocolError, match="did not answer"):
+        clients[1].respond(forged)
+    # changes that fit each client but not together: the server's decode
+    # fails, its state stays, and a full round still decodes
+    clients[0].set_data(pool[:3], [1, 2, 4])              # 1 bin changes
+    clients[1].set_data(pool[3:6], [2, 3, 4])             # 3 bins change
+    res_before = server._state
+    rm = wire(server.start_round(delta_nonzeros=3))
+    for i in rm.participants:
+        server.receive(clients[i].respond(rm))
+    with pytest.raises(DecodeError):
+        server.finish_round()
+    assert server._state is res_before
+    res, _, _ = play_round(server, clients)
+    assert_aggregate(res.bins, res.counts,
+                     plain_sum([(pool[:3], [1, 2, 4]), (pool[3:6], [2, 3, 4]),
+                                (pool[6:], [1, 2, 3])], d), d)
+    # a message of the full size in a difference round is refused
+    rm = wire(server.start_round(delta_nonzeros=2))
+    full = SyndromeMessage(params.run_id, rm.round, 0, params.modulus,
+                           np.zeros(params.message_words, dtype=np.uint64))
+    with pytest.raises(ProtocolError, match="size"):
+        server.receive(full)
+
+
+def test_difference_round_masks_are_the_rounds_pairwise_streams():
+    # The mask of a difference round of W' words is the first W' words of the
+    # round's usual mask (same pairwise streams, same round nonce): so masks
+    # cancel and are never reused across rounds, as for full rounds; and
+    # respond() sends encoding(change) + that mask.
+    params = make_params(10, 173, 12, seed=73)
+    server, clients = make_run(params, [0, 1, 2], seed=73)
+    pool = distinct_bins(np.random.default_rng(73), 6, 10, 173)
+    for i in range(3):
+        clients[i].set_data(pool[2 * i: 2 * i + 2], [1, 1])
+    play_round(server, clients)
+    clients[1].set_data(pool[2:3], [1])
+    rm = wire(server.start_round(delta_nonzeros=4))
+    dp = pyfkm.secagg._roles.delta_params(params, 4)
+    W = dp.message_words
+    p = params.modulus
+    change = expected_encoding(dp, pool[3:4], [p - 1], HashedOracle(dp, 74))
+    total = [0] * W
+    for i in rm.participants:
+        full_mask = as_ints(clients[i].mask(rm.round, rm.participants))
+        msg = clients[i].respond(rm)
+        enc = [0] * W
+        if i == 1:      # change: bin pool[3] count -1
+            enc = change
+        assert as_ints(msg.payload) == [(m + e) % p for m, e in zip(full_mask[:W], enc)]
+        total = [(t + x) % p for t, x in zip(total, as_ints(msg.payload))]
+        server.receive(msg)
+    assert total == change
+    res = server.finish_round()
+    assert res.counts.tolist() == [1] * 5
+
+
+def test_round_message_difference_fields():
+    run = bytes(16)
+    msg = RoundMessage(run, 5, (0, 1), 7, 4)
+    assert RoundMessage.from_bytes(msg.to_bytes()) == msg
+    assert RoundMessage(run, 5, (0, 1)).delta_nonzeros == 0
+    for dn, br in [(7, 0), (0, 4), (7, 5), (7, 6), (-1, 4), (7, -1), (2 ** 32, 4), (True, 4),
+                   (1.0, 4)]:
+        with pytest.raises(InvalidInputError):
+            RoundMessage(run, 5, (0, 1), dn, br)

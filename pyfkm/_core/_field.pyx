@@ -7,7 +7,7 @@ where stated.  These wrappers only protect memory and map status codes.
 """
 import numpy as np
 
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (
@@ -20,7 +20,7 @@ from pyfkm._core._csrc cimport (
     fkm_poly_powmod, fkm_poly_derivative, fkm_poly_eval, fkm_poly_eval_multi,
     fkm_berlekamp_massey, fkm_poly_roots, fkm_poly_sqf, fkm_poly_factor,
     fkm_vdm_init, fkm_vdm_clear, fkm_vdm_solve, fkm_power_sums, fkm_affine_rows,
-    fkm_stream_accumulate)
+    fkm_stream_accumulate, fkm_chacha_t, fkm_chacha_init, fkm_chacha_words)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 
 from pyfkm.exceptions import DecodeError, FieldError, PyfkmError
@@ -382,3 +382,36 @@ def add_inplace(uint64_t[::1] acc, const uint64_t[::1] x, uint64_t p):
             s = acc[i] + x[i]
             t = s - p
             acc[i] = t if t < s else s
+
+
+def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1] negate,
+                const uint8_t[::1] nonce, uint64_t lim, uint64_t p):
+    """acc <- acc + sum_j (-1)**negate[j] * stream_j mod p, in place, where
+    stream_j is the ChaCha20 keystream of key ``keys[j]`` (32 bytes) and the
+    12-byte ``nonce`` from block 0, read as 64-bit words and rejection-mapped
+    to F_p exactly as :func:`stream_accumulate` does (keep w < lim, 0 meaning
+    2**64).  One call for all of a client's pair streams."""
+    cdef fkm_field_t F = _field(p)
+    cdef int64_t n = acc.shape[0], j, nk = keys.shape[0], filled, c
+    cdef fkm_chacha_t st
+    cdef uint64_t buf[512]
+    cdef int status = FKM_OK
+    if keys.shape[1] != 32 or nonce.shape[0] != 12 or negate.shape[0] != nk:
+        raise ValueError("keys must be (k, 32), nonce 12 bytes, one negate flag per key")
+    if n == 0 or nk == 0:
+        return acc.base
+    with nogil:
+        for j in range(nk):
+            fkm_chacha_init(&st, &keys[j, 0], &nonce[0], 0)
+            filled = 0
+            while filled < n and status == FKM_OK:
+                # a few spare words cover rejections; any shortfall loops
+                c = n - filled + (n - filled) // 32 + 8
+                if c > 512:
+                    c = 512
+                status = fkm_chacha_words(&st, buf, c)
+                filled = fkm_stream_accumulate(F, buf, c, lim, negate[j], &acc[0], n, filled)
+            if status != FKM_OK:
+                break
+    check_status(status, "add_streams")
+    return acc.base

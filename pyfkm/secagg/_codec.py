@@ -157,20 +157,27 @@ class Codec:
         return (np.array(agg, dtype=np.uint64), nodes[order], bins[order], q[order])
 
     def _decode_delta(self, agg, state):
-        prev, nodes, bins, q = state
+        prev = state[0]
         delta = self.F.sub(agg, prev)
         if not delta.any():
-            return bins, q.astype(np.int64), state
+            return state[2], state[3].astype(np.int64), state
         try:
-            nodes_d, q_d, bins_d = self._solve(delta)
+            change = self._solve(delta)
         except DecodeError:
             return None           # more than max_nonzeros changes, or junk: full decode
+        return self._merge(state, agg, *change)
+
+    def _merge(self, state, agg, nodes_d, q_d, bins_d):
+        """The previous aggregate plus a decoded change; None when the sum
+        is not a valid aggregate (a node with two bins, or more than
+        ``max_nonzeros`` bins), which only the full decode can judge."""
+        _, nodes, bins, q = state
         m = nodes.size
         pos = np.searchsorted(nodes, nodes_d) if m else np.zeros(nodes_d.size, dtype=np.intp)
         hit = pos < m
         hit[hit] = nodes[pos[hit]] == nodes_d[hit]
         if not np.array_equal(bins[pos[hit]], bins_d[hit]):
-            return None           # a node with two bins: let the full decode judge
+            return None
         q_new = q.copy()
         q_new[pos[hit]] = self.F.add(q[pos[hit]], q_d[hit])
         nodes_new = np.concatenate([nodes, nodes_d[~hit]])
@@ -178,10 +185,25 @@ class Codec:
         q_new = np.concatenate([q_new, q_d[~hit]])
         keep = q_new != 0
         if np.count_nonzero(keep) > self.params.max_nonzeros:
-            return None           # the full decode raises the capacity error
-        nodes_new, bins_new, q_new = nodes_new[keep], bins_new[keep], q_new[keep]
-        st = self._state(agg, nodes_new, bins_new, q_new)
+            return None
+        st = self._state(agg, nodes_new[keep], bins_new[keep], q_new[keep])
         return st[2], st[3].astype(np.int64), st
+
+    def decode_difference(self, delta_agg, delta_codec, state):
+        """Decode a difference round: ``delta_agg`` is the summed message of
+        the change under ``delta_codec`` (same hash, fewer bins); the result
+        is the previous aggregate (``state``) plus that change, as
+        :meth:`decode` returns it.  Raises DecodeError when the change or
+        the new aggregate is not valid."""
+        change = delta_codec._solve(delta_agg)
+        full = self.encode(change[2], change[1]) if change[0].size else \
+            np.zeros(self.params.message_words, dtype=np.uint64)
+        got = self._merge(state, self.F.add(state[0], full), *change)
+        if got is None:
+            raise DecodeError(
+                "the changed aggregate is not valid (more than max_nonzeros bins, "
+                "or a node with two bins)")
+        return got
 
     def _decode_full(self, agg):
         nodes, q, bins = self._solve(agg)

@@ -67,14 +67,31 @@ def add_stream(acc, key, round_, tag, p, *, negate=False):
         return acc
     stream = _ChaChaStream(np.frombuffer(bytes(key), np.uint8),
                            np.frombuffer(struct.pack("<Q", round_) + tag, np.uint8), 0)
-    lim = ((1 << 64) // p) * p
-    lim = 0 if lim == 1 << 64 else lim
+    lim = _stream_limit(p)
     filled = 0
     chunk = min(n + n // 32 + 8, _CHUNK_WORDS)
     while filled < n:
         # keystream words as little-endian integers (host-independent values)
         raw = memoryview(stream.words(chunk)).cast("B")
         filled = _field.stream_accumulate(raw, lim, negate, acc, filled, p)
+    return acc
+
+
+def _stream_limit(p):
+    lim = ((1 << 64) // p) * p
+    return 0 if lim == 1 << 64 else lim
+
+
+def add_streams(acc, keys, negate, round_, tag, p):
+    """acc <- acc + sum_j (-/+) stream(keys[j], round, tag), in place, mod p:
+    :func:`add_stream` for many keys in one C call (``negate[j]`` subtracts
+    stream j).  ``keys`` is a sequence of 32-byte keys."""
+    if acc.size == 0 or len(keys) == 0:
+        return acc
+    k = np.frombuffer(b"".join(bytes(x) for x in keys), np.uint8).reshape(len(keys), 32)
+    neg = np.asarray(negate, dtype=np.uint8)
+    nonce = np.frombuffer(struct.pack("<Q", round_) + tag, np.uint8)
+    _field.add_streams(acc, k, neg, nonce, _stream_limit(p), p)
     return acc
 
 

@@ -5,7 +5,7 @@ Every message is a frozen dataclass with ``to_bytes()`` and
 
     header (44 bytes)
         magic     4s   b"PFKM"
-        version   u8   1
+        version   u8   2
         type      u8   1 key, 2 roster, 3 round, 4 syndromes
         reserved  u16  0
         run_id    16s
@@ -29,7 +29,7 @@ from ..exceptions import InvalidInputError, MessageFormatError, ProtocolError
 from ._params import MODES, ScmaParams
 
 MAGIC = b"PFKM"
-VERSION = 1
+VERSION = 2   # 2: round messages carry delta_nonzeros and base_round
 SERVER_ID = 0xFFFFFFFF
 _HEADER = struct.Struct("<4sBBH16sQIQ")
 HEADER_BYTES = _HEADER.size
@@ -179,11 +179,21 @@ class RosterMessage:
 @dataclass(frozen=True)
 class RoundMessage:
     """Server -> clients: a round number and its participants (body: count
-    u32, ids u32 strictly increasing)."""
+    u32, ids u32 strictly increasing, then delta_nonzeros u32 and base_round
+    u64).
+
+    ``delta_nonzeros = 0`` asks for the full masked message.  A positive
+    value opens a *difference round*: every participant sends its change
+    since round ``base_round`` (a finished round with the same
+    participants), encoded for at most ``delta_nonzeros`` bins, under fresh
+    masks of that shorter length.
+    """
 
     run_id: bytes
     round: int
     participants: tuple
+    delta_nonzeros: int = 0
+    base_round: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
@@ -208,11 +218,23 @@ class RoundMessage:
         if ids[0] < 0 or ids[-1] >= SERVER_ID:
             raise InvalidInputError("participant ids must lie in [0, 2**32 - 1)")
         object.__setattr__(self, "participants", ids)
+        dn, br = self.delta_nonzeros, self.base_round
+        if not isinstance(dn, (int, np.integer)) or isinstance(dn, bool) \
+                or not 0 <= int(dn) < SERVER_ID:
+            raise InvalidInputError(f"delta_nonzeros must be an int in [0, 2**32 - 1), got {dn!r}")
+        if not isinstance(br, (int, np.integer)) or isinstance(br, bool) \
+                or not 0 <= int(br) < int(r):
+            raise InvalidInputError(f"base_round must be an int in [0, round), got {br!r}")
+        if (int(dn) == 0) != (int(br) == 0):
+            raise InvalidInputError("a difference round needs both delta_nonzeros and base_round")
+        object.__setattr__(self, "delta_nonzeros", int(dn))
+        object.__setattr__(self, "base_round", int(br))
 
     def to_bytes(self):
         ids = np.asarray(self.participants, dtype="<u4").tobytes()
         return (_pack_header(_ROUND, self.run_id, self.round, SERVER_ID, 0)
-                + struct.pack("<I", len(self.participants)) + ids)
+                + struct.pack("<I", len(self.participants)) + ids
+                + struct.pack("<IQ", self.delta_nonzeros, self.base_round))
 
     @classmethod
     def from_bytes(cls, data):
@@ -220,12 +242,13 @@ class RoundMessage:
         if len(data) < HEADER_BYTES + 4:
             raise MessageFormatError("truncated round message")
         (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
-        _expect_len(data, HEADER_BYTES + 4 + 4 * n)
+        _expect_len(data, HEADER_BYTES + 4 + 4 * n + 12)
         if sender != SERVER_ID or modulus != 0:
             raise MessageFormatError("round message not from the server")
         ids = struct.unpack_from(f"<{n}I", data, HEADER_BYTES + 4)
+        dn, br = struct.unpack_from("<IQ", data, HEADER_BYTES + 4 + 4 * n)
         try:
-            return cls(run_id, round_, ids)
+            return cls(run_id, round_, ids, dn, br)
         except InvalidInputError as e:
             raise MessageFormatError(f"invalid round message: {e}") from None
 

@@ -1,4 +1,5 @@
 """The two roles of SCMA: clients and the (honest-but-curious) server."""
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -7,10 +8,21 @@ import numpy as np
 from .._core import _field
 from ..exceptions import CapacityError, InvalidInputError, ProtocolError
 from ._codec import Codec
-from ._crypto import (SCMA_TAG, add_mod, add_stream, new_private_key,
+from ._crypto import (SCMA_TAG, add_mod, add_streams, new_private_key,
                       pair_seed, public_bytes)
 from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage,
                         check_key_message, check_round_message)
+
+
+# answered rounds a client remembers as bases of difference rounds (the
+# server's base is its last finished round; abandoned rounds come after it)
+_KEEP_ANSWERED = 4
+
+
+def delta_params(params, m):
+    """Parameters of the difference rounds with at most ``m`` changed bins:
+    the run's, with ``max_nonzeros = m`` (same hash, same nodes)."""
+    return dataclasses.replace(params, max_nonzeros=m, max_client_nonzeros=m)
 
 
 def _sorted_rows(bins, counts):
@@ -78,6 +90,9 @@ class ScmaClient:
         self._seeds = {}
         self._codec = None
         self._encoded = None
+        self._data = None
+        self._answered = {}        # recent answered rounds -> the data sent
+        self._delta_codecs = {}
         self._last_round = 0
 
     def key_message(self, run_id):
@@ -128,24 +143,25 @@ class ScmaClient:
                 f"client {self.client_id}: total count {int(sum(counts))} exceeds "
                 f"(p - 1) / n_clients = {budget}, so the aggregate could wrap modulo p")
         self._encoded = self._codec.encode(bins, counts.astype(np.uint64))
+        self._data = (bins, counts.astype(np.uint64))
 
-    def mask(self, round_, participants):
-        """This client's mask for a round with the given participants."""
+    def mask(self, round_, participants, n_words=None):
+        """This client's mask for a round with the given participants
+        (``n_words`` long; default: a full message)."""
         P = self.params
-        n, p = P.message_words, P.modulus
+        n = P.message_words if n_words is None else int(n_words)
+        others = [o for o in participants if o != self.client_id]
+        missing = [o for o in others if o not in self._seeds]
+        if missing:
+            raise ProtocolError(f"participant {missing[0]} is not in the roster")
         acc = np.zeros(n, dtype=np.uint64)
-        for other in participants:
-            if other == self.client_id:
-                continue
-            if other not in self._seeds:
-                raise ProtocolError(f"participant {other} is not in the roster")
-            add_stream(acc, self._seeds[other], round_, SCMA_TAG, p,
-                       negate=self.client_id > other)
-        return acc
+        return add_streams(acc, [self._seeds[o] for o in others],
+                           [self.client_id > o for o in others], round_, SCMA_TAG, P.modulus)
 
-    def precompute_mask(self, round_, participants):
+    def precompute_mask(self, round_, participants, delta_nonzeros=0):
         """Offline phase: compute the mask of a future round now, so that
-        :meth:`respond` to that round (same participants) is one addition.
+        :meth:`respond` to that round (same participants, and the same
+        ``delta_nonzeros``: 0 for a full round) is one addition.
 
         The cached mask is used at most once and only for that exact round
         and roster; anything else recomputes.
@@ -155,7 +171,43 @@ class ScmaClient:
         parts = tuple(sorted(int(i) for i in participants))
         if int(round_) <= self._last_round:
             raise ProtocolError(f"round {round_} was already answered")
-        self._mask_cache = (int(round_), parts, self.mask(int(round_), parts))
+        n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros else None
+        self._mask_cache = (int(round_), parts, int(delta_nonzeros),
+                            self.mask(int(round_), parts, n))
+
+    def _delta_codec(self, m):
+        """Codec of difference rounds with at most ``m`` changed bins."""
+        m = int(m)
+        if not 1 <= m <= self.params.max_nonzeros:
+            raise ProtocolError(
+                f"delta_nonzeros = {m} must lie in [1, max_nonzeros = {self.params.max_nonzeros}]")
+        c = self._delta_codecs.get(m)
+        if c is None:
+            c = self._delta_codecs[m] = Codec(delta_params(self.params, m))
+        return c
+
+    def _delta_message(self, round_msg):
+        """Encoding of (data now) - (data sent in round ``base_round``)."""
+        base = self._answered.get(round_msg.base_round)
+        if base is None:
+            raise ProtocolError(
+                f"client {self.client_id} did not answer round {round_msg.base_round} "
+                f"(or forgot it): a full round is needed")
+        codec = self._delta_codec(round_msg.delta_nonzeros)
+        p = self.params.modulus
+        bins = np.concatenate([self._data[0], base[0]])
+        q = np.concatenate([self._data[1], (p - base[1]) % p]).astype(object)
+        rows = np.ascontiguousarray(bins).view(np.dtype((np.void, 8 * bins.shape[1]))).ravel()
+        _, first, inv = np.unique(rows, return_index=True, return_inverse=True)
+        dq = np.zeros(first.size, dtype=object)
+        np.add.at(dq, inv.ravel(), q)
+        dq %= p
+        keep = dq != 0
+        if int(np.count_nonzero(keep)) > codec.params.max_nonzeros:
+            raise CapacityError(
+                f"client {self.client_id}: {int(np.count_nonzero(keep))} changed bins exceed "
+                f"delta_nonzeros = {codec.params.max_nonzeros}: a full round is needed")
+        return codec, codec.encode(bins[first][keep], dq[keep].astype(np.uint64))
 
     def respond(self, round_msg):
         """The masked syndromes for ``round_msg`` (each round is answered once)."""
@@ -171,15 +223,24 @@ class ScmaClient:
             raise ProtocolError(f"client {self.client_id} is not a participant of this round")
         if self._encoded is None:
             raise ProtocolError("set_data before responding")
+        if round_msg.delta_nonzeros:
+            codec, encoded = self._delta_message(round_msg)
+        else:
+            codec, encoded = self._codec, self._encoded
         cached = getattr(self, "_mask_cache", None)
         self._mask_cache = None
         if cached is not None and cached[0] == round_msg.round \
-                and cached[1] == tuple(round_msg.participants):
-            mask = cached[2]
+                and cached[1] == tuple(round_msg.participants) \
+                and cached[2] == round_msg.delta_nonzeros:
+            mask = cached[3]
         else:
-            mask = self.mask(round_msg.round, round_msg.participants)
-        masked = add_mod(mask, self._encoded, self.params.modulus)
+            mask = self.mask(round_msg.round, round_msg.participants,
+                             codec.params.message_words)
+        masked = add_mod(mask, encoded, self.params.modulus)
         self._last_round = round_msg.round
+        self._answered[round_msg.round] = self._data
+        for old in sorted(self._answered)[:-_KEEP_ANSWERED]:
+            del self._answered[old]
         return SyndromeMessage._trusted(self._run_id, round_msg.round, self.client_id,
                                         self.params.modulus, masked)
 
@@ -226,6 +287,8 @@ class ScmaServer:
         self._round = 0
         self._open = None          # (RoundMessage, {sender: payload})
         self._state = None         # previous decode (for incremental decode)
+        self._finished = None      # (round, participants) of the last decode
+        self._delta_codecs = {}
 
     @property
     def run_id(self):
@@ -245,8 +308,17 @@ class ScmaServer:
                                          tuple(self._keys[i] for i in ids))
         return self._roster
 
-    def start_round(self, participants=None):
-        """Open the next round (an unfinished round is abandoned)."""
+    def start_round(self, participants=None, *, delta_nonzeros=0):
+        """Open the next round (an unfinished round is abandoned).
+
+        ``delta_nonzeros > 0`` opens a difference round: the participants
+        (the same as in the last decoded round) send their changes since
+        that round, for at most ``delta_nonzeros`` changed bins in total,
+        in messages of ``delta_params(params, delta_nonzeros).message_words``
+        words.  The server learns what a full round would tell it (the new
+        aggregate, whose difference to the last one it could compute
+        anyway), for a fraction of the masks and syndromes.
+        """
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
         ids = self._roster.client_ids if participants is None else participants
@@ -256,17 +328,37 @@ class ScmaServer:
             raise ProtocolError(f"participants not in the roster: {sorted(unknown)}")
         if len(set(ids)) != len(ids) or not ids:
             raise ProtocolError("participants must be distinct and non-empty")
-        msg = RoundMessage(self.run_id, self._round + 1, ids)
+        base = 0
+        if delta_nonzeros:
+            if not isinstance(delta_nonzeros, (int, np.integer)) or \
+                    isinstance(delta_nonzeros, bool) or \
+                    not 1 <= int(delta_nonzeros) <= self.params.max_nonzeros:
+                raise ProtocolError(
+                    f"delta_nonzeros = {delta_nonzeros!r} must be an int in "
+                    f"[1, max_nonzeros = {self.params.max_nonzeros}]")
+            if self._finished is None or self._finished[1] != ids:
+                raise ProtocolError(
+                    "a difference round needs a decoded round with the same participants")
+            base = self._finished[0]
+        msg = RoundMessage(self.run_id, self._round + 1, ids, int(delta_nonzeros), base)
         self._round += 1
         self._open = (msg, {})
         return msg
 
+    def _delta_codec(self, m):
+        c = self._delta_codecs.get(m)
+        if c is None:
+            c = self._delta_codecs[m] = Codec(delta_params(self.params, m))
+        return c
+
     def receive(self, msg):
         got = check_round_message(msg, SyndromeMessage, self.run_id, self._open)
-        if msg.modulus != self.params.modulus or msg.payload.size != self.params.message_words:
+        dn = self._open[0].delta_nonzeros
+        words = self._delta_codec(dn).params.message_words if dn else self.params.message_words
+        if msg.modulus != self.params.modulus or msg.payload.size != words:
             raise ProtocolError(
                 f"client {msg.sender}: message for another modulus or size "
-                f"({msg.payload.size} words, expected {self.params.message_words})")
+                f"({msg.payload.size} words, expected {words})")
         got[msg.sender] = msg.payload
 
     def finish_round(self, *, incremental=True):
@@ -283,22 +375,29 @@ class ScmaServer:
         if missing:
             raise ProtocolError(f"round {rmsg.round}: no message from clients {missing}")
         P = self.params
-        agg = np.zeros(P.message_words, dtype=np.uint64)
+        dn = rmsg.delta_nonzeros
+        agg = np.zeros(next(iter(got.values())).size, dtype=np.uint64)
         for payload in got.values():      # validated: uint64, contiguous, reduced
             _field.add_inplace(agg, payload, P.modulus)
         t0 = time.perf_counter()
-        bins, counts, state, used_inc = self._codec.decode(
-            agg, self._state if incremental else None)
+        if dn:
+            bins, counts, state = self._codec.decode_difference(
+                agg, self._delta_codec(dn), self._state)
+            used_inc = True
+        else:
+            bins, counts, state, used_inc = self._codec.decode(
+                agg, self._state if incremental else None)
         dt = time.perf_counter() - t0
         bins, counts = _sorted_rows(bins, counts)
         self._state = state
+        self._finished = (rmsg.round, rmsg.participants)
         self._open = None
         n = len(rmsg.participants)
         logp = (P.modulus - 1).bit_length()
         report = ScmaReport(
             mode=P.mode, modulus=P.modulus, round=rmsg.round, n_participants=n,
-            message_words=P.message_words,
-            bytes_per_client=SyndromeMessage.size(P.message_words),
+            message_words=agg.size,
+            bytes_per_client=SyndromeMessage.size(agg.size),
             server_bytes=len(rmsg.to_bytes()) * n, decode_seconds=dt,
             incremental=used_inc,
             paper_bits_per_client=2 * P.max_nonzeros * logp,
