@@ -194,6 +194,9 @@ class ScmaClient:
                 f"client {self.client_id} did not answer round {round_msg.base_round} "
                 f"(or forgot it): a full round is needed")
         codec = self._delta_codec(round_msg.delta_nonzeros)
+        if base is self._data or (np.array_equal(base[0], self._data[0])
+                                  and np.array_equal(base[1], self._data[1])):
+            return codec, np.zeros(codec.params.message_words, dtype=np.uint64)
         p = self.params.modulus
         bins = np.concatenate([self._data[0], base[0]])
         q = np.concatenate([self._data[1], (p - base[1]) % p]).astype(object)
