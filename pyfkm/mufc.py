@@ -140,9 +140,14 @@ class MufcClient:
         Grid step.
     lower, upper : float
         The public box.
-    client_init : {"k-means++", "full"}
-        Seeding only (the paper's default) or seeding followed by Lloyd
-        (paper App. M.3; after a removal Lloyd reruns from the seeding).
+    client_init : {"k-means++", "means", "full"}
+        Seeding only (the paper's default: the centers are the seeds);
+        ``"means"``: the centers are the means of the seeds' cells (one
+        centroid step after the seeding: the weighted mean of a client's
+        centers is then its data mean, which the server's clustering
+        inherits); ``"full"``: seeding followed by Lloyd (paper App. M.3).
+        After a removal the centers are recomputed from the (exactly
+        unlearned) seeding, so every variant unlearns exactly.
     max_iter, tol : Lloyd parameters for ``client_init="full"``.
     random_state : None, int or Generator
     """
@@ -154,8 +159,9 @@ class MufcClient:
             raise InvalidInputError(
                 f"client data must lie in the public box [{lower}, {upper}]^d; "
                 "scale it with public bounds (pyfkm.mufc.scale_to_box)")
-        if client_init not in ("k-means++", "full"):
-            raise InvalidInputError(f"client_init={client_init!r} must be 'k-means++' or 'full'")
+        if client_init not in ("k-means++", "means", "full"):
+            raise InvalidInputError(
+                f"client_init={client_init!r} must be 'k-means++', 'means' or 'full'")
         self.X = X
         self.n_clusters = int(n_clusters)
         self.gamma = float(gamma)
@@ -191,6 +197,20 @@ class MufcClient:
         elif self.client_init == "k-means++":
             self.cluster_centers_ = self._seeding.cluster_centers_
             self.cluster_sizes_ = self._seeding.cluster_sizes_.astype(np.int64)
+        elif self.client_init == "means":
+            keep = ~self._seeding.removed_
+            lab = self._seeding.labels_[keep]
+            C = self._seeding.cluster_centers_
+            order = np.argsort(lab, kind="stable")
+            sizes = np.bincount(lab, minlength=C.shape[0])
+            pos = sizes > 0
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[pos]
+            Xs = self.X[self._active[keep][order]]
+            means = C.copy()
+            means[pos] = np.add.reduceat(Xs, starts, axis=0) / sizes[pos, None]
+            # a mean of points of the box stays in it (up to rounding)
+            self.cluster_centers_ = np.clip(means, self.lower, self.upper)
+            self.cluster_sizes_ = sizes.astype(np.int64)
         else:
             keep = ~self._seeding.removed_
             Xa = self.X[self._active][keep]
@@ -552,7 +572,11 @@ class FederatedKMeans(BaseEstimator):
         fixed for the model's life (``gamma_``): unlearning is exact with
         respect to a fit with that ``gamma``.
     server_points : {"uniform", "centers"}, default="uniform"
-    client_init : {"k-means++", "full"}, default="k-means++"
+    client_init : {"k-means++", "means", "full"}, default="k-means++"
+        What a client sends: its k-means++ seeds (the paper's default), the
+        means of the seeds' cells (``"means"``: same cost, usually a lower
+        loss), or the centers after Lloyd (``"full"``); see
+        :class:`MufcClient`.  Every variant unlearns exactly.
     secure : bool, default=True
         Aggregate through SCMA; False sums in the clear (same model for the
         same seed).

@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError
-from pyfkm.mufc import FederatedKMeans, merge_sparse, scale_to_box
+from pyfkm.mufc import FederatedKMeans, MufcClient, merge_sparse, scale_to_box
 
 
 def gaussian_clients(rng, L=6, n_l=40, d=3, K=4, k_local=2, std=0.03):
@@ -151,6 +151,8 @@ def test_input_validation():
         FederatedKMeans(2, gamma=-1.0).fit([np.zeros((5, 2))])
     with pytest.raises(InvalidInputError):
         FederatedKMeans(2, server_points="median").fit([np.zeros((5, 2))])
+    with pytest.raises(InvalidInputError, match="client_init"):
+        FederatedKMeans(2, client_init="lloyd").fit([np.zeros((5, 2))])
     with pytest.raises(NotFittedError):
         FederatedKMeans(2).predict([[0.0, 0.0]])
     assert scale_to_box([[2.0], [4.0]], 2.0, 4.0).ravel().tolist() == [-0.5, 0.5]
@@ -187,8 +189,11 @@ def _outcome(model, client):
             tuple(model.aggregate_counts_.tolist()))
 
 
-@pytest.mark.parametrize("removal", ["single", "batch", "center-heavy", "client", "saved"])
-def test_removal_is_distributed_as_refitting(removal, tmp_path):
+@pytest.mark.parametrize("removal,client_init", [
+    ("single", "k-means++"), ("batch", "k-means++"), ("center-heavy", "k-means++"),
+    ("client", "k-means++"), ("saved", "k-means++"), ("single", "means"),
+    ("center-heavy", "means")])
+def test_removal_is_distributed_as_refitting(removal, client_init, tmp_path):
     """Chi-square over enumerated outcomes (client 0's center set and the
     aggregate) after removal vs a fresh fit on the remaining data.
 
@@ -214,7 +219,7 @@ def test_removal_is_distributed_as_refitting(removal, tmp_path):
     runs = 1500
     for s in range(runs):
         m = FederatedKMeans(2, gamma=0.25, server_points="centers", secure=False, n_init=1,
-                            random_state=s).fit([X0, X1])
+                            client_init=client_init, random_state=s).fit([X0, X1])
         if removal == "saved":  # the removal happens on a model saved and loaded
             m.save(tmp_path / "m.npz")
             m = FederatedKMeans.load(tmp_path / "m.npz")
@@ -225,7 +230,7 @@ def test_removal_is_distributed_as_refitting(removal, tmp_path):
         after[(tuple(sorted(int(keep0.tolist().index(i)) for i in o[0])),) + o[1:]] += 1
         data = [X0[keep0]] + ([] if rm_clients else [X1])
         f = FederatedKMeans(2, gamma=0.25, server_points="centers", secure=False, n_init=1,
-                            random_state=10**6 + s).fit(data)
+                            client_init=client_init, random_state=10**6 + s).fit(data)
         fresh[_outcome(f, 0)] += 1
     keys = sorted(set(after) | set(fresh))
     table = np.array([[after[k] for k in keys], [fresh[k] for k in keys]])
@@ -233,6 +238,31 @@ def test_removal_is_distributed_as_refitting(removal, tmp_path):
     assert table.shape[1] >= 2
     _, pval, _, _ = stats.chi2_contingency(table)
     assert pval > 1e-3, (pval, keys, table)
+
+
+def test_means_clients_send_the_means_of_their_seeds_cells():
+    # Oracle: brute force nearest seed (ties to the lowest seed position, as
+    # k-means++ labels them) and numpy means, before and after removals.
+    rng = np.random.default_rng(21)
+    X = rng.uniform(-0.5, 0.5, size=(60, 3))
+    c = MufcClient(X, 5, gamma=0.05, client_init="means", random_state=4)
+    seeds = MufcClient(X, 5, gamma=0.05, random_state=4)
+    removed = np.zeros(len(X), dtype=bool)
+    for ids in ([], [3], [10, 11, 12], [int(c._seeding.center_ids_[1])]):
+        if ids:
+            c.remove(ids)
+            seeds.remove(ids)
+            removed[ids] = True
+        S = seeds.cluster_centers_
+        Xa = X[~removed]
+        d2 = ((Xa[:, None, :] - S[None, :, :]) ** 2).sum(-1)
+        lab = np.argmin(d2, axis=1)
+        want = np.array([Xa[lab == j].mean(0) for j in range(len(S))])
+        np.testing.assert_allclose(c.cluster_centers_, want, rtol=0, atol=1e-15)
+        assert c.cluster_sizes_.tolist() == np.bincount(lab, minlength=len(S)).tolist()
+        # the sizes-weighted mean of the centers is the data mean
+        np.testing.assert_allclose(c.cluster_sizes_ @ c.cluster_centers_ / len(Xa),
+                                   Xa.mean(0), atol=1e-14)
 
 
 def test_negative_control_not_unlearning_is_detected():
@@ -258,7 +288,7 @@ def test_negative_control_not_unlearning_is_detected():
 
 
 @pytest.mark.parametrize("secure,server_points,client_init", [
-    (True, "uniform", "k-means++"), (False, "centers", "full")])
+    (True, "uniform", "k-means++"), (False, "centers", "full"), (True, "centers", "means")])
 def test_save_load_continues_identically(tmp_path, secure, server_points, client_init):
     clients = gaussian_clients(np.random.default_rng(8), L=4)
     m = FederatedKMeans(4, server_points=server_points, client_init=client_init,
