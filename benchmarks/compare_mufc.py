@@ -67,8 +67,9 @@ Seed s draws the mixture, the split and the models' ``random_state``.
    centroid to the nearest server centroid) / best centralized objective of 5 runs of
    k-means++ and Lloyd on the pooled data (``pyfkm.metrics.best_kmeans_objective``, computed
    once per seed and shared by the methods), median over ``--seeds`` seeds, for pyfkm (both
-   server_points, and "centers" with ``client_init="full"``, i.e. Lloyd after the clients'
-   seeding, paper App. M.3; clear aggregation, which gives the same model as secure), K-FED
+   server_points, and "centers" with ``client_init="means"`` (the means of the seeds' cells)
+   and ``client_init="full"`` (Lloyd after the clients' seeding, paper App. M.3); clear
+   aggregation, which gives the same model as secure), K-FED
    (``pyfkm.baselines.KFed``, k' = K' local clusters per client, the K-FED paper's
    heterogeneous setting) and federated DC-k-means (``pyfkm.baselines.FederatedDCKMeans``,
    leaf = client, weighted root).  The paper's MUFC figure for the Gaussian data is 1.18.
@@ -425,6 +426,8 @@ def bench_quality(name, args):
         models = {
             "pyfkm centers": FederatedKMeans(**model_params(ds, "centers", False, args, seed)),
             "pyfkm uniform": FederatedKMeans(**model_params(ds, "uniform", False, args, seed)),
+            "pyfkm centers, client_init=means": FederatedKMeans(
+                **model_params(ds, "centers", False, args, seed), client_init="means"),
             "pyfkm centers, client_init=full": FederatedKMeans(
                 **model_params(ds, "centers", False, args, seed), client_init="full"),
             "K-FED": KFed(ds.K, client_clusters=min(args.kfed_client_clusters or args.kprime,

@@ -20,6 +20,16 @@ coordinates sent as ``ceil(d / c)`` payload rows of ``M`` syndromes, ``c =
 floor(log_B p)``, plus one row of an independent squared check hash; a hash
 collision is detected and raises :class:`DecodeError`).
 
+Unlearning rounds.  Decoding is incremental: the server decodes the
+*difference* to the last aggregate (the message of the change, by
+linearity), which costs little when few bins changed.  And when few clients
+changed their data, the server can open a *difference round*
+(``ScmaServer.start_round(delta_nonzeros=m)``): every participant sends its
+change since the last decoded round, for at most ``m`` changed bins, under
+fresh masks of ``2m + rows m`` words instead of ``2M + rows M``.  The server
+learns what a full round tells it (the new aggregate) and nothing else; if
+the change does not fit, the round fails to decode and a full round is run.
+
 Communication per client and round: ``44 + 4 + 8 (2M + rows M)`` bytes
 (``ScmaReport.bytes_per_client``), against ``2 K L ceil(log2 p)`` bits in the
 paper's count (index mode, ``M = K L``) and ``B**d ceil(log2 p)`` bits for a
