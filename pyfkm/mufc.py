@@ -12,10 +12,13 @@ weighted k-means++ and Lloyd (``n_init`` initialisations).
 
 Unlearning.  Removing points from a client runs the client's exact seeding
 removal; its counts change even when its centers do not (a removed point is
-never counted anywhere).  The aggregate is then re-summed (securely: every
-participant re-sends its cached syndromes under fresh masks, and the server
-decodes incrementally on the previous support when it can), and the server
-reclusters when the aggregate changed.  For ``"uniform"`` the server keeps
+never counted anywhere).  The aggregate is then re-summed securely, under fresh
+masks: in a *difference round* every participant sends its change since the
+last round (zero for all but the removing client), sized for ``2K`` changed
+bins per changed client, and the server adds the decoded change to its
+aggregate; a full round (every participant's whole vector) runs when that
+does not fit or the participants changed.  The server reclusters when the
+aggregate changed.  For ``"uniform"`` the server keeps
 its samples and drops uniformly chosen samples of the bins that lost counts
 (and draws new ones for bins that gained), so its dataset is distributed
 exactly as a fresh draw.  After any sequence of removals the model (client
