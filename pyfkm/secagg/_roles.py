@@ -142,8 +142,13 @@ class ScmaClient:
             raise CapacityError(
                 f"client {self.client_id}: total count {int(sum(counts))} exceeds "
                 f"(p - 1) / n_clients = {budget}, so the aggregate could wrap modulo p")
-        self._encoded = self._codec.encode(bins, counts.astype(np.uint64))
-        self._data = (bins, counts.astype(np.uint64))
+        counts = counts.astype(np.uint64)
+        # checked now (a bin hashing to 0 raises here); encoded when a full
+        # round asks for it (difference rounds send changes only)
+        if np.any(self._codec.nodes(bins) == 0):
+            self._codec.encode(bins, counts)
+        self._encoded = None
+        self._data = (bins, counts)
 
     def mask(self, round_, participants, n_words=None):
         """This client's mask for a round with the given participants
@@ -224,11 +229,13 @@ class ScmaClient:
                 f"{self._last_round}: masks are never reused")
         if self.client_id not in round_msg.participants:
             raise ProtocolError(f"client {self.client_id} is not a participant of this round")
-        if self._encoded is None:
+        if self._data is None:
             raise ProtocolError("set_data before responding")
         if round_msg.delta_nonzeros:
             codec, encoded = self._delta_message(round_msg)
         else:
+            if self._encoded is None:
+                self._encoded = self._codec.encode(*self._data)
             codec, encoded = self._codec, self._encoded
         cached = getattr(self, "_mask_cache", None)
         self._mask_cache = None
