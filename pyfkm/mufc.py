@@ -14,9 +14,9 @@ Unlearning.  Removing points from a client runs the client's exact seeding
 removal; its counts change even when its centers do not (a removed point is
 never counted anywhere).  The aggregate is then re-summed securely, under fresh
 masks: in a *difference round* every participant sends its change since the
-last round (zero for all but the removing client), sized for ``2K`` changed
-bins per changed client, and the server adds the decoded change to its
-aggregate; a full round (every participant's whole vector) runs when that
+last round (zero for all but the removing client), under masks sized for
+the number of bins that changed (one for a removal that moves no center),
+and the server adds the decoded change to its aggregate; a full round (every participant's whole vector) runs when that
 does not fit or the participants changed.  The server reclusters when the
 aggregate changed.  For ``"uniform"`` the server keeps
 its samples and drops uniformly chosen samples of the bins that lost counts
@@ -487,16 +487,18 @@ class _SecureAggregator:
 
     After the first round, a round in which few clients changed their data
     (an unlearning request) is a *difference round*: every participant
-    sends its change since the last round, encoded for at most
-    ``2 K`` changed bins per changed client (a client's change touches at
-    most its ``K`` old and ``K`` new bins), under fresh masks of that
-    shorter length.  The decoded aggregate is the same as a full round's
-    (``ScmaServer.start_round``); when the change does not fit (or the
-    participants changed) a full round runs.
+    sends its change since the last round, under fresh masks sized for the
+    number of bins that changed (the changed clients report it; the server
+    learns that number from the decoded change anyway).  The decoded
+    aggregate is the same as a full round's (``ScmaServer.start_round``);
+    when the change is too large to be worth it (or the participants
+    changed) a full round runs.  Offline, the clients precompute the masks
+    of the next round for a one-bin change (a removal that moves no
+    center); rounds with longer messages compute their masks online.
     """
 
     def __init__(self, d, n_bins, max_nonzeros, n_clients, modulus, random_state,
-                 client_nonzeros=None):
+                 precompute_nonzeros=1):
         from . import secagg
         self.secagg = secagg
         gen = as_generator(random_state)
@@ -505,16 +507,20 @@ class _SecureAggregator:
         from .secagg._driver import setup_in_process
         self.server, self.roles = setup_in_process(self.params, n_clients, gen)
         self._dirty = set(range(n_clients))
-        self._client_nonzeros = int(client_nonzeros or max_nonzeros)
+        self._precompute_nonzeros = int(precompute_nonzeros)
         self._last = None          # participants of the last decoded round
 
     def mark(self, i):
         self._dirty.add(i)
 
-    def _delta_size(self, n_changed):
-        """Bins a difference round with ``n_changed`` changed clients is
-        sized for (0: a full round is as cheap)."""
-        m = 2 * self._client_nonzeros * max(n_changed, 1)
+    def _delta_size(self, changed):
+        """Bins of the difference round for these changed clients (0: a
+        full round is as cheap, or a client cannot tell its change)."""
+        try:
+            m = sum(self.roles[i].changed_bins() for i in changed)
+        except ProtocolError:
+            return 0
+        m = max(m, 1)
         return m if 2 * m <= self.params.max_nonzeros else 0
 
     def _play(self, participants, delta_nonzeros):
@@ -534,7 +540,7 @@ class _SecureAggregator:
             self.roles[i].set_data(*clients[i].sparse_counts())
             self._dirty.discard(i)
         parts = tuple(sorted(participants))
-        dn = self._delta_size(len(changed)) if self._last == parts else 0
+        dn = self._delta_size(changed) if self._last == parts else 0
         res = None
         nbytes = 0
         if dn:
@@ -552,11 +558,12 @@ class _SecureAggregator:
 
     def precompute(self, participants):
         """Offline phase: every participant computes its mask for the next
-        round now (timed separately as ``offline_seconds``): a difference
-        round for one changed client, the usual next step."""
+        round now (timed separately as ``offline_seconds``), sized for a
+        difference round of ``precompute_nonzeros`` bins; a round with a
+        larger message computes its masks online."""
         t0 = time.perf_counter()
         nxt = self.server._round + 1
-        dn = self._delta_size(1)
+        dn = min(self._precompute_nonzeros, self.params.max_nonzeros)
         for i in participants:
             self.roles[i].precompute_mask(nxt, participants, dn)
         self.offline_seconds = time.perf_counter() - t0
@@ -841,7 +848,7 @@ class FederatedKMeans(BaseEstimator):
         if not self.secure:
             return _ClearAggregator(self.n_features_in_)
         return _SecureAggregator(self.n_features_in_, self.n_bins_per_dim_, max(K * L, 1), L,
-                                 self.modulus or DEFAULT_PRIME, self._agg_rng, client_nonzeros=K)
+                                 self.modulus or DEFAULT_PRIME, self._agg_rng)
 
     def _check_X(self, X):
         self._check_fitted()

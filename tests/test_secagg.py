@@ -1423,3 +1423,40 @@ def test_round_message_difference_fields():
                    (1.0, 4)]:
         with pytest.raises(InvalidInputError):
             RoundMessage(run, 5, (0, 1), dn, br)
+
+
+def test_changed_bins_and_precomputed_masks_serve_shorter_messages():
+    # changed_bins counts the bins whose count differs from the last answered
+    # round (oracle: a Counter difference); a mask precomputed for a longer
+    # message of the same round serves a shorter one: the response equals a
+    # twin run's (same seeds) that computes its mask on the spot.
+    d, B, M = 4, 9, 20
+    params = make_params(d, B, M, mode="hashed", seed=75)
+    pool = distinct_bins(np.random.default_rng(75), 8, d, B)
+    runs = []
+    for _ in range(2):
+        server, clients = make_run(params, [0, 1, 2], seed=75)
+        for i in range(3):
+            clients[i].set_data(pool[2 * i: 2 * i + 2], [2, 3])
+        play_round(server, clients)
+        runs.append((server, clients))
+    new = (np.vstack([pool[0:1], pool[6:8]]), [1, 5, 1])   # 0: 2 -> 1, 1 leaves, 6 and 7 new
+    old = Counter({tuple(pool[0]): 2, tuple(pool[1]): 3})
+    now = Counter({tuple(b): q for b, q in zip(new[0].tolist(), new[1])})
+    want = sum(1 for b in set(old) | set(now) if old[b] != now[b])
+    assert want == 4
+    payloads = []
+    for k, (server, clients) in enumerate(runs):
+        clients[0].set_data(*new)
+        assert clients[0].changed_bins() == want
+        assert clients[1].changed_bins() == 0
+        if k == 0:
+            for i in range(3):
+                clients[i].precompute_mask(server._round + 1, (0, 1, 2), delta_nonzeros=M)
+        res, msgs = _difference_round(server, clients, want)
+        payloads.append([as_ints(m.payload) for m in msgs])
+        assert_aggregate(res.bins, res.counts,
+                         plain_sum([new, (pool[2:4], [2, 3]), (pool[4:6], [2, 3])], d), d)
+    assert payloads[0] == payloads[1]
+    with pytest.raises(ProtocolError):
+        runs[0][1][0].changed_bins(base_round=99)

@@ -165,11 +165,14 @@ class ScmaClient:
 
     def precompute_mask(self, round_, participants, delta_nonzeros=0):
         """Offline phase: compute the mask of a future round now, so that
-        :meth:`respond` to that round (same participants, and the same
-        ``delta_nonzeros``: 0 for a full round) is one addition.
+        :meth:`respond` to that round (same participants) is one addition.
 
-        The cached mask is used at most once and only for that exact round
-        and roster; anything else recomputes.
+        ``delta_nonzeros`` sizes the mask as for a difference round (0: a
+        full round).  A round's mask of ``W`` words is the first ``W``
+        words of its pair streams, so a cached mask also serves any
+        shorter message of that round (a smaller difference round).  The
+        cached mask is used at most once and only for that exact round and
+        roster; anything else recomputes.
         """
         if self.params is None:
             raise ProtocolError("receive the roster before precomputing masks")
@@ -177,8 +180,7 @@ class ScmaClient:
         if int(round_) <= self._last_round:
             raise ProtocolError(f"round {round_} was already answered")
         n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros else None
-        self._mask_cache = (int(round_), parts, int(delta_nonzeros),
-                            self.mask(int(round_), parts, n))
+        self._mask_cache = (int(round_), parts, self.mask(int(round_), parts, n))
 
     def _delta_codec(self, m):
         """Codec of difference rounds with at most ``m`` changed bins."""
@@ -191,6 +193,39 @@ class ScmaClient:
             c = self._delta_codecs[m] = Codec(delta_params(self.params, m))
         return c
 
+    def _change(self, base):
+        """(bins, counts as field elements) of (data now) - ``base``."""
+        d = self.params.n_dims
+        if base is self._data or (np.array_equal(base[0], self._data[0])
+                                  and np.array_equal(base[1], self._data[1])):
+            return np.zeros((0, d), dtype=np.int64), np.zeros(0, dtype=np.uint64)
+        p = self.params.modulus
+        bins = np.concatenate([self._data[0], base[0]])
+        q = np.concatenate([self._data[1], (p - base[1]) % p]).astype(object)
+        rows = np.ascontiguousarray(bins).view(np.dtype((np.void, 8 * d))).ravel()
+        _, first, inv = np.unique(rows, return_index=True, return_inverse=True)
+        dq = np.zeros(first.size, dtype=object)
+        np.add.at(dq, inv.ravel(), q)
+        dq %= p
+        keep = dq != 0
+        return bins[first][keep], dq[keep].astype(np.uint64)
+
+    def changed_bins(self, base_round=None):
+        """Number of bins whose count changed since round ``base_round``
+        (default: the last round this client answered).  What a driver
+        sizes a difference round with; the server learns the same number
+        from the decoded change anyway."""
+        if self._data is None:
+            raise ProtocolError("set_data first")
+        if base_round is None:
+            if not self._answered:
+                raise ProtocolError(f"client {self.client_id} has answered no round")
+            base_round = max(self._answered)
+        base = self._answered.get(int(base_round))
+        if base is None:
+            raise ProtocolError(f"client {self.client_id} did not answer round {base_round}")
+        return int(self._change(base)[1].size)
+
     def _delta_message(self, round_msg):
         """Encoding of (data now) - (data sent in round ``base_round``)."""
         base = self._answered.get(round_msg.base_round)
@@ -199,23 +234,14 @@ class ScmaClient:
                 f"client {self.client_id} did not answer round {round_msg.base_round} "
                 f"(or forgot it): a full round is needed")
         codec = self._delta_codec(round_msg.delta_nonzeros)
-        if base is self._data or (np.array_equal(base[0], self._data[0])
-                                  and np.array_equal(base[1], self._data[1])):
+        bins, dq = self._change(base)
+        if dq.size == 0:
             return codec, np.zeros(codec.params.message_words, dtype=np.uint64)
-        p = self.params.modulus
-        bins = np.concatenate([self._data[0], base[0]])
-        q = np.concatenate([self._data[1], (p - base[1]) % p]).astype(object)
-        rows = np.ascontiguousarray(bins).view(np.dtype((np.void, 8 * bins.shape[1]))).ravel()
-        _, first, inv = np.unique(rows, return_index=True, return_inverse=True)
-        dq = np.zeros(first.size, dtype=object)
-        np.add.at(dq, inv.ravel(), q)
-        dq %= p
-        keep = dq != 0
-        if int(np.count_nonzero(keep)) > codec.params.max_nonzeros:
+        if dq.size > codec.params.max_nonzeros:
             raise CapacityError(
-                f"client {self.client_id}: {int(np.count_nonzero(keep))} changed bins exceed "
+                f"client {self.client_id}: {dq.size} changed bins exceed "
                 f"delta_nonzeros = {codec.params.max_nonzeros}: a full round is needed")
-        return codec, codec.encode(bins[first][keep], dq[keep].astype(np.uint64))
+        return codec, codec.encode(bins, dq)
 
     def respond(self, round_msg):
         """The masked syndromes for ``round_msg`` (each round is answered once)."""
@@ -239,10 +265,10 @@ class ScmaClient:
             codec, encoded = self._codec, self._encoded
         cached = getattr(self, "_mask_cache", None)
         self._mask_cache = None
+        W = codec.params.message_words
         if cached is not None and cached[0] == round_msg.round \
-                and cached[1] == tuple(round_msg.participants) \
-                and cached[2] == round_msg.delta_nonzeros:
-            mask = cached[3]
+                and cached[1] == tuple(round_msg.participants) and cached[2].size >= W:
+            mask = cached[2][:W]           # the round's streams, first W words
         else:
             mask = self.mask(round_msg.round, round_msg.participants,
                              codec.params.message_words)
