@@ -1460,3 +1460,26 @@ def test_changed_bins_and_precomputed_masks_serve_shorter_messages():
     assert payloads[0] == payloads[1]
     with pytest.raises(ProtocolError):
         runs[0][1][0].changed_bins(base_round=99)
+
+
+def test_add_streams_equals_one_add_stream_per_key():
+    # Oracle: add_stream (itself checked against the `cryptography` keystream
+    # above), key by key.  Lengths around the one-block path (<= 64 words)
+    # and the buffered path; a prime just above 2**62 rejects ~25% of the
+    # words, so the two paths must consume the stream identically.
+    from pyfkm.field import prev_prime
+    from pyfkm.secagg import _crypto
+
+    rng = np.random.default_rng(76)
+    for p in (DEFAULT_PRIME, 13, prev_prime(2 ** 62 + 10 ** 6), (1 << 63) - 25):
+        for n in (0, 1, 5, 8, 9, 63, 64, 65, 100, 600, 5000):
+            keys = [rng.bytes(32) for _ in range(int(rng.integers(1, 6)))]
+            neg = rng.integers(0, 2, size=len(keys)).astype(bool)
+            want = np.zeros(n, dtype=np.uint64)
+            for k, g in zip(keys, neg):
+                _crypto.add_stream(want, k, 77, b"SCMA", p, negate=bool(g))
+            got = _crypto.add_streams(np.zeros(n, dtype=np.uint64), keys, neg, 77, b"SCMA", p)
+            assert np.array_equal(got, want), (p, n)
+            arr = np.frombuffer(b"".join(keys), np.uint8).reshape(-1, 32)
+            got2 = _crypto.add_streams(np.zeros(n, dtype=np.uint64), arr, neg, 77, b"SCMA", p)
+            assert np.array_equal(got2, want), (p, n)

@@ -7,7 +7,7 @@ where stated.  These wrappers only protect memory and map status codes.
 """
 import numpy as np
 
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (
@@ -20,7 +20,7 @@ from pyfkm._core._csrc cimport (
     fkm_poly_powmod, fkm_poly_derivative, fkm_poly_eval, fkm_poly_eval_multi,
     fkm_berlekamp_massey, fkm_poly_roots, fkm_poly_sqf, fkm_poly_factor,
     fkm_vdm_init, fkm_vdm_clear, fkm_vdm_solve, fkm_power_sums, fkm_affine_rows,
-    fkm_stream_accumulate, fkm_chacha_t, fkm_chacha_init, fkm_chacha_words)
+    fkm_stream_accumulate, fkm_chacha_t, fkm_chacha_init, fkm_chacha_words, fkm_chacha_block)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 
 from pyfkm.exceptions import DecodeError, FieldError, PyfkmError
@@ -395,6 +395,7 @@ def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1
     cdef int64_t n = acc.shape[0], j, nk = keys.shape[0], filled, c
     cdef fkm_chacha_t st
     cdef uint64_t buf[512]
+    cdef uint32_t blk[16]
     cdef int status = FKM_OK
     if keys.shape[1] != 32 or nonce.shape[0] != 12 or negate.shape[0] != nk:
         raise ValueError("keys must be (k, 32), nonce 12 bytes, one negate flag per key")
@@ -404,6 +405,14 @@ def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1
         for j in range(nk):
             fkm_chacha_init(&st, &keys[j, 0], &nonce[0], 0)
             filled = 0
+            # short messages: one block at a time (the buffered refill makes
+            # 8 blocks); the same keystream words in the same order
+            while filled < n and n <= 64 and st.input[12] < 64:
+                fkm_chacha_block(blk, st.input)
+                st.input[12] += 1
+                for c in range(8):
+                    buf[c] = (<uint64_t> blk[2 * c]) | ((<uint64_t> blk[2 * c + 1]) << 32)
+                filled = fkm_stream_accumulate(F, buf, 8, lim, negate[j], &acc[0], n, filled)
             while filled < n and status == FKM_OK:
                 # a few spare words cover rejections; any shortfall loops
                 c = n - filled + (n - filled) // 32 + 8

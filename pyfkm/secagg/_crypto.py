@@ -85,10 +85,14 @@ def _stream_limit(p):
 def add_streams(acc, keys, negate, round_, tag, p):
     """acc <- acc + sum_j (-/+) stream(keys[j], round, tag), in place, mod p:
     :func:`add_stream` for many keys in one C call (``negate[j]`` subtracts
-    stream j).  ``keys`` is a sequence of 32-byte keys."""
+    stream j).  ``keys`` is a sequence of 32-byte keys or a uint8 array of
+    shape (k, 32)."""
     if acc.size == 0 or len(keys) == 0:
         return acc
-    k = np.frombuffer(b"".join(bytes(x) for x in keys), np.uint8).reshape(len(keys), 32)
+    if isinstance(keys, np.ndarray):
+        k = keys
+    else:
+        k = np.frombuffer(b"".join(bytes(x) for x in keys), np.uint8).reshape(len(keys), 32)
     neg = np.asarray(negate, dtype=np.uint8)
     nonce = np.frombuffer(struct.pack("<Q", round_) + tag, np.uint8)
     _field.add_streams(acc, k, neg, nonce, _stream_limit(p), p)

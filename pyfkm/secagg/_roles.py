@@ -155,13 +155,21 @@ class ScmaClient:
         (``n_words`` long; default: a full message)."""
         P = self.params
         n = P.message_words if n_words is None else int(n_words)
-        others = [o for o in participants if o != self.client_id]
-        missing = [o for o in others if o not in self._seeds]
-        if missing:
-            raise ProtocolError(f"participant {missing[0]} is not in the roster")
+        parts = tuple(participants)
+        cached = getattr(self, "_pairs", None)
+        if cached is None or cached[0] != parts:
+            # the pair seeds of these participants, in one array (reused while
+            # the participants stay the same)
+            others = [o for o in parts if o != self.client_id]
+            missing = [o for o in others if o not in self._seeds]
+            if missing:
+                raise ProtocolError(f"participant {missing[0]} is not in the roster")
+            keys = np.frombuffer(b"".join(self._seeds[o] for o in others),
+                                 np.uint8).reshape(len(others), 32)
+            neg = np.array([self.client_id > o for o in others], dtype=np.uint8)
+            cached = self._pairs = (parts, keys, neg)
         acc = np.zeros(n, dtype=np.uint64)
-        return add_streams(acc, [self._seeds[o] for o in others],
-                           [self.client_id > o for o in others], round_, SCMA_TAG, P.modulus)
+        return add_streams(acc, cached[1], cached[2], round_, SCMA_TAG, P.modulus)
 
     def precompute_mask(self, round_, participants, delta_nonzeros=0):
         """Offline phase: compute the mask of a future round now, so that
