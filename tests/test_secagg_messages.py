@@ -14,6 +14,7 @@ valid spelling per message, so "strict checks" leave no unchecked byte.
 Valid messages come from real runs (tests/test_secagg.py checks their
 contents); nothing expected here is computed by pyfkm.secagg.
 """
+import dataclasses
 import functools
 
 import numpy as np
@@ -99,12 +100,15 @@ def fields_equal(a, b):
 
 
 def parse(cls, data):
-    """from_bytes, which may only raise MessageFormatError."""
+    """from_bytes, which may only raise MessageFormatError; what it accepts
+    the constructor (the checks of messages built in memory) accepts too."""
     try:
         msg = cls.from_bytes(data)
     except MessageFormatError:
         return None
     assert type(msg) is cls
+    again = cls(**{f.name: getattr(msg, f.name) for f in dataclasses.fields(cls)})
+    assert again == msg
     return msg
 
 

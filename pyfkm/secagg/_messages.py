@@ -71,6 +71,16 @@ def _check_run_id(run_id):
     return bytes(run_id)
 
 
+def _built(cls, **fields):
+    """An instance of the frozen dataclass ``cls`` with ``fields`` set as
+    given, without ``__post_init__``: for callers that checked every field
+    (parsers, and roles building messages from their own state)."""
+    obj = object.__new__(cls)
+    for k, v in fields.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
 def _expect_len(data, n):
     if len(data) != n:
         what = "truncated" if len(data) < n else "oversized"
@@ -247,10 +257,19 @@ class RoundMessage:
             raise MessageFormatError("round message not from the server")
         ids = struct.unpack_from(f"<{n}I", data, HEADER_BYTES + 4)
         dn, br = struct.unpack_from("<IQ", data, HEADER_BYTES + 4 + 4 * n)
-        try:
-            return cls(run_id, round_, ids, dn, br)
-        except InvalidInputError as e:
-            raise MessageFormatError(f"invalid round message: {e}") from None
+        # the constructor's checks, on values the wire format already makes
+        # ints of the right width (the same conditions, cheaper)
+        if round_ < 1:
+            raise MessageFormatError("invalid round message: round must be >= 1")
+        if not ids or not all(map(operator.lt, ids, ids[1:])) or ids[-1] >= SERVER_ID:
+            raise MessageFormatError(
+                "invalid round message: participants must be non-empty, strictly increasing "
+                "and below 2**32 - 1")
+        if dn >= SERVER_ID or br >= round_ or (dn == 0) != (br == 0):
+            raise MessageFormatError(
+                "invalid round message: bad delta_nonzeros / base_round")
+        return _built(cls, run_id=run_id, round=round_, participants=ids,
+                      delta_nonzeros=dn, base_round=br)
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,12 +318,9 @@ class SyndromeMessage:
         """A message built by a client from its own validated state (run id,
         round and id already checked; payload uint64, contiguous, reduced):
         skips the checks that guard untrusted input."""
-        obj = object.__new__(cls)
         payload.setflags(write=False)
-        for k, v in (("run_id", run_id), ("round", int(round_)), ("sender", int(sender)),
-                     ("modulus", int(modulus)), ("payload", payload)):
-            object.__setattr__(obj, k, v)
-        return obj
+        return _built(cls, run_id=run_id, round=int(round_), sender=int(sender),
+                      modulus=int(modulus), payload=payload)
 
     def to_bytes(self):
         return (_pack_header(_SYNDROMES, self.run_id, self.round, self.sender, self.modulus)
@@ -321,11 +337,19 @@ class SyndromeMessage:
         if sender == SERVER_ID:
             raise MessageFormatError("syndrome message from the server id")
         # a read-only view of the (immutable) bytes on little-endian hosts
-        payload = np.frombuffer(data, dtype="<u8", count=n, offset=HEADER_BYTES + 4)
-        try:
-            return cls(run_id, round_, sender, modulus, payload.astype(np.uint64, copy=False))
-        except InvalidInputError as e:
-            raise MessageFormatError(f"invalid syndrome message: {e}") from None
+        payload = np.frombuffer(data, dtype="<u8", count=n,
+                                offset=HEADER_BYTES + 4).astype(np.uint64, copy=False)
+        # the constructor's checks (run_id and sender widths come from the format)
+        if round_ < 1:
+            raise MessageFormatError("invalid syndrome message: round must be >= 1")
+        if not 2 < modulus < 1 << 63:
+            raise MessageFormatError("invalid syndrome message: modulus outside (2, 2**63)")
+        if payload.size and int(payload.max()) >= modulus:
+            raise MessageFormatError(
+                "invalid syndrome message: payload entries must be below the modulus")
+        payload.setflags(write=False)
+        return _built(cls, run_id=run_id, round=round_, sender=sender, modulus=modulus,
+                      payload=payload)
 
     @staticmethod
     def size(n_words):
