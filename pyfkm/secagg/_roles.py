@@ -235,7 +235,8 @@ class ScmaClient:
         return int(self._change(base)[1].size)
 
     def _delta_message(self, round_msg):
-        """Encoding of (data now) - (data sent in round ``base_round``)."""
+        """(codec, encoding of (data now) - (data sent in round
+        ``base_round``)); the encoding is None when nothing changed."""
         base = self._answered.get(round_msg.base_round)
         if base is None:
             raise ProtocolError(
@@ -244,7 +245,7 @@ class ScmaClient:
         codec = self._delta_codec(round_msg.delta_nonzeros)
         bins, dq = self._change(base)
         if dq.size == 0:
-            return codec, np.zeros(codec.params.message_words, dtype=np.uint64)
+            return codec, None                # nothing changed: the mask alone
         if dq.size > codec.params.max_nonzeros:
             raise CapacityError(
                 f"client {self.client_id}: {dq.size} changed bins exceed "
@@ -280,11 +281,11 @@ class ScmaClient:
         else:
             mask = self.mask(round_msg.round, round_msg.participants,
                              codec.params.message_words)
-        masked = add_mod(mask, encoded, self.params.modulus)
+        masked = mask if encoded is None else add_mod(mask, encoded, self.params.modulus)
         self._last_round = round_msg.round
         self._answered[round_msg.round] = self._data
-        for old in sorted(self._answered)[:-_KEEP_ANSWERED]:
-            del self._answered[old]
+        if len(self._answered) > _KEEP_ANSWERED:
+            del self._answered[min(self._answered)]
         return SyndromeMessage._trusted(self._run_id, round_msg.round, self.client_id,
                                         self.params.modulus, masked)
 
