@@ -76,8 +76,7 @@ def _built(cls, **fields):
     given, without ``__post_init__``: for callers that checked every field
     (parsers, and roles building messages from their own state)."""
     obj = object.__new__(cls)
-    for k, v in fields.items():
-        object.__setattr__(obj, k, v)
+    obj.__dict__.update(fields)        # frozen: no __setattr__; no slots
     return obj
 
 
