@@ -121,3 +121,50 @@ int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
         out[i] = fkm_chacha_u64(st);
     return st->failed ? FKM_EOVERFLOW : FKM_OK;
 }
+
+FKM_HOT
+void fkm_chacha_first_blocks(const uint8_t *keys, fkm_index_t nk, const uint8_t nonce[12],
+                             uint32_t nb, uint64_t *out)
+{
+    uint32_t nw[3];
+    for (int i = 0; i < 3; i++)
+        nw[i] = load_le32(nonce + 4 * i);
+    fkm_index_t total = nk * (fkm_index_t)nb;
+    for (fkm_index_t g = 0; g < total; g += FKM_CHACHA_NBLK) {
+        uint32_t in[16][FKM_CHACHA_NBLK], x[16][FKM_CHACHA_NBLK];
+        int lanes = (int)(total - g < FKM_CHACHA_NBLK ? total - g : FKM_CHACHA_NBLK);
+        for (int l = 0; l < FKM_CHACHA_NBLK; l++) {
+            /* idle lanes repeat the last real one (their output is dropped) */
+            fkm_index_t i = g + (l < lanes ? l : lanes - 1);
+            const uint8_t *key = keys + 32 * (i / nb);
+            in[0][l] = 0x61707865u;
+            in[1][l] = 0x3320646eu;
+            in[2][l] = 0x79622d32u;
+            in[3][l] = 0x6b206574u;
+            for (int w = 0; w < 8; w++)
+                in[4 + w][l] = load_le32(key + 4 * w);
+            in[12][l] = (uint32_t)(i % nb);
+            for (int w = 0; w < 3; w++)
+                in[13 + w][l] = nw[w];
+        }
+        memcpy(x, in, sizeof x);
+        for (int r = 0; r < 10; r++) {
+            for (int l = 0; l < FKM_CHACHA_NBLK; l++) { /* vectorized over lanes */
+                QR(x[0][l], x[4][l], x[8][l], x[12][l]);
+                QR(x[1][l], x[5][l], x[9][l], x[13][l]);
+                QR(x[2][l], x[6][l], x[10][l], x[14][l]);
+                QR(x[3][l], x[7][l], x[11][l], x[15][l]);
+                QR(x[0][l], x[5][l], x[10][l], x[15][l]);
+                QR(x[1][l], x[6][l], x[11][l], x[12][l]);
+                QR(x[2][l], x[7][l], x[8][l], x[13][l]);
+                QR(x[3][l], x[4][l], x[9][l], x[14][l]);
+            }
+        }
+        for (int l = 0; l < lanes; l++) {
+            uint64_t *o = out + (g + l) * 8;
+            for (int w = 0; w < 16; w += 2)
+                o[w / 2] = (uint64_t)(x[w][l] + in[w][l]) |
+                           ((uint64_t)(x[w + 1][l] + in[w + 1][l]) << 32);
+        }
+    }
+}

@@ -53,6 +53,15 @@ static inline uint64_t fkm_chacha_u64(fkm_chacha_t *st)
     return st->buf[st->pos++];
 }
 
+/* Block `nb` first blocks (counters 0 .. nb-1) of the streams of `nk` keys
+ * with one nonce, computed FKM_CHACHA_NBLK (key, counter) lanes at a time:
+ * out[(j * nb + b) * 8 + w] is 64-bit word w of block b of key j (the words
+ * fkm_chacha_words would return for a stream started at counter 0).  For
+ * many short streams (SCMA pair masks of a few words).  Assumes keys holds
+ * 32 * nk bytes, out 8 * nk * nb words, 1 <= nb; never fails. */
+void fkm_chacha_first_blocks(const uint8_t *keys, fkm_index_t nk, const uint8_t nonce[12],
+                             uint32_t nb, uint64_t *out);
+
 /* out[0..n) = the next n keystream words.  Returns FKM_OK, or FKM_EOVERFLOW
  * if the stream ran out (outputs then unspecified).  Assumes n >= 0. */
 int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n);

@@ -190,6 +190,8 @@ cdef extern from "fkm_chacha.h" nogil:
     void fkm_chacha_init(fkm_chacha_t *st, const uint8_t *key,
                          const uint8_t *nonce, uint32_t counter)
     int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
+    void fkm_chacha_first_blocks(const uint8_t *keys, fkm_index_t nk, const uint8_t *nonce,
+                                 uint32_t nb, uint64_t *out)
 
 cdef extern from "fkm_noise.h" nogil:
     ctypedef struct fkm_noise_src_t:

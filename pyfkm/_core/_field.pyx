@@ -20,7 +20,8 @@ from pyfkm._core._csrc cimport (
     fkm_poly_powmod, fkm_poly_derivative, fkm_poly_eval, fkm_poly_eval_multi,
     fkm_berlekamp_massey, fkm_poly_roots, fkm_poly_sqf, fkm_poly_factor,
     fkm_vdm_init, fkm_vdm_clear, fkm_vdm_solve, fkm_power_sums, fkm_affine_rows,
-    fkm_stream_accumulate, fkm_chacha_t, fkm_chacha_init, fkm_chacha_words, fkm_chacha_block)
+    fkm_stream_accumulate, fkm_chacha_t, fkm_chacha_init, fkm_chacha_words, fkm_chacha_block,
+    fkm_chacha_first_blocks)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 
 from pyfkm.exceptions import DecodeError, FieldError, PyfkmError
@@ -390,29 +391,45 @@ def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1
     stream_j is the ChaCha20 keystream of key ``keys[j]`` (32 bytes) and the
     12-byte ``nonce`` from block 0, read as 64-bit words and rejection-mapped
     to F_p exactly as :func:`stream_accumulate` does (keep w < lim, 0 meaning
-    2**64).  One call for all of a client's pair streams."""
+    2**64).  One call for all of a client's pair streams; short streams
+    (<= 64 words) start with their first blocks computed for 8 keys at a
+    time."""
     cdef fkm_field_t F = _field(p)
     cdef int64_t n = acc.shape[0], j, nk = keys.shape[0], filled, c
     cdef fkm_chacha_t st
     cdef uint64_t buf[512]
+    cdef uint64_t *first = NULL
     cdef uint32_t blk[16]
+    cdef uint32_t nb = 0
     cdef int status = FKM_OK
     if keys.shape[1] != 32 or nonce.shape[0] != 12 or negate.shape[0] != nk:
         raise ValueError("keys must be (k, 32), nonce 12 bytes, one negate flag per key")
     if n == 0 or nk == 0:
         return acc.base
+    if n <= 64:
+        nb = <uint32_t> ((n + 7) // 8)
+        first = <uint64_t *> malloc(nk * nb * 8 * sizeof(uint64_t))
+        if first == NULL:
+            raise MemoryError()
     with nogil:
+        if first != NULL:
+            fkm_chacha_first_blocks(&keys[0, 0], nk, &nonce[0], nb, first)
         for j in range(nk):
-            fkm_chacha_init(&st, &keys[j, 0], &nonce[0], 0)
             filled = 0
-            # short messages: one block at a time (the buffered refill makes
-            # 8 blocks); the same keystream words in the same order
-            while filled < n and n <= 64 and st.input[12] < 64:
-                fkm_chacha_block(blk, st.input)
-                st.input[12] += 1
-                for c in range(8):
-                    buf[c] = (<uint64_t> blk[2 * c]) | ((<uint64_t> blk[2 * c + 1]) << 32)
-                filled = fkm_stream_accumulate(F, buf, 8, lim, negate[j], &acc[0], n, filled)
+            if first != NULL:
+                filled = fkm_stream_accumulate(F, first + j * nb * 8, nb * 8, lim, negate[j],
+                                               &acc[0], n, 0)
+                # rejections took more than the first blocks gave (rare):
+                # the next blocks of the same stream, one at a time
+                fkm_chacha_init(&st, &keys[j, 0], &nonce[0], nb)
+                while filled < n:
+                    fkm_chacha_block(blk, st.input)
+                    st.input[12] += 1
+                    for c in range(8):
+                        buf[c] = (<uint64_t> blk[2 * c]) | ((<uint64_t> blk[2 * c + 1]) << 32)
+                    filled = fkm_stream_accumulate(F, buf, 8, lim, negate[j], &acc[0], n, filled)
+                continue
+            fkm_chacha_init(&st, &keys[j, 0], &nonce[0], 0)
             while filled < n and status == FKM_OK:
                 # a few spare words cover rejections; any shortfall loops
                 c = n - filled + (n - filled) // 32 + 8
@@ -422,5 +439,6 @@ def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1
                 filled = fkm_stream_accumulate(F, buf, c, lim, negate[j], &acc[0], n, filled)
             if status != FKM_OK:
                 break
+    free(first)
     check_status(status, "add_streams")
     return acc.base

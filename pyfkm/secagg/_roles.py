@@ -1,5 +1,6 @@
 """The two roles of SCMA: clients and the (honest-but-curious) server."""
 import dataclasses
+import operator
 import time
 from dataclasses import dataclass
 
@@ -23,6 +24,14 @@ def delta_params(params, m):
     """Parameters of the difference rounds with at most ``m`` changed bins:
     the run's, with ``max_nonzeros = m`` (same hash, same nodes)."""
     return dataclasses.replace(params, max_nonzeros=m, max_client_nonzeros=m)
+
+
+def _sorted_ids(ids):
+    """Client ids as a sorted tuple of ints (fast when they already are)."""
+    if type(ids) is tuple and not set(map(type, ids)) - {int} \
+            and all(map(operator.lt, ids, ids[1:])):
+        return ids
+    return tuple(sorted(int(i) for i in ids))
 
 
 def _sorted_rows(bins, counts):
@@ -184,7 +193,7 @@ class ScmaClient:
         """
         if self.params is None:
             raise ProtocolError("receive the roster before precomputing masks")
-        parts = tuple(sorted(int(i) for i in participants))
+        parts = _sorted_ids(participants)
         if int(round_) <= self._last_round:
             raise ProtocolError(f"round {round_} was already answered")
         n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros else None
@@ -367,7 +376,7 @@ class ScmaServer:
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
         ids = self._roster.client_ids if participants is None else participants
-        ids = tuple(sorted(int(i) for i in ids))
+        ids = _sorted_ids(ids)
         unknown = set(ids) - set(self._roster.client_ids)
         if unknown:
             raise ProtocolError(f"participants not in the roster: {sorted(unknown)}")
