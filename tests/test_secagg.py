@@ -1473,7 +1473,7 @@ def test_add_streams_equals_one_add_stream_per_key():
     rng = np.random.default_rng(76)
     for p in (DEFAULT_PRIME, 13, prev_prime(2 ** 62 + 10 ** 6), (1 << 63) - 25):
         for n in (0, 1, 5, 8, 9, 63, 64, 65, 100, 600, 5000):
-            keys = [rng.bytes(32) for _ in range(int(rng.integers(1, 6)))]
+            keys = [rng.bytes(32) for _ in range(int(rng.choice([1, 3, 8, 9, 20])))]
             neg = rng.integers(0, 2, size=len(keys)).astype(bool)
             want = np.zeros(n, dtype=np.uint64)
             for k, g in zip(keys, neg):
