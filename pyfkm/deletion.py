@@ -165,7 +165,7 @@ class _IdIndex:
         req = check_ids(req)
         if req.size == 0:
             return req
-        if np.unique(req).shape[0] != req.shape[0]:
+        if req.size > 1 and np.unique(req).shape[0] != req.shape[0]:
             raise InvalidIdError("ids contain repeats; nothing was deleted")
         j = np.searchsorted(ids_sorted, req)
         j = np.minimum(j, len(ids_sorted) - 1)
@@ -754,7 +754,7 @@ class DCKMeans(BaseEstimator):
         -------
         self
         """
-        X = check_array(X, "X").copy()  # a private copy: deletion erases rows
+        X = check_array(X, "X")
         n, d = X.shape
         k, L, h, w, max_iter = self._check_params(n)
         ids = _check_sample_ids(sample_ids, n)
@@ -763,15 +763,17 @@ class DCKMeans(BaseEstimator):
         self.n_leaves_ = L
         self.n_features_in_ = d
         u = _keyed_uniform(key, ids, 1 << 40)
-        leaf = np.minimum((u * L).astype(np.int64), L - 1)
-        self._X, self._ids, self._leaf = X, ids, leaf
-        self._index_leaves()
+        self._ids = ids
+        self._leaf = np.minimum((u * L).astype(np.int64), L - 1)
         self._alive = np.ones(n, dtype=bool)
         self._n_alive = n
         self._order = np.argsort(ids, kind="stable")
         self._ids_sorted = ids[self._order]
+        self._layout(X, np.arange(n))
         # levels[0] = leaves, levels[h] = [root]; each entry (C, mass)
         self._levels = [[None] * (w ** (h - l)) for l in range(h + 1)]
+        self._keys = [[self._node_key(l, j) for j in range(w ** (h - l))]
+                      for l in range(h + 1)]
         for j in range(L):
             self._levels[0][j] = self._leaf_fit(j)
         for l in range(1, h + 1):
@@ -780,17 +782,46 @@ class DCKMeans(BaseEstimator):
         self._inertia = None
         return self
 
-    def _index_leaves(self):
-        """Rows of every leaf, in row order (``_leaf_rows[j]``)."""
-        order = np.argsort(self._leaf, kind="stable")
-        cuts = np.searchsorted(self._leaf[order], np.arange(1, self.n_leaves_))
-        self._leaf_rows = np.split(order, cuts)
+    def _layout(self, X, rows):
+        """Store the rows ``X`` (original row indices ``rows``, ascending)
+        leaf-contiguous, in row order within each leaf, as float64 (a
+        private copy: deletion overwrites rows).
+
+        Leaf ``j`` occupies slots ``[_start[j], _start[j] + _count[j])`` of
+        ``_X`` (its points, a C-contiguous slice), ``_sids`` (their ids) and
+        ``_rows`` (their original row indices, ascending); a deletion shifts
+        the rest of its leaf down one slot, so a leaf stays in row order and
+        the slots after ``_count[j]`` (freed by deletions) hold zeros and -1.
+        """
+        leaf = self._leaf[rows]
+        order = np.argsort(leaf, kind="stable")
+        self._X = np.ascontiguousarray(X[order], dtype=np.float64)
+        self._rows = rows[order]
+        self._sids = np.ascontiguousarray(self._ids[self._rows])
+        counts = np.bincount(leaf, minlength=self.n_leaves_)
+        self._count = [int(c) for c in counts]
+        self._start = [0] + [int(c) for c in np.cumsum(counts)[:-1]]
+
+    def _remove_row(self, r):
+        """Remove original row ``r`` (alive) from its leaf's slots."""
+        j = int(self._leaf[r])
+        a, e = self._start[j], self._start[j] + self._count[j]
+        p = a + int(np.searchsorted(self._rows[a:e], r))
+        # shift the rest of the leaf down (numpy copies overlapping ranges
+        # through a buffer, so the result is right)
+        self._X[p:e - 1] = self._X[p + 1:e]
+        self._rows[p:e - 1] = self._rows[p + 1:e]
+        self._sids[p:e - 1] = self._sids[p + 1:e]
+        self._X[e - 1] = 0.0
+        self._rows[e - 1] = -1
+        self._sids[e - 1] = -1
+        self._count[j] -= 1
+        return j
 
     def _leaf_fit(self, j):
-        rows = self._leaf_rows[j]
-        X = self._X[rows]
-        return _node_kmeans(X, None, self._ids[rows], self._k,
-                            self._node_key(0, j), self._max_iter, self._n_init,
+        a, e = self._start[j], self._start[j] + self._count[j]
+        return _node_kmeans(self._X[a:e], None, self._sids[a:e], self._k,
+                            self._keys[0][j], self._max_iter, self._n_init,
                             self._n_trials)
 
     def _node_fit(self, l, j):
@@ -798,9 +829,10 @@ class DCKMeans(BaseEstimator):
         C = np.concatenate([c for c, _ in kids], axis=0)
         m = np.concatenate([mm for _, mm in kids])
         keep = m > 0
-        C, m = np.ascontiguousarray(C[keep]), m[keep]
+        if not keep.all():
+            C, m = np.ascontiguousarray(C[keep]), m[keep]
         return _node_kmeans(C, m, np.arange(C.shape[0]), self._k,
-                            self._node_key(l, j), self._max_iter, self._n_init,
+                            self._keys[l][j], self._max_iter, self._n_init,
                             self._n_trials)
 
     def _node_key(self, l, j):
@@ -823,7 +855,7 @@ class DCKMeans(BaseEstimator):
     def inertia_(self):
         self._check_fitted("_levels")
         if self._inertia is None:
-            X = self._X[self._alive].astype(np.float64)
+            X = self._X[self._rows >= 0]
             C = self.cluster_centers_
             d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
             self._inertia = math.fsum(d2.min(axis=1))
@@ -860,27 +892,23 @@ class DCKMeans(BaseEstimator):
                               self._n_alive, self._k)
         if pos.size == 0:
             return DeletionReport(0, False, "", time.perf_counter() - t0)
-        if not self._X.flags.writeable:
-            self._X = self._X.copy()
-        self._X[pos] = 0
         self._alive[pos] = False
         self._n_alive -= pos.size
-        touched = set(int(j) for j in self._leaf[pos])
+        touched = sorted(set(self._remove_row(int(r)) for r in pos))
         for j in touched:
-            rows = self._leaf_rows[j]
-            self._leaf_rows[j] = rows[self._alive[rows]]
             self._levels[0][j] = self._leaf_fit(j)
         for l in range(1, self._h + 1):
-            touched = set(j // self._w for j in touched)
+            touched = sorted(set(j // self._w for j in touched))
             for j in touched:
                 self._levels[l][j] = self._node_fit(l, j)
-        if self._n_alive * 4 < 3 * self._X.shape[0]:
+        if self._n_alive * 4 < 3 * self._ids.shape[0]:  # forget the deleted ids
             keep = self._alive
-            self._X = np.ascontiguousarray(self._X[keep])
+            slots = self._rows >= 0
+            X = self._X[slots][np.argsort(self._rows[slots])]
             self._ids, self._leaf = self._ids[keep], self._leaf[keep]
-            self._index_leaves()
-            self._alive = np.ones(self._X.shape[0], dtype=bool)
+            self._alive = np.ones(self._ids.shape[0], dtype=bool)
             self._order = np.argsort(self._ids, kind="stable")
             self._ids_sorted = self._ids[self._order]
+            self._layout(X, np.arange(self._ids.shape[0]))
         self._inertia = None
         return DeletionReport(int(pos.size), True, "leaf path", time.perf_counter() - t0)
