@@ -70,3 +70,28 @@ static inline uint64_t trial_step(fkm_index_t j, fkm_index_t l)
 #define FKM_RACE_T float
 #include "fkm_race_impl.h"
 #undef FKM_RACE_T
+
+FKM_HOT int fkm_race_seeding_f64(fkm_index_t *seeds, double *d2, const double *X,
+                                 const int64_t *ids, const uint8_t *excluded,
+                                 fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
+                                 fkm_index_t n_trials)
+{
+    return race_impl_f64(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, NULL, NULL);
+}
+
+FKM_HOT int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
+                                 const int64_t *ids, const uint8_t *excluded,
+                                 fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
+                                 fkm_index_t n_trials)
+{
+    return race_impl_f32(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, NULL, NULL);
+}
+
+FKM_HOT int fkm_race_seeding_trace_f64(fkm_index_t *seeds, double *d2, fkm_index_t *cand,
+                                       double *pot, const double *X, const int64_t *ids,
+                                       const uint8_t *excluded, fkm_index_t n,
+                                       fkm_index_t d, fkm_index_t k, uint64_t key,
+                                       fkm_index_t n_trials)
+{
+    return race_impl_f64(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, cand, pot);
+}

@@ -3,7 +3,7 @@
 #define FKM_RACE_CAT_(a, b) a##b
 #define FKM_RACE_CAT(a, b) FKM_RACE_CAT_(a, b)
 #define FKM_RACE_SQ FKM_RACE_CAT(sqdist_, FKM_RACE_T)
-#define FKM_RACE_FN FKM_RACE_CAT(fkm_race_seeding_, FKM_RACE_CAT(FKM_RACE_SFX_, FKM_RACE_T))
+#define FKM_RACE_FN FKM_RACE_CAT(race_impl_, FKM_RACE_CAT(FKM_RACE_SFX_, FKM_RACE_T))
 #define FKM_RACE_SFX_double f64
 #define FKM_RACE_SFX_float f32
 
@@ -11,10 +11,12 @@
  * covers the rounding of both sides, so a skipped draw never wins. */
 #define FKM_RACE_LB(u) ((1.0 - (u)) * (1.0 - 0x1p-40))
 
-FKM_HOT int FKM_RACE_FN(fkm_index_t *seeds, double *d2, const FKM_RACE_T *X,
-                        const int64_t *ids, const uint8_t *excluded,
-                        fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
-                        fkm_index_t n_trials)
+/* See fkm_race_seeding_trace_f64; cand and pot may be NULL (no trace). */
+static FKM_HOT int FKM_RACE_FN(fkm_index_t *seeds, double *d2, const FKM_RACE_T *X,
+                               const int64_t *ids, const uint8_t *excluded,
+                               fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
+                               fkm_index_t n_trials, fkm_index_t *cand_out,
+                               double *pot_out)
 {
     fkm_index_t i, j, l, best[FKM_RACE_MAX_TRIALS];
     double bestv[FKM_RACE_MAX_TRIALS];
@@ -23,6 +25,8 @@ FKM_HOT int FKM_RACE_FN(fkm_index_t *seeds, double *d2, const FKM_RACE_T *X,
     const double *known = NULL; /* distances to the last seed, or NULL */
     int status = FKM_OK;
     if (n_trials < 1 || n_trials > FKM_RACE_MAX_TRIALS) return FKM_EDOM;
+    if (cand_out)
+        for (i = 0; i < k * n_trials; i++) { cand_out[i] = -1; pot_out[i] = NAN; }
     /* first seed: argmin_i E_i0 (the log only when the bound can win) */
     best[0] = -1;
     bestv[0] = INFINITY;
@@ -71,6 +75,8 @@ FKM_HOT int FKM_RACE_FN(fkm_index_t *seeds, double *d2, const FKM_RACE_T *X,
             best[l] = b;
             bestv[l] = bv;
         }
+        if (cand_out && best[0] >= 0)
+            for (l = 0; l < n_trials; l++) cand_out[j * n_trials + l] = best[l];
         if (best[0] >= 0 && n_trials == 1) {
             pick = best[0];
         } else if (best[0] >= 0) { /* greedy: the lowest potential */
@@ -89,6 +95,7 @@ FKM_HOT int FKM_RACE_FN(fkm_index_t *seeds, double *d2, const FKM_RACE_T *X,
                     tl[i] = t;
                     pot += t < d2[i] ? t : d2[i];
                 }
+                if (pot_out) pot_out[j * n_trials + l] = pot;
                 if (pot < pbest) { pbest = pot; pick = best[l]; known = tl; }
             }
             if (pick < 0) { pick = best[0]; known = NULL; }

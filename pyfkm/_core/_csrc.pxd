@@ -170,6 +170,11 @@ cdef extern from "fkm_race.h" nogil:
                              const int64_t *ids, const uint8_t *excluded,
                              fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
                              fkm_index_t n_trials)
+    int fkm_race_seeding_trace_f64(fkm_index_t *seeds, double *d2, fkm_index_t *cand,
+                                   double *pot, const double *X, const int64_t *ids,
+                                   const uint8_t *excluded, fkm_index_t n,
+                                   fkm_index_t d, fkm_index_t k, uint64_t key,
+                                   fkm_index_t n_trials)
 
 cdef extern from "fkm_lloyd_loop.h" nogil:
     int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
