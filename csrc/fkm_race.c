@@ -76,7 +76,7 @@ FKM_HOT int fkm_race_seeding_f64(fkm_index_t *seeds, double *d2, const double *X
                                  fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
                                  fkm_index_t n_trials)
 {
-    return race_impl_f64(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, NULL, NULL);
+    return race_impl_f64(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, NULL, NULL, NULL);
 }
 
 FKM_HOT int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
@@ -84,7 +84,7 @@ FKM_HOT int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
                                  fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
                                  fkm_index_t n_trials)
 {
-    return race_impl_f32(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, NULL, NULL);
+    return race_impl_f32(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, NULL, NULL, NULL);
 }
 
 FKM_HOT int fkm_race_seeding_trace_f64(fkm_index_t *seeds, double *d2, fkm_index_t *cand,
@@ -93,5 +93,13 @@ FKM_HOT int fkm_race_seeding_trace_f64(fkm_index_t *seeds, double *d2, fkm_index
                                        fkm_index_t d, fkm_index_t k, uint64_t key,
                                        fkm_index_t n_trials)
 {
-    return race_impl_f64(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, cand, pot);
+    return race_impl_f64(seeds, d2, X, ids, excluded, n, d, k, key, n_trials, cand, pot, NULL);
+}
+
+FKM_HOT int fkm_race_seeding_dist_f64(fkm_index_t *seeds, double *d2, double *dist,
+                                      const double *X, const int64_t *ids,
+                                      fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                                      uint64_t key)
+{
+    return race_impl_f64(seeds, d2, X, ids, NULL, n, d, k, key, 1, NULL, NULL, dist);
 }

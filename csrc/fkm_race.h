@@ -66,4 +66,15 @@ int fkm_race_seeding_trace_f64(fkm_index_t *seeds, double *d2, fkm_index_t *cand
                                fkm_index_t d, fkm_index_t k, uint64_t key,
                                fkm_index_t n_trials);
 
+/* The plain race (n_trials = 1, no excluded rows) of fkm_race_seeding_f64
+ * that also returns dist (OUT, n x k): dist[i*k + j] is the squared
+ * distance of row i to seed j, computed as every squared distance of the
+ * race (four partial sums over the coordinates c = 0, 1, 2, 3 mod 4, the
+ * remainder added to the first, then (a0 + a1) + (a2 + a3)); d2[i] is the
+ * minimum of row i.  Same seeds and status as fkm_race_seeding_f64. */
+int fkm_race_seeding_dist_f64(fkm_index_t *seeds, double *d2, double *dist,
+                              const double *X, const int64_t *ids,
+                              fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                              uint64_t key);
+
 #endif /* FKM_RACE_H */

@@ -11,12 +11,13 @@
  * covers the rounding of both sides, so a skipped draw never wins. */
 #define FKM_RACE_LB(u) ((1.0 - (u)) * (1.0 - 0x1p-40))
 
-/* See fkm_race_seeding_trace_f64; cand and pot may be NULL (no trace). */
+/* See fkm_race_seeding_trace_f64 and fkm_race_seeding_dist_f64; cand, pot
+ * and dist may be NULL. */
 static FKM_HOT int FKM_RACE_FN(fkm_index_t *seeds, double *d2, const FKM_RACE_T *X,
                                const int64_t *ids, const uint8_t *excluded,
                                fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
                                fkm_index_t n_trials, fkm_index_t *cand_out,
-                               double *pot_out)
+                               double *pot_out, double *dist_out)
 {
     fkm_index_t i, j, l, best[FKM_RACE_MAX_TRIALS];
     double bestv[FKM_RACE_MAX_TRIALS];
@@ -51,9 +52,14 @@ static FKM_HOT int FKM_RACE_FN(fkm_index_t *seeds, double *d2, const FKM_RACE_T 
         /* distances to the last seed (kept from the greedy step if known) */
         for (i = 0; i < n; i++) {
             double s;
-            if (excluded && excluded[i]) { d2[i] = 0.0; continue; }
+            if (excluded && excluded[i]) {
+                d2[i] = 0.0;
+                if (dist_out) dist_out[(size_t)i * (size_t)k + (size_t)(j - 1)] = 0.0;
+                continue;
+            }
             s = known ? known[i] : FKM_RACE_SQ(X + (size_t)i * (size_t)d, cj, d);
             if (!(s < INFINITY)) { status = FKM_ENONFINITE; goto out; }
+            if (dist_out) dist_out[(size_t)i * (size_t)k + (size_t)(j - 1)] = s;
             if (s < d2[i]) d2[i] = s;
         }
         if (j == k) break;

@@ -31,11 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._base import BaseEstimator
-from ._core import _lloyd, _seeding
+from ._core import _lattice, _lloyd, _seeding
 from ._validation import check_array, check_ids, check_int, check_n_clusters
 from .exceptions import InvalidIdError, InvalidInputError
-from .kmeans import _LloydWorkspace
-from .lattice import Lattice
 from .rng import as_generator
 
 __all__ = ["QKMeans", "DCKMeans", "DeletionReport", "auto_epsilon", "auto_n_leaves"]
@@ -195,22 +193,22 @@ def _balanced_centroids(sums, counts, n, k, gamma, prev):
     ``gamma n / k - m`` copies of its previous (quantized) centroid:
     ``c = (S + (g - m) c_prev) / g`` with ``g = gamma n / k``; otherwise
     ``c = S / m``.  An empty cluster with ``gamma = 0`` keeps ``c_prev``.
-    Returns (centroids, denominators).
+    Returns (centroids, denominators).  Elementwise float operations only
+    (the same rounding as one cluster at a time).
     """
     g = gamma * n / k
-    c = np.empty_like(prev)
-    den = np.empty(k)
-    for j in range(k):
-        m = counts[j]
-        if m < g:
-            c[j] = (sums[j] + (g - m) * prev[j]) / g
-            den[j] = g
-        elif m > 0:
-            c[j] = sums[j] / m
-            den[j] = m
-        else:
-            c[j] = prev[j]
-            den[j] = np.inf
+    m = counts.astype(np.float64)
+    small = counts < g
+    if not small.any() and counts.all():  # the usual case: plain means
+        return sums / m[:, None], m
+    den = np.where(small, g, np.where(counts > 0, m, np.inf))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        top = np.where(small, g - m, 0.0)
+        num = np.where(small[:, None], sums + top[:, None] * prev, sums)
+        c = num / den[:, None]
+    empty = ~small & (counts <= 0)
+    if empty.any():
+        c[empty] = prev[empty]
     return c, den
 
 
@@ -231,43 +229,52 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
     s.order = (np.arange(n) if n < 2 or (ids[1:] > ids[:-1]).all()
                else np.argsort(ids, kind="stable"))
     s.ids_sorted = ids[s.order]
-    s.seeds = _race_seeding(X, ids, k, key) if seeds is None else seeds
+    dist = None
+    if seeds is None:  # the race also gives the distances to the seeds
+        seeds, dist = _seeding.race_seeding_dist(X, np.ascontiguousarray(ids, dtype=np.int64),
+                                                 k, int(key) & 0xFFFFFFFFFFFFFFFF)
+    s.seeds = seeds
     s.seed_ids = ids[s.seeds].copy()
-    s.maxabs = np.maximum(X.max(axis=0), -X.min(axis=0)).astype(np.float64)
     centers = X[s.seeds].astype(np.float64)
-    ws = _LloydWorkspace(X, None, k, 1, pack=n >= 4096)
+    # assignment steps with Elkan bounds (csrc/fkm_qlloyd.h): the result for
+    # a point depends on that point and the centers only
+    qa = _lloyd.QAssign(X, k)
     s.C, s.bins, s.sums, s.counts, s.loss = [centers], [None], [], [], []
     s.labels, s.mind, s.dens, s.raw = [], [], [], [None]
-    try:
-        # losses: the kernel's sum of the distances (any summation order is
-        # covered by the error bounds loss_err below)
-        sums, wsums, loss = ws.step(centers)
-        s.labels.append(ws.labels.copy())
-        s.mind.append(ws.mind.copy())
+
+    def step(C, dist=None):
+        # losses: sums of the distances in point order (any summation order
+        # is covered by the error bounds loss_err below)
+        labels, mind, sums, counts, loss = qa.step(C, dist)
+        s.labels.append(labels)
+        s.mind.append(mind)
         s.sums.append(sums)
-        s.counts.append(wsums.round().astype(np.int64))
+        s.counts.append(counts)
         s.loss.append(loss)
-        s.n_iter = 0
-        for t in range(1, max_iter + 1):
-            lat = Lattice(eps, phases[t - 1])
-            c, den = _balanced_centroids(s.sums[-1], s.counts[-1], n, k, gamma, s.C[-1])
-            bins = lat.quantize(c)
-            C = lat.centers(bins)
-            sums, wsums, loss = ws.step(C)
-            s.C.append(C)
-            s.bins.append(bins)
-            s.raw.append(c)
-            s.dens.append(den)
-            s.labels.append(ws.labels.copy())
-            s.mind.append(ws.mind.copy())
-            s.sums.append(sums)
-            s.counts.append(wsums.round().astype(np.int64))
-            s.loss.append(loss)
-            if not s.loss[-1] < s.loss[-2]:  # loss stopped decreasing: keep t - 1
-                break
-            s.n_iter = t
-    finally:
-        ws.close()
+
+    step(centers, dist)
+    # per-coordinate bound on |x| for the certification's rounding bounds
+    # (no pass over X): |x_c| <= |seed_c| + |x - seed| for the seed of x,
+    # the distance known from the assignment up to a relative (d + 2) u, far
+    # below the 1e-8 slack
+    s.maxabs = (np.abs(centers).max(axis=0) +
+                math.sqrt(float(s.mind[0].max()))) * (1.0 + 1e-8)
+    s.n_iter = 0
+    for t in range(1, max_iter + 1):
+        phase = phases[t - 1]
+        c, den = _balanced_centroids(s.sums[-1], s.counts[-1], n, k, gamma, s.C[-1])
+        # Lattice(eps, phase).quantize / .centers without the checks (c is
+        # finite: means of finite points)
+        bins = _lattice.quantize(c, phase, eps)
+        C = _lattice.centers(bins, phase, eps)
+        step(C)
+        s.C.append(C)
+        s.bins.append(bins)
+        s.raw.append(c)
+        s.dens.append(den)
+        if not s.loss[-1] < s.loss[-2]:  # loss stopped decreasing: keep t - 1
+            break
+        s.n_iter = t
     s.n_run = len(s.C) - 1  # iterations computed (the last may be rejected)
     # error-bound coefficients of the memoized float sums (see QKMeans Notes);
     # 4 (n + 2) u L bounds the error of any float summation order of n terms
@@ -409,14 +416,17 @@ class QKMeans(BaseEstimator):
         -------
         self
         """
-        X = check_array(X, "X").copy()  # a private copy: deletion erases rows
+        # a private float64 copy: deletion erases rows
+        X = np.array(check_array(X, "X"), dtype=np.float64)
         n, d = X.shape
         k, max_iter, gamma = self._check_params(n)
         ids = _check_sample_ids(sample_ids, n)
         rng = as_generator(self.random_state)
         key = int(rng.integers(0, 2 ** 63))
         eps = self._epsilon(n, k, d)
-        phases = np.stack([Lattice.random(eps, d, rng).phase for _ in range(max_iter)])
+        # the phases of Lattice.random(eps, d, rng), max_iter times: the
+        # generator fills the rows in order, the same draws as one per call
+        phases = rng.random((max_iter, d)) - 0.5
         self._key, self._phases = key, phases
         self._k, self._gamma, self._max_iter = k, gamma, max_iter
         self._state = _q_fit(X, ids, k, eps, gamma, max_iter, key, phases)

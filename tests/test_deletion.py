@@ -14,6 +14,7 @@ from scipy import stats
 from pyfkm import deletion
 from pyfkm.deletion import DCKMeans, QKMeans, auto_epsilon, auto_n_leaves
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError
+from pyfkm.lattice import Lattice
 
 
 def blobs(seed, n=600, d=3, k=4, spread=6.0):
@@ -255,7 +256,7 @@ def test_q_fit_quality_and_predict():
     # centers are lattice cell centers
     s = q._state
     if q.n_iter_ > 0:
-        lat = deletion.Lattice(s.eps, q._phases[q.n_iter_ - 1])
+        lat = Lattice(s.eps, q._phases[q.n_iter_ - 1])
         np.testing.assert_array_equal(lat.centers(lat.quantize(q.cluster_centers_)),
                                       q.cluster_centers_)
 
