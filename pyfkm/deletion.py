@@ -346,7 +346,10 @@ class QKMeans(BaseEstimator):
        rounding bound of the updated losses.
 
     By induction the centers of every iteration are unchanged, hence so are
-    the assignments of the remaining points.  If any check fails, the model
+    the assignments of the remaining points: the assignment step
+    (csrc/fkm_qlloyd.h, with Elkan's triangle-inequality bounds to skip
+    most distances) decides each point's label from that point and the
+    sequence of centers alone.  If any check fails, the model
     is refitted on the remaining data with the stored random draws.  Either
     way the result equals the fresh fit; the tests replay this.
 

@@ -229,6 +229,94 @@ def test_race_seeding_kernel_errors():
         _seeding.race_seeding(X, ids, 2, 1)
 
 
+def test_qassign_errors():
+    from pyfkm._core import _lloyd
+    from pyfkm.exceptions import NumericalError
+    X = np.zeros((4, 2))
+    for bad in (np.zeros((0, 2)), np.zeros((3, 2), np.float32), np.zeros((3, 4))[:, ::2]):
+        with pytest.raises(ValueError):
+            _lloyd.QAssign(bad, 2)
+    qa = _lloyd.QAssign(X, 2)
+    with pytest.raises(ValueError):
+        qa.step(np.zeros((3, 2)))
+    with pytest.raises(ValueError):
+        qa.step(np.zeros((2, 2)), dist=np.zeros((4, 3)))
+    with pytest.raises(NumericalError):
+        qa.step(np.array([[1e300, 0.0], [0.0, 0.0]]) * 1e8)
+
+
+def test_qassign_matches_brute_force_and_is_per_point():
+    """Sequences of centers with large and small moves (the bounds then skip
+    most distances): labels are the nearest centers (a near tie may go
+    either way), distances, sums, counts and loss those of the labels; a
+    subset of the rows run through the same centers gets the same labels
+    and distances bit for bit (what certified deletion relies on)."""
+    from pyfkm._core import _lloyd
+    rng = np.random.default_rng(21)
+    for t in range(12):
+        n, d, k = int(rng.integers(30, 300)), int(rng.integers(1, 11)), int(rng.integers(1, 7))
+        X = rng.normal(size=(n, d)) + rng.integers(0, 4, size=(n, 1)) * 5.0
+        if t % 3 == 0:
+            X = np.round(X)  # exact ties
+        sub = np.sort(rng.choice(n, size=n // 2, replace=False))
+        qa, qs = _lloyd.QAssign(X, k), _lloyd.QAssign(np.ascontiguousarray(X[sub]), k)
+        C = X[rng.choice(n, k, replace=False)].copy()
+        for step in range(8):
+            lab, mind, sums, counts, loss = qa.step(C)
+            D = ((X[:, None, :] - C[None]) ** 2).sum(-1)
+            best = D.min(1)
+            np.testing.assert_allclose(mind, D[np.arange(n), lab], rtol=1e-12, atol=1e-300)
+            assert (D[np.arange(n), lab] <= best * (1 + 1e-9) + 1e-12).all()
+            np.testing.assert_array_equal(counts, np.bincount(lab, minlength=k))
+            ref = np.zeros((k, d))
+            np.add.at(ref, lab, X)
+            np.testing.assert_allclose(sums, ref, rtol=1e-12, atol=1e-9)
+            assert loss == pytest.approx(mind.sum(), rel=1e-12)
+            ls, ms, _, _, _ = qs.step(C)
+            np.testing.assert_array_equal(ls, lab[sub])
+            np.testing.assert_array_equal(ms, mind[sub])
+            # move: mostly small (lattice-like jitter), sometimes a jump
+            C = C + rng.normal(size=C.shape) * (2.0 if step % 3 == 0 else 0.05)
+
+
+def test_race_seeding_dist_feeds_the_first_assignment():
+    """race_seeding_dist: the same seeds as race_seeding, the distances of
+    every row to every seed; given to QAssign they give bit for bit the
+    first assignment QAssign computes itself."""
+    from pyfkm._core import _lloyd, _seeding
+    rng = np.random.default_rng(22)
+    with pytest.raises(ValueError):
+        _seeding.race_seeding_dist(np.zeros((3, 2)), np.arange(2, dtype=np.int64), 1, 0)
+    for t in range(30):
+        n, d, k = int(rng.integers(5, 80)), int(rng.integers(1, 9)), int(rng.integers(1, 6))
+        X = rng.normal(size=(n, d)) * 3
+        if t % 2:
+            X = np.round(X)
+        ids = rng.permutation(10 * n)[:n].astype(np.int64)
+        key = int(rng.integers(0, 2 ** 63))
+        if len(np.unique(X, axis=0)) < k:
+            continue
+        seeds, dist = _seeding.race_seeding_dist(X, ids, k, key)
+        np.testing.assert_array_equal(seeds, deletion._race_seeding(X, ids, k, key))
+        np.testing.assert_allclose(dist, ((X[:, None] - X[seeds][None]) ** 2).sum(-1),
+                                   rtol=1e-12, atol=1e-300)
+        C = X[seeds].copy()
+        a = _lloyd.QAssign(X, k).step(C, dist.copy())
+        b = _lloyd.QAssign(X, k).step(C)
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_q_phases_are_lattice_random_draws():
+    X, _ = blobs(3, n=100)
+    q = QKMeans(3, max_iter=4, random_state=9).fit(X)
+    rng = np.random.default_rng(9)
+    rng.integers(0, 2 ** 63)  # the key is drawn first
+    eps = q.epsilon_
+    ref = np.stack([Lattice.random(eps, 3, rng).phase for _ in range(4)])
+    np.testing.assert_array_equal(q._phases, ref)
+
+
 def test_keyed_seeding_is_d2_sampling():
     # P(second seed = i | first seed) = D_i^2 / sum D^2: chi-square over keys
     X = np.array([[0.0], [1.0], [3.0], [6.0]])
