@@ -46,4 +46,35 @@ int fkm_race_seeding_f32(fkm_index_t *seeds, double *d2, const float *X,
                          fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
                          fkm_index_t n_trials);
 
+/* fkm_race_seeding_f64 that also records its decisions (for certifying
+ * that removing a point leaves the seeds unchanged):
+ * cand  OUT, k x n_trials: cand[j*n_trials + l] is the winner of race l at
+ *       step j (1 <= j < k), the row whose E_ijl / D_i^2 is smallest; -1 in
+ *       row 0 and in every row where no point had D_i^2 > 0 (the fallback
+ *       of the header comment picked the seed).
+ * pot   OUT, k x n_trials: with n_trials > 1, pot[j*n_trials + l] is the
+ *       potential sum_i min(D_i^2, |x_i - cand|^2) computed for candidate l
+ *       (summed in row order, one term per eligible row), NaN where none was
+ *       computed (row 0, a candidate equal to an earlier trial's, the
+ *       fallback, n_trials = 1).  The seed of step j is the first candidate
+ *       of smallest potential.
+ * Same seeds, d2 and status as fkm_race_seeding_f64 otherwise.
+ */
+int fkm_race_seeding_trace_f64(fkm_index_t *seeds, double *d2, fkm_index_t *cand,
+                               double *pot, const double *X, const int64_t *ids,
+                               const uint8_t *excluded, fkm_index_t n,
+                               fkm_index_t d, fkm_index_t k, uint64_t key,
+                               fkm_index_t n_trials);
+
+/* The plain race (n_trials = 1, no excluded rows) of fkm_race_seeding_f64
+ * that also returns dist (OUT, n x k): dist[i*k + j] is the squared
+ * distance of row i to seed j, computed as every squared distance of the
+ * race (four partial sums over the coordinates c = 0, 1, 2, 3 mod 4, the
+ * remainder added to the first, then (a0 + a1) + (a2 + a3)); d2[i] is the
+ * minimum of row i.  Same seeds and status as fkm_race_seeding_f64. */
+int fkm_race_seeding_dist_f64(fkm_index_t *seeds, double *d2, double *dist,
+                              const double *X, const int64_t *ids,
+                              fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                              uint64_t key);
+
 #endif /* FKM_RACE_H */

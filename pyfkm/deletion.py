@@ -31,11 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._base import BaseEstimator
-from ._core import _lloyd, _seeding
+from ._core import _lattice, _lloyd, _seeding
 from ._validation import check_array, check_ids, check_int, check_n_clusters
 from .exceptions import InvalidIdError, InvalidInputError
-from .kmeans import _LloydWorkspace
-from .lattice import Lattice
 from .rng import as_generator
 
 __all__ = ["QKMeans", "DCKMeans", "DeletionReport", "auto_epsilon", "auto_n_leaves"]
@@ -165,7 +163,7 @@ class _IdIndex:
         req = check_ids(req)
         if req.size == 0:
             return req
-        if np.unique(req).shape[0] != req.shape[0]:
+        if req.size > 1 and np.unique(req).shape[0] != req.shape[0]:
             raise InvalidIdError("ids contain repeats; nothing was deleted")
         j = np.searchsorted(ids_sorted, req)
         j = np.minimum(j, len(ids_sorted) - 1)
@@ -195,22 +193,22 @@ def _balanced_centroids(sums, counts, n, k, gamma, prev):
     ``gamma n / k - m`` copies of its previous (quantized) centroid:
     ``c = (S + (g - m) c_prev) / g`` with ``g = gamma n / k``; otherwise
     ``c = S / m``.  An empty cluster with ``gamma = 0`` keeps ``c_prev``.
-    Returns (centroids, denominators).
+    Returns (centroids, denominators).  Elementwise float operations only
+    (the same rounding as one cluster at a time).
     """
     g = gamma * n / k
-    c = np.empty_like(prev)
-    den = np.empty(k)
-    for j in range(k):
-        m = counts[j]
-        if m < g:
-            c[j] = (sums[j] + (g - m) * prev[j]) / g
-            den[j] = g
-        elif m > 0:
-            c[j] = sums[j] / m
-            den[j] = m
-        else:
-            c[j] = prev[j]
-            den[j] = np.inf
+    m = counts.astype(np.float64)
+    small = counts < g
+    if not small.any() and counts.all():  # the usual case: plain means
+        return sums / m[:, None], m
+    den = np.where(small, g, np.where(counts > 0, m, np.inf))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        top = np.where(small, g - m, 0.0)
+        num = np.where(small[:, None], sums + top[:, None] * prev, sums)
+        c = num / den[:, None]
+    empty = ~small & (counts <= 0)
+    if empty.any():
+        c[empty] = prev[empty]
     return c, den
 
 
@@ -231,43 +229,52 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
     s.order = (np.arange(n) if n < 2 or (ids[1:] > ids[:-1]).all()
                else np.argsort(ids, kind="stable"))
     s.ids_sorted = ids[s.order]
-    s.seeds = _race_seeding(X, ids, k, key) if seeds is None else seeds
+    dist = None
+    if seeds is None:  # the race also gives the distances to the seeds
+        seeds, dist = _seeding.race_seeding_dist(X, np.ascontiguousarray(ids, dtype=np.int64),
+                                                 k, int(key) & 0xFFFFFFFFFFFFFFFF)
+    s.seeds = seeds
     s.seed_ids = ids[s.seeds].copy()
-    s.maxabs = np.maximum(X.max(axis=0), -X.min(axis=0)).astype(np.float64)
     centers = X[s.seeds].astype(np.float64)
-    ws = _LloydWorkspace(X, None, k, 1, pack=n >= 4096)
+    # assignment steps with Elkan bounds (csrc/fkm_qlloyd.h): the result for
+    # a point depends on that point and the centers only
+    qa = _lloyd.QAssign(X, k)
     s.C, s.bins, s.sums, s.counts, s.loss = [centers], [None], [], [], []
     s.labels, s.mind, s.dens, s.raw = [], [], [], [None]
-    try:
-        # losses: the kernel's sum of the distances (any summation order is
-        # covered by the error bounds loss_err below)
-        sums, wsums, loss = ws.step(centers)
-        s.labels.append(ws.labels.copy())
-        s.mind.append(ws.mind.copy())
+
+    def step(C, dist=None):
+        # losses: sums of the distances in point order (any summation order
+        # is covered by the error bounds loss_err below)
+        labels, mind, sums, counts, loss = qa.step(C, dist)
+        s.labels.append(labels)
+        s.mind.append(mind)
         s.sums.append(sums)
-        s.counts.append(wsums.round().astype(np.int64))
+        s.counts.append(counts)
         s.loss.append(loss)
-        s.n_iter = 0
-        for t in range(1, max_iter + 1):
-            lat = Lattice(eps, phases[t - 1])
-            c, den = _balanced_centroids(s.sums[-1], s.counts[-1], n, k, gamma, s.C[-1])
-            bins = lat.quantize(c)
-            C = lat.centers(bins)
-            sums, wsums, loss = ws.step(C)
-            s.C.append(C)
-            s.bins.append(bins)
-            s.raw.append(c)
-            s.dens.append(den)
-            s.labels.append(ws.labels.copy())
-            s.mind.append(ws.mind.copy())
-            s.sums.append(sums)
-            s.counts.append(wsums.round().astype(np.int64))
-            s.loss.append(loss)
-            if not s.loss[-1] < s.loss[-2]:  # loss stopped decreasing: keep t - 1
-                break
-            s.n_iter = t
-    finally:
-        ws.close()
+
+    step(centers, dist)
+    # per-coordinate bound on |x| for the certification's rounding bounds
+    # (no pass over X): |x_c| <= |seed_c| + |x - seed| for the seed of x,
+    # the distance known from the assignment up to a relative (d + 2) u, far
+    # below the 1e-8 slack
+    s.maxabs = (np.abs(centers).max(axis=0) +
+                math.sqrt(float(s.mind[0].max()))) * (1.0 + 1e-8)
+    s.n_iter = 0
+    for t in range(1, max_iter + 1):
+        phase = phases[t - 1]
+        c, den = _balanced_centroids(s.sums[-1], s.counts[-1], n, k, gamma, s.C[-1])
+        # Lattice(eps, phase).quantize / .centers without the checks (c is
+        # finite: means of finite points)
+        bins = _lattice.quantize(c, phase, eps)
+        C = _lattice.centers(bins, phase, eps)
+        step(C)
+        s.C.append(C)
+        s.bins.append(bins)
+        s.raw.append(c)
+        s.dens.append(den)
+        if not s.loss[-1] < s.loss[-2]:  # loss stopped decreasing: keep t - 1
+            break
+        s.n_iter = t
     s.n_run = len(s.C) - 1  # iterations computed (the last may be rejected)
     # error-bound coefficients of the memoized float sums (see QKMeans Notes);
     # 4 (n + 2) u L bounds the error of any float summation order of n terms
@@ -339,7 +346,10 @@ class QKMeans(BaseEstimator):
        rounding bound of the updated losses.
 
     By induction the centers of every iteration are unchanged, hence so are
-    the assignments of the remaining points.  If any check fails, the model
+    the assignments of the remaining points: the assignment step
+    (csrc/fkm_qlloyd.h, with Elkan's triangle-inequality bounds to skip
+    most distances) decides each point's label from that point and the
+    sequence of centers alone.  If any check fails, the model
     is refitted on the remaining data with the stored random draws.  Either
     way the result equals the fresh fit; the tests replay this.
 
@@ -409,14 +419,17 @@ class QKMeans(BaseEstimator):
         -------
         self
         """
-        X = check_array(X, "X").copy()  # a private copy: deletion erases rows
+        # a private float64 copy: deletion erases rows
+        X = np.array(check_array(X, "X"), dtype=np.float64)
         n, d = X.shape
         k, max_iter, gamma = self._check_params(n)
         ids = _check_sample_ids(sample_ids, n)
         rng = as_generator(self.random_state)
         key = int(rng.integers(0, 2 ** 63))
         eps = self._epsilon(n, k, d)
-        phases = np.stack([Lattice.random(eps, d, rng).phase for _ in range(max_iter)])
+        # the phases of Lattice.random(eps, d, rng), max_iter times: the
+        # generator fills the rows in order, the same draws as one per call
+        phases = rng.random((max_iter, d)) - 0.5
         self._key, self._phases = key, phases
         self._k, self._gamma, self._max_iter = k, gamma, max_iter
         self._state = _q_fit(X, ids, k, eps, gamma, max_iter, key, phases)
@@ -614,27 +627,120 @@ class QKMeans(BaseEstimator):
 # DC-k-means
 # ----------------------------------------------------------------------------
 
-def _node_kmeans(X, w, ids, k, key, max_iter, n_init=1, n_trials=1):
+def _init_key(key, i):
+    """Seeding key of the ``i``-th k-means run of a node."""
+    return key if i == 0 else int(_keyed_uniform(key, [i], 2 ** 42)[0] * 2 ** 53)
+
+
+def _node_kmeans(X, w, ids, k, key, max_iter, n_init=1, n_trials=1, seeds=None,
+                 traced=False):
     """Weighted k-means (race seeding + Lloyd) of one node; deterministic.
 
     ``w`` None means unit weights.  With ``n_init > 1`` the run of lowest
     inertia among ``n_init`` seedings (keys derived from ``key``; ties to the
-    first) is kept.  Fewer than ``k`` items are returned as they are."""
+    first) is kept.  Fewer than ``k`` items are returned as they are.
+    ``seeds`` (one position array per run) skips the races when their
+    outcome is known (certified by _RaceTrace.remove).  Returns (C, mass),
+    and with ``traced`` also the list of the runs' _RaceTrace (None when
+    ``seeds`` was given, when a trace cannot certify anything, or for a node
+    of at most ``k`` items)."""
     if X.shape[0] <= k:
-        return (X.astype(np.float64), np.ones(X.shape[0]) if w is None
-                else w.astype(np.float64))
+        out = (X.astype(np.float64), np.ones(X.shape[0]) if w is None
+               else w.astype(np.float64))
+        return out + (None,) if traced else out
     X64 = np.ascontiguousarray(X, dtype=np.float64)
-    best = None
+    best, traces = None, []
     for i in range(n_init):
-        key_i = key if i == 0 else int(_keyed_uniform(key, [i], 2 ** 42)[0] * 2 ** 53)
-        seeds = _race_seeding(X64, ids, k, key_i, n_trials=n_trials)
+        if seeds is not None:
+            sd = seeds[i]
+        elif traced:
+            sd, cand, pot = _seeding.race_seeding_trace(
+                X64, np.ascontiguousarray(ids, dtype=np.int64), k,
+                _init_key(key, i) & 0xFFFFFFFFFFFFFFFF, n_trials)
+            traces.append(_RaceTrace.build(sd, cand, pot, X64.shape[0]))
+        else:
+            sd = _race_seeding(X64, ids, k, _init_key(key, i), n_trials=n_trials)
         # one C call for the whole Lloyd run (no per-step overhead)
-        C, labels, _, inertia, _ = _lloyd.lloyd_loop(X64, X64[seeds], w, max_iter, 0.0)
+        C, labels, _, inertia, _ = _lloyd.lloyd_loop(X64, X64[sd], w, max_iter, 0.0)
         if best is None or inertia < best[2]:
             best = (C, labels, inertia)
     C, labels, _ = best
     mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
-    return C, mass
+    if not traced:
+        return C, mass
+    return C, mass, (None if seeds is not None or None in traces else traces)
+
+
+class _RaceTrace:
+    """The decisions of one race seeding (unit weights, no excluded rows),
+    to certify that removing a point leaves its seeds unchanged.
+
+    A fresh race on the remaining points picks the same seeds when the
+    removed row (position ``p``) is no seed and no candidate of any step
+    (every candidate is the argmin over the points of a score that does not
+    depend on the other points, given the earlier seeds), and, for greedy
+    k-means++ (several candidates per step), when each step's pick keeps
+    the smallest potential.  The potentials are float sums; ``lo``/``hi``
+    bound the *exact* sum of their terms over the current points (terms of
+    the remaining points are computed bit for bit alike in a fresh run, so
+    the removal subtracts the removed point's term, known up to a relative
+    error); a fresh float sum of ``m`` terms is within ``1.01 m u`` (relative)
+    of the exact one.  The pick is certified when its upper bound is below
+    every other candidate's lower bound.  Positions shift down past ``p``.
+    """
+
+    __slots__ = ("seeds", "cand", "lo", "hi", "pick")
+
+    @classmethod
+    def build(cls, seeds, cand, pot, n):
+        k, T = cand.shape
+        if k > 1 and (cand[1:, 0] < 0).any():
+            return None  # the fallback picked a seed (too few distinct points)
+        t = cls()
+        t.seeds, t.cand = seeds, cand
+        if T > 1 and k > 1:
+            if not np.isfinite(pot[1:]).any(axis=1).all() or np.isinf(pot).any():
+                return None
+            g = 1.01 * n * _U
+            t.lo, t.hi = pot / (1.0 + g), pot / (1.0 - g)
+            # the pick of step j: the computed entry whose candidate is the seed
+            t.pick = np.argmax((cand == seeds[:, None]) & np.isfinite(pot), axis=1)
+        return t
+
+    def remove(self, p, x, X, n_new):
+        """The trace after removing position ``p`` (row ``x``) of the points
+        ``X`` (before the removal; ``n_new`` points remain), or None when
+        the seeds are not certified unchanged."""
+        if (self.seeds == p).any() or (self.cand == p).any():
+            return None
+        k, T = self.cand.shape
+        t = _RaceTrace()
+        if T > 1 and k > 1:
+            d = X.shape[1]
+            # the removed point's term at step j: min(D^2 to seeds < j, |x - cand|^2)
+            D = np.minimum.accumulate(_sqdist(X[self.seeds[:-1]], x))
+            Tc = _sqdist(X[self.cand[1:].ravel()], x).reshape(k - 1, T)
+            a = np.minimum(D[:, None], Tc)
+            e = 4.0 * (d + 4) * _U  # both computations of a term, any order
+            blo, bhi = a * (1.0 + e), a * (1.0 - e)
+            lo, hi = self.lo[1:] - blo, self.hi[1:] - bhi
+            # the subtraction's own rounding
+            lo = lo - 4 * _U * (np.abs(self.lo[1:]) + blo)
+            hi = hi + 4 * _U * (np.abs(self.hi[1:]) + bhi)
+            g = 1.01 * n_new * _U
+            flo, fhi = lo * (1.0 - g), hi * (1.0 + g)  # a fresh float sum
+            rows = np.arange(k - 1)
+            pick_hi = fhi[rows, self.pick[1:]]
+            others = np.where(np.isnan(flo), np.inf, flo)
+            others[rows, self.pick[1:]] = np.inf
+            if not (pick_hi < others.min(axis=1)).all():
+                return None
+            t.lo = np.concatenate([self.lo[:1], lo])
+            t.hi = np.concatenate([self.hi[:1], hi])
+            t.pick = self.pick
+        t.seeds = self.seeds - (self.seeds > p)
+        t.cand = self.cand - (self.cand > p)
+        return t
 
 
 class DCKMeans(BaseEstimator):
@@ -687,6 +793,15 @@ class DCKMeans(BaseEstimator):
     Ginart et al., NeurIPS 2019, Sec. 4.2.  Leaves with at most
     ``n_clusters`` points pass their points up as they are (empty leaves
     pass nothing).
+
+    The points are stored leaf by leaf (a leaf is a contiguous slice, in row
+    order).  A deletion reruns Lloyd at each touched leaf, but not its
+    seeding when that is certified unchanged: the leaf keeps the
+    candidates and potentials of its last (greedy) k-means++ race, and a
+    removed point that is no seed and no candidate, and leaves every pick
+    the lowest potential with a margin larger than the float rounding
+    bounds, cannot change the seeds of a fresh race (see ``_RaceTrace``);
+    about 0.5% of the deletions of the benchmark rerun the race.
 
     Examples
     --------
@@ -754,7 +869,7 @@ class DCKMeans(BaseEstimator):
         -------
         self
         """
-        X = check_array(X, "X").copy()  # a private copy: deletion erases rows
+        X = check_array(X, "X")
         n, d = X.shape
         k, L, h, w, max_iter = self._check_params(n)
         ids = _check_sample_ids(sample_ids, n)
@@ -763,15 +878,18 @@ class DCKMeans(BaseEstimator):
         self.n_leaves_ = L
         self.n_features_in_ = d
         u = _keyed_uniform(key, ids, 1 << 40)
-        leaf = np.minimum((u * L).astype(np.int64), L - 1)
-        self._X, self._ids, self._leaf = X, ids, leaf
-        self._index_leaves()
+        self._ids = ids
+        self._leaf = np.minimum((u * L).astype(np.int64), L - 1)
         self._alive = np.ones(n, dtype=bool)
         self._n_alive = n
         self._order = np.argsort(ids, kind="stable")
         self._ids_sorted = ids[self._order]
+        self._layout(X, np.arange(n))
         # levels[0] = leaves, levels[h] = [root]; each entry (C, mass)
         self._levels = [[None] * (w ** (h - l)) for l in range(h + 1)]
+        self._keys = [[self._node_key(l, j) for j in range(w ** (h - l))]
+                      for l in range(h + 1)]
+        self._traces = [None] * L
         for j in range(L):
             self._levels[0][j] = self._leaf_fit(j)
         for l in range(1, h + 1):
@@ -780,27 +898,68 @@ class DCKMeans(BaseEstimator):
         self._inertia = None
         return self
 
-    def _index_leaves(self):
-        """Rows of every leaf, in row order (``_leaf_rows[j]``)."""
-        order = np.argsort(self._leaf, kind="stable")
-        cuts = np.searchsorted(self._leaf[order], np.arange(1, self.n_leaves_))
-        self._leaf_rows = np.split(order, cuts)
+    def _layout(self, X, rows):
+        """Store the rows ``X`` (original row indices ``rows``, ascending)
+        leaf-contiguous, in row order within each leaf, as float64 (a
+        private copy: deletion overwrites rows).
+
+        Leaf ``j`` occupies slots ``[_start[j], _start[j] + _count[j])`` of
+        ``_X`` (its points, a C-contiguous slice), ``_sids`` (their ids) and
+        ``_rows`` (their original row indices, ascending); a deletion shifts
+        the rest of its leaf down one slot, so a leaf stays in row order and
+        the slots after ``_count[j]`` (freed by deletions) hold zeros and -1.
+        """
+        leaf = self._leaf[rows]
+        order = np.argsort(leaf, kind="stable")
+        self._X = np.ascontiguousarray(X[order], dtype=np.float64)
+        self._rows = rows[order]
+        self._sids = np.ascontiguousarray(self._ids[self._rows])
+        counts = np.bincount(leaf, minlength=self.n_leaves_)
+        self._count = [int(c) for c in counts]
+        self._start = [0] + [int(c) for c in np.cumsum(counts)[:-1]]
+
+    def _remove_row(self, r):
+        """Remove original row ``r`` (alive) from its leaf's slots."""
+        j = int(self._leaf[r])
+        a, e = self._start[j], self._start[j] + self._count[j]
+        p = a + int(np.searchsorted(self._rows[a:e], r))
+        tr = self._traces[j]
+        if tr is not None:  # are the leaf's seeds unchanged without row p?
+            new = [t.remove(p - a, self._X[p], self._X[a:e], e - a - 1) for t in tr]
+            self._traces[j] = None if None in new else new
+        # shift the rest of the leaf down (numpy copies overlapping ranges
+        # through a buffer, so the result is right)
+        self._X[p:e - 1] = self._X[p + 1:e]
+        self._rows[p:e - 1] = self._rows[p + 1:e]
+        self._sids[p:e - 1] = self._sids[p + 1:e]
+        self._X[e - 1] = 0.0
+        self._rows[e - 1] = -1
+        self._sids[e - 1] = -1
+        self._count[j] -= 1
+        return j
 
     def _leaf_fit(self, j):
-        rows = self._leaf_rows[j]
-        X = self._X[rows]
-        return _node_kmeans(X, None, self._ids[rows], self._k,
-                            self._node_key(0, j), self._max_iter, self._n_init,
-                            self._n_trials)
+        """k-means of leaf ``j``; reuses its seeds when they are certified
+        unchanged since its last race (``_traces[j]``, see _RaceTrace)."""
+        a, e = self._start[j], self._start[j] + self._count[j]
+        tr = self._traces[j]
+        seeds = None if tr is None else [t.seeds for t in tr]
+        C, mass, new = _node_kmeans(self._X[a:e], None, self._sids[a:e], self._k,
+                                    self._keys[0][j], self._max_iter, self._n_init,
+                                    self._n_trials, seeds=seeds, traced=True)
+        if seeds is None:
+            self._traces[j] = new
+        return C, mass
 
     def _node_fit(self, l, j):
         kids = self._levels[l - 1][j * self._w:(j + 1) * self._w]
         C = np.concatenate([c for c, _ in kids], axis=0)
         m = np.concatenate([mm for _, mm in kids])
         keep = m > 0
-        C, m = np.ascontiguousarray(C[keep]), m[keep]
+        if not keep.all():
+            C, m = np.ascontiguousarray(C[keep]), m[keep]
         return _node_kmeans(C, m, np.arange(C.shape[0]), self._k,
-                            self._node_key(l, j), self._max_iter, self._n_init,
+                            self._keys[l][j], self._max_iter, self._n_init,
                             self._n_trials)
 
     def _node_key(self, l, j):
@@ -823,7 +982,7 @@ class DCKMeans(BaseEstimator):
     def inertia_(self):
         self._check_fitted("_levels")
         if self._inertia is None:
-            X = self._X[self._alive].astype(np.float64)
+            X = self._X[self._rows >= 0]
             C = self.cluster_centers_
             d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
             self._inertia = math.fsum(d2.min(axis=1))
@@ -860,27 +1019,23 @@ class DCKMeans(BaseEstimator):
                               self._n_alive, self._k)
         if pos.size == 0:
             return DeletionReport(0, False, "", time.perf_counter() - t0)
-        if not self._X.flags.writeable:
-            self._X = self._X.copy()
-        self._X[pos] = 0
         self._alive[pos] = False
         self._n_alive -= pos.size
-        touched = set(int(j) for j in self._leaf[pos])
+        touched = sorted(set(self._remove_row(int(r)) for r in pos))
         for j in touched:
-            rows = self._leaf_rows[j]
-            self._leaf_rows[j] = rows[self._alive[rows]]
             self._levels[0][j] = self._leaf_fit(j)
         for l in range(1, self._h + 1):
-            touched = set(j // self._w for j in touched)
+            touched = sorted(set(j // self._w for j in touched))
             for j in touched:
                 self._levels[l][j] = self._node_fit(l, j)
-        if self._n_alive * 4 < 3 * self._X.shape[0]:
+        if self._n_alive * 4 < 3 * self._ids.shape[0]:  # forget the deleted ids
             keep = self._alive
-            self._X = np.ascontiguousarray(self._X[keep])
+            slots = self._rows >= 0
+            X = self._X[slots][np.argsort(self._rows[slots])]
             self._ids, self._leaf = self._ids[keep], self._leaf[keep]
-            self._index_leaves()
-            self._alive = np.ones(self._X.shape[0], dtype=bool)
+            self._alive = np.ones(self._ids.shape[0], dtype=bool)
             self._order = np.argsort(self._ids, kind="stable")
             self._ids_sorted = self._ids[self._order]
+            self._layout(X, np.arange(self._ids.shape[0]))
         self._inertia = None
         return DeletionReport(int(pos.size), True, "leaf path", time.perf_counter() - t0)

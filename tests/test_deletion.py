@@ -14,6 +14,7 @@ from scipy import stats
 from pyfkm import deletion
 from pyfkm.deletion import DCKMeans, QKMeans, auto_epsilon, auto_n_leaves
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError
+from pyfkm.lattice import Lattice
 
 
 def blobs(seed, n=600, d=3, k=4, spread=6.0):
@@ -228,6 +229,94 @@ def test_race_seeding_kernel_errors():
         _seeding.race_seeding(X, ids, 2, 1)
 
 
+def test_qassign_errors():
+    from pyfkm._core import _lloyd
+    from pyfkm.exceptions import NumericalError
+    X = np.zeros((4, 2))
+    for bad in (np.zeros((0, 2)), np.zeros((3, 2), np.float32), np.zeros((3, 4))[:, ::2]):
+        with pytest.raises(ValueError):
+            _lloyd.QAssign(bad, 2)
+    qa = _lloyd.QAssign(X, 2)
+    with pytest.raises(ValueError):
+        qa.step(np.zeros((3, 2)))
+    with pytest.raises(ValueError):
+        qa.step(np.zeros((2, 2)), dist=np.zeros((4, 3)))
+    with pytest.raises(NumericalError):
+        qa.step(np.array([[1e300, 0.0], [0.0, 0.0]]) * 1e8)
+
+
+def test_qassign_matches_brute_force_and_is_per_point():
+    """Sequences of centers with large and small moves (the bounds then skip
+    most distances): labels are the nearest centers (a near tie may go
+    either way), distances, sums, counts and loss those of the labels; a
+    subset of the rows run through the same centers gets the same labels
+    and distances bit for bit (what certified deletion relies on)."""
+    from pyfkm._core import _lloyd
+    rng = np.random.default_rng(21)
+    for t in range(12):
+        n, d, k = int(rng.integers(30, 300)), int(rng.integers(1, 11)), int(rng.integers(1, 7))
+        X = rng.normal(size=(n, d)) + rng.integers(0, 4, size=(n, 1)) * 5.0
+        if t % 3 == 0:
+            X = np.round(X)  # exact ties
+        sub = np.sort(rng.choice(n, size=n // 2, replace=False))
+        qa, qs = _lloyd.QAssign(X, k), _lloyd.QAssign(np.ascontiguousarray(X[sub]), k)
+        C = X[rng.choice(n, k, replace=False)].copy()
+        for step in range(8):
+            lab, mind, sums, counts, loss = qa.step(C)
+            D = ((X[:, None, :] - C[None]) ** 2).sum(-1)
+            best = D.min(1)
+            np.testing.assert_allclose(mind, D[np.arange(n), lab], rtol=1e-12, atol=1e-300)
+            assert (D[np.arange(n), lab] <= best * (1 + 1e-9) + 1e-12).all()
+            np.testing.assert_array_equal(counts, np.bincount(lab, minlength=k))
+            ref = np.zeros((k, d))
+            np.add.at(ref, lab, X)
+            np.testing.assert_allclose(sums, ref, rtol=1e-12, atol=1e-9)
+            assert loss == pytest.approx(mind.sum(), rel=1e-12)
+            ls, ms, _, _, _ = qs.step(C)
+            np.testing.assert_array_equal(ls, lab[sub])
+            np.testing.assert_array_equal(ms, mind[sub])
+            # move: mostly small (lattice-like jitter), sometimes a jump
+            C = C + rng.normal(size=C.shape) * (2.0 if step % 3 == 0 else 0.05)
+
+
+def test_race_seeding_dist_feeds_the_first_assignment():
+    """race_seeding_dist: the same seeds as race_seeding, the distances of
+    every row to every seed; given to QAssign they give bit for bit the
+    first assignment QAssign computes itself."""
+    from pyfkm._core import _lloyd, _seeding
+    rng = np.random.default_rng(22)
+    with pytest.raises(ValueError):
+        _seeding.race_seeding_dist(np.zeros((3, 2)), np.arange(2, dtype=np.int64), 1, 0)
+    for t in range(30):
+        n, d, k = int(rng.integers(5, 80)), int(rng.integers(1, 9)), int(rng.integers(1, 6))
+        X = rng.normal(size=(n, d)) * 3
+        if t % 2:
+            X = np.round(X)
+        ids = rng.permutation(10 * n)[:n].astype(np.int64)
+        key = int(rng.integers(0, 2 ** 63))
+        if len(np.unique(X, axis=0)) < k:
+            continue
+        seeds, dist = _seeding.race_seeding_dist(X, ids, k, key)
+        np.testing.assert_array_equal(seeds, deletion._race_seeding(X, ids, k, key))
+        np.testing.assert_allclose(dist, ((X[:, None] - X[seeds][None]) ** 2).sum(-1),
+                                   rtol=1e-12, atol=1e-300)
+        C = X[seeds].copy()
+        a = _lloyd.QAssign(X, k).step(C, dist.copy())
+        b = _lloyd.QAssign(X, k).step(C)
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_q_phases_are_lattice_random_draws():
+    X, _ = blobs(3, n=100)
+    q = QKMeans(3, max_iter=4, random_state=9).fit(X)
+    rng = np.random.default_rng(9)
+    rng.integers(0, 2 ** 63)  # the key is drawn first
+    eps = q.epsilon_
+    ref = np.stack([Lattice.random(eps, 3, rng).phase for _ in range(4)])
+    np.testing.assert_array_equal(q._phases, ref)
+
+
 def test_keyed_seeding_is_d2_sampling():
     # P(second seed = i | first seed) = D_i^2 / sum D^2: chi-square over keys
     X = np.array([[0.0], [1.0], [3.0], [6.0]])
@@ -255,7 +344,7 @@ def test_q_fit_quality_and_predict():
     # centers are lattice cell centers
     s = q._state
     if q.n_iter_ > 0:
-        lat = deletion.Lattice(s.eps, q._phases[q.n_iter_ - 1])
+        lat = Lattice(s.eps, q._phases[q.n_iter_ - 1])
         np.testing.assert_array_equal(lat.centers(lat.quantize(q.cluster_centers_)),
                                       q.cluster_centers_)
 
@@ -477,3 +566,182 @@ def test_dc_deletion_distributed_like_retraining():
 def test_doctests():
     res = doctest.testmod(deletion, optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0
+
+
+# ----------------------------------------- DC-k-means: seeds reused on deletion
+
+def _race_trace_reference(X, ids, k, key, n_trials):
+    """Numpy twin of the candidates and potentials recorded by
+    race_seeding_trace (no fallback: callers use distinct points)."""
+    M = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+    def mix(z):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return (z ^ (z >> np.uint64(31))) & M
+
+    def expo(step):
+        with np.errstate(over="ignore"):
+            h = mix(ids.astype(np.uint64) * np.uint64(0x100000001B3) + np.uint64(step))
+            h = mix(h ^ np.uint64(key))
+        return -np.log(((h >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53)
+
+    cand = np.full((k, n_trials), -1)
+    pot = np.full((k, n_trials), np.nan)
+    seeds = [int(np.argmin(expo(0)))]
+    D2 = ((X - X[seeds[0]]) ** 2).sum(1)
+    for j in range(1, k):
+        for t in range(n_trials):
+            with np.errstate(divide="ignore"):
+                score = np.where(D2 > 0, expo(j + (t << 32)) / np.where(D2 > 0, D2, 1), np.inf)
+            cand[j, t] = int(np.argmin(score))
+        if n_trials > 1:
+            for t in range(n_trials):
+                if cand[j, t] not in cand[j, :t]:
+                    pot[j, t] = np.minimum(D2, ((X - X[cand[j, t]]) ** 2).sum(1)).sum()
+            i = cand[j, int(np.nanargmin(pot[j]))]
+        else:
+            i = cand[j, 0]
+        seeds.append(int(i))
+        D2 = np.minimum(D2, ((X - X[i]) ** 2).sum(1))
+    return np.array(seeds), cand, pot
+
+
+def test_race_trace_errors_and_matches_reference():
+    from pyfkm._core import _seeding
+    X = np.zeros((3, 2))
+    ids = np.arange(3, dtype=np.int64)
+    with pytest.raises(InvalidInputError, match="domain"):
+        _seeding.race_seeding_trace(X, ids, 2, 1, 0)
+    with pytest.raises(ValueError):
+        _seeding.race_seeding_trace(X, ids[:2], 2, 1, 1)
+    rng = np.random.default_rng(11)
+    for t in range(120):
+        n = int(rng.integers(6, 50))
+        d = int(rng.integers(1, 5))
+        k = int(rng.integers(1, 6))
+        trials = int(rng.integers(1, 5))
+        X = rng.normal(size=(n, d)) * rng.uniform(0.5, 5, size=d)
+        ids = rng.permutation(1000)[:n].astype(np.int64)
+        key = int(rng.integers(0, 2 ** 63))
+        seeds, cand, pot = _seeding.race_seeding_trace(X, ids, k, key, trials)
+        np.testing.assert_array_equal(seeds, deletion._race_seeding(X, ids, k, key,
+                                                                    n_trials=trials))
+        rs, rc, rp = _race_trace_reference(X, ids, k, key, trials)
+        np.testing.assert_array_equal(seeds, rs)
+        np.testing.assert_array_equal(cand, rc)
+        np.testing.assert_array_equal(np.isnan(pot), np.isnan(rp))
+        np.testing.assert_allclose(pot, rp, rtol=1e-12)
+
+
+def test_race_trace_certification_never_wrong():
+    """Remove points one at a time from small sets (duplicates, near-ties):
+    whenever the trace certifies the seeds, a fresh race on the remaining
+    points picks exactly those seeds; otherwise rebuild the trace."""
+    from pyfkm._core import _seeding
+    rng = np.random.default_rng(12)
+    certified = refused = 0
+    for t in range(60):
+        n = int(rng.integers(8, 40))
+        d = int(rng.integers(1, 4))
+        k = int(rng.integers(1, 5))
+        trials = int(rng.integers(1, 4))
+        X = (rng.integers(0, 4, size=(n, d)) * 1.0 if t % 2
+             else np.round(rng.normal(size=(n, d)), 1))
+        ids = rng.permutation(500)[:n].astype(np.int64)
+        key = int(rng.integers(0, 2 ** 63))
+        trace = None
+        while X.shape[0] > k + 1:
+            if trace is None:
+                sd, cand, pot = _seeding.race_seeding_trace(X, ids, k, key, trials)
+                trace = deletion._RaceTrace.build(sd, cand, pot, X.shape[0])
+            p = int(rng.integers(0, X.shape[0]))
+            new = None if trace is None else trace.remove(p, X[p], X, X.shape[0] - 1)
+            X, ids = np.delete(X, p, axis=0), np.delete(ids, p)
+            if new is not None:
+                certified += 1
+                fresh = deletion._race_seeding(X, ids, k, key, n_trials=trials)
+                np.testing.assert_array_equal(new.seeds, fresh)
+            else:
+                refused += trace is not None
+            trace = new
+    assert certified > 200 and refused > 20
+
+
+def _check_leaf_storage(dc, X, ids):
+    """Leaf j's slots hold its remaining points in row order, then zeros."""
+    alive = np.isin(ids, dc.sample_ids_)
+    total = 0
+    for j in range(dc.n_leaves_):
+        a, c = dc._start[j], dc._count[j]
+        rows = np.flatnonzero(alive & (dc._leaf == j)) if dc._leaf.shape[0] == len(ids) \
+            else None
+        cap = (dc._start[j + 1] if j + 1 < dc.n_leaves_ else dc._X.shape[0]) - a
+        got_ids = dc._sids[a:a + c]
+        # expected: the remaining ids of this leaf, in original row order
+        exp_ids = ids[alive][np.isin(ids[alive], got_ids)]
+        np.testing.assert_array_equal(got_ids, exp_ids)
+        np.testing.assert_array_equal(dc._X[a:a + c], X[np.searchsorted(ids, got_ids)])
+        assert (dc._X[a + c:a + cap] == 0).all() and (dc._sids[a + c:a + cap] == -1).all()
+        if rows is not None:
+            np.testing.assert_array_equal(ids[rows], got_ids)
+        total += c
+    assert total == alive.sum() == dc.sample_ids_.shape[0]
+
+
+@pytest.mark.parametrize("params", [dict(), dict(n_local_trials=1), dict(n_init=2)])
+def test_dc_leaf_storage_and_seed_reuse_replay(params):
+    """Many single and batch deletions: the leaf-contiguous storage stays
+    consistent (also across compaction) and every model equals a fresh fit
+    on the remaining points; most leaf seedings are reused."""
+    X, _ = blobs(13, n=900, d=4, k=4, spread=8)
+    ids = np.arange(900) * 2 + 5  # sorted, arbitrary
+    dc = DCKMeans(4, n_leaves=4, random_state=3, **params).fit(X, sample_ids=ids)
+    from pyfkm._core import _seeding
+    calls = [0, False, 0]  # races run by dc.delete; counting on; leaf fits
+    orig = _seeding.race_seeding_trace
+    leaf_fit = dc._leaf_fit
+
+    def counting_fit(j):
+        calls[2] += 1
+        return leaf_fit(j)
+
+    dc._leaf_fit = counting_fit
+
+    def counting(*a, **kw):
+        calls[0] += calls[1]
+        return orig(*a, **kw)
+
+    def delete(victims):
+        calls[1] = True
+        dc.delete(victims)
+        calls[1] = False
+
+    rng = np.random.default_rng(4)
+    deletion._seeding.race_seeding_trace = counting
+    try:
+        n_del = 0
+        for step in range(30):
+            size = 1 if step % 4 else 12
+            delete(rng.choice(dc.sample_ids_, size=size, replace=False))
+            n_del += size
+            _check_leaf_storage(dc, X, ids)
+            if step % 3 == 0:
+                keep = np.isin(ids, dc.sample_ids_)
+                ref = DCKMeans(4, n_leaves=4, random_state=3, **params).fit(
+                    X[keep], sample_ids=ids[keep])
+                assert_same_dc(dc, ref)
+        # past the compaction threshold (a quarter deleted)
+        delete(rng.choice(dc.sample_ids_, size=200, replace=False))
+        assert dc._ids.shape[0] == dc.sample_ids_.shape[0] == 900 - n_del - 200
+        _check_leaf_storage(dc, X, ids)
+        delete(dc.sample_ids_[:3])
+        _check_leaf_storage(dc, X, ids)
+        keep = np.isin(ids, dc.sample_ids_)
+        assert_same_dc(dc, DCKMeans(4, n_leaves=4, random_state=3, **params).fit(
+            X[keep], sample_ids=ids[keep]))
+    finally:
+        deletion._seeding.race_seeding_trace = orig
+    # without reuse every leaf fit reruns its races (n_init each)
+    assert calls[2] > 40 and calls[0] < 0.4 * calls[2] * params.get("n_init", 1)

@@ -170,6 +170,15 @@ cdef extern from "fkm_race.h" nogil:
                              const int64_t *ids, const uint8_t *excluded,
                              fkm_index_t n, fkm_index_t d, fkm_index_t k, uint64_t key,
                              fkm_index_t n_trials)
+    int fkm_race_seeding_dist_f64(fkm_index_t *seeds, double *d2, double *dist,
+                                  const double *X, const int64_t *ids,
+                                  fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                                  uint64_t key)
+    int fkm_race_seeding_trace_f64(fkm_index_t *seeds, double *d2, fkm_index_t *cand,
+                                   double *pot, const double *X, const int64_t *ids,
+                                   const uint8_t *excluded, fkm_index_t n,
+                                   fkm_index_t d, fkm_index_t k, uint64_t key,
+                                   fkm_index_t n_trials)
 
 cdef extern from "fkm_lloyd_loop.h" nogil:
     int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
@@ -243,3 +252,10 @@ cdef extern from "fkm_kcenter.h" nogil:
                              fkm_index_t *n_reps, uint8_t *remaining,
                              const fkm_kctree_t *T, double t2, double t4,
                              double y, fkm_index_t max_reps)
+
+cdef extern from "fkm_qlloyd.h" nogil:
+    int fkm_qlloyd_assign_f64(int32_t *labels, double *lb, double *mind,
+                              double *sums, int64_t *counts, double *loss,
+                              const double *X, const double *C, const double *move,
+                              fkm_index_t n, fkm_index_t d, fkm_index_t k, int first,
+                              int lb_holds_dist)

@@ -12,7 +12,7 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 fkm_lloyd_pack_points_f32,
                                 fkm_lloyd_pack_centers, fkm_lloyd_assign_f64,
                                 fkm_lloyd_assign_f32, fkm_lloyd_merge,
-                                fkm_lloyd_loop_f64)
+                                fkm_lloyd_loop_f64, fkm_qlloyd_assign_f64)
 from pyfkm._core._common cimport check_status
 
 
@@ -160,3 +160,65 @@ def lloyd_loop(const double[:, ::1] X, object centers, object sample_weight,
                                     &X[0, 0], wp, n, d, k, max_iter, tol_abs)
     check_status(status, "Lloyd")
     return C, labels, mind, inertia, int(n_iter)
+
+
+cdef class QAssign:
+    """Repeated Q-k-means assignment steps on one float64 X with Elkan
+    bounds (csrc/fkm_qlloyd.h).  ``step(C)`` returns new arrays
+    (labels int32[n], mind float64[n], sums float64[k, d], counts int64[k],
+    loss); the first call scans every center, later calls use the bounds
+    moved by the displacement of the centers since the previous call."""
+    cdef object X, labels, lb, prev
+    cdef fkm_index_t k
+
+    def __init__(self, X, fkm_index_t k):
+        cdef fkm_index_t n = X.shape[0]
+        if X.ndim != 2 or n < 1 or X.shape[1] < 1 or k < 1 or X.dtype != np.float64 \
+                or not X.flags.c_contiguous:
+            raise ValueError("QAssign: X must be a non-empty C-contiguous float64 matrix")
+        self.X, self.k = X, k
+        self.labels = np.zeros(n, dtype=np.int32)
+        self.lb = np.empty((n, k), dtype=np.float64)
+        self.prev = None
+
+    def step(self, centers, dist=None):
+        """One assignment; ``dist`` (first call only): the float64 (n, k)
+        squared distances to ``centers`` from race_seeding_dist, used instead
+        of computing them (same result).  It is taken over (overwritten)."""
+        cdef const double[:, ::1] X = self.X
+        cdef fkm_index_t n = X.shape[0], d = X.shape[1], k = self.k
+        C = np.ascontiguousarray(centers, dtype=np.float64)
+        if C.shape[0] != k or C.shape[1] != d:
+            raise ValueError("QAssign.step: centers have the wrong shape")
+        cdef const double[:, ::1] cv = C
+        cdef int first = self.prev is None
+        cdef int given = first and dist is not None
+        if given:
+            if dist.shape != self.lb.shape or dist.dtype != np.float64 or \
+                    not dist.flags.c_contiguous:
+                raise ValueError("QAssign.step: dist has the wrong shape")
+            self.lb = dist
+        move = None if first else np.sqrt(((C - self.prev) ** 2).sum(axis=1))
+        cdef const double[::1] mv
+        cdef const double *mp = NULL
+        if not first:
+            mv = move
+            mp = &mv[0]
+        labels = self.labels.copy()
+        mind = np.empty(n, dtype=np.float64)
+        sums = np.empty((k, d), dtype=np.float64)
+        counts = np.empty(k, dtype=np.int64)
+        cdef int32_t[::1] lv = labels
+        cdef double[::1] mdv = mind
+        cdef double[:, ::1] lbv = self.lb
+        cdef double[:, ::1] sv = sums
+        cdef int64_t[::1] cnt = counts
+        cdef double loss = 0.0
+        cdef int status
+        with nogil:
+            status = fkm_qlloyd_assign_f64(&lv[0], &lbv[0, 0], &mdv[0], &sv[0, 0],
+                                           &cnt[0], &loss, &X[0, 0], &cv[0, 0], mp,
+                                           n, d, k, first, given)
+        check_status(status, "Q-Lloyd assignment")
+        self.labels, self.prev = labels, C.copy()
+        return labels, mind, sums, counts, float(loss)

@@ -11,7 +11,8 @@ from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (fkm_rng_t, fkm_index_t, fkm_seeding_run_f64,
                                 fkm_seeding_run_f32, fkm_seeding_resume_f64,
                                 fkm_seeding_resume_f32, fkm_race_seeding_f64,
-                                fkm_race_seeding_f32)
+                                fkm_race_seeding_f32, fkm_race_seeding_trace_f64,
+                                fkm_race_seeding_dist_f64)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 
 
@@ -114,6 +115,54 @@ def race_seeding(object X, const int64_t[::1] ids, fkm_index_t k, uint64_t key,
                                           n, d, k, key, n_trials)
     check_status(status, "race seeding")
     return seeds, d2
+
+
+def race_seeding_dist(const double[:, ::1] X, const int64_t[::1] ids, fkm_index_t k,
+                      uint64_t key):
+    """Plain race_seeding of all rows of float64 ``X`` that also returns the
+    squared distances of every row to every seed (csrc/fkm_race.h,
+    fkm_race_seeding_dist_f64).  Returns (seeds int64[k], dist float64[n, k])."""
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+    if ids.shape[0] != n or k < 1 or n < 1 or d < 1:
+        raise ValueError("race_seeding_dist: inconsistent shapes")
+    seeds = np.empty(k, dtype=np.int64)
+    d2 = np.empty(n, dtype=np.float64)
+    dist = np.empty((n, k), dtype=np.float64)
+    cdef fkm_index_t[::1] sv = seeds
+    cdef double[::1] dv = d2
+    cdef double[:, ::1] tv = dist
+    cdef int status
+    with nogil:
+        status = fkm_race_seeding_dist_f64(&sv[0], &dv[0], &tv[0, 0], &X[0, 0], &ids[0],
+                                           n, d, k, key)
+    check_status(status, "race seeding")
+    return seeds, dist
+
+
+def race_seeding_trace(const double[:, ::1] X, const int64_t[::1] ids, fkm_index_t k,
+                       uint64_t key, fkm_index_t n_trials=1):
+    """race_seeding of all rows of float64 ``X`` with its decisions
+    (csrc/fkm_race.h, fkm_race_seeding_trace_f64).
+
+    Returns (seeds int64[k], cand int64[k, n_trials], pot float64[k, n_trials]).
+    """
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+    if ids.shape[0] != n or k < 1 or n < 1 or d < 1:
+        raise ValueError("race_seeding_trace: inconsistent shapes")
+    seeds = np.empty(k, dtype=np.int64)
+    d2 = np.empty(n, dtype=np.float64)
+    cand = np.empty((k, max(n_trials, 1)), dtype=np.int64)
+    pot = np.empty((k, max(n_trials, 1)), dtype=np.float64)
+    cdef fkm_index_t[::1] sv = seeds
+    cdef double[::1] dv = d2
+    cdef fkm_index_t[:, ::1] cv = cand
+    cdef double[:, ::1] pv = pot
+    cdef int status
+    with nogil:
+        status = fkm_race_seeding_trace_f64(&sv[0], &dv[0], &cv[0, 0], &pv[0, 0], &X[0, 0],
+                                            &ids[0], NULL, n, d, k, key, n_trials)
+    check_status(status, "race seeding")
+    return seeds, cand, pot
 
 
 cdef class SeedingState:

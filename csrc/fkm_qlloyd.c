@@ -1,0 +1,127 @@
+/* fkm_qlloyd.c -- see fkm_qlloyd.h. */
+#include "fkm_qlloyd.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Squared distance, four partial sums then (a0 + a1) + (a2 + a3). */
+static inline double sqdist(const double *x, const double *y, fkm_index_t d)
+{
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    fkm_index_t c;
+    for (c = 0; c + 4 <= d; c += 4) {
+        double t0 = x[c] - y[c], t1 = x[c + 1] - y[c + 1];
+        double t2 = x[c + 2] - y[c + 2], t3 = x[c + 3] - y[c + 3];
+        a0 += t0 * t0;
+        a1 += t1 * t1;
+        a2 += t2 * t2;
+        a3 += t3 * t3;
+    }
+    for (; c < d; c++) {
+        double t = x[c] - y[c];
+        a0 += t * t;
+    }
+    return (a0 + a1) + (a2 + a3);
+}
+
+typedef double fkm_qv4d __attribute__((vector_size(32), aligned(8)));
+
+/* sqdist(x, C_j) for every center j, bit for bit: lane l of a vector sum is
+ * the partial sum a_l of sqdist (coordinates c = l mod 4), the tail goes to
+ * lane 0, then (a0 + a1) + (a2 + a3).  Four centers at a time. */
+static inline void sqdist_all(double *out, const double *x, const double *C,
+                              fkm_index_t k, fkm_index_t d)
+{
+    fkm_index_t j0, c;
+    int q;
+    for (j0 = 0; j0 < k; j0 += 4) {
+        const double *cq[4];
+        fkm_qv4d acc[4] = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0},
+                           {0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 0.0}};
+        for (q = 0; q < 4; q++) /* short last block: repeat its last center */
+            cq[q] = C + (size_t)(j0 + q < k ? j0 + q : k - 1) * (size_t)d;
+        for (c = 0; c + 4 <= d; c += 4) {
+            const fkm_qv4d xv = *(const fkm_qv4d *)(x + c);
+            for (q = 0; q < 4; q++) {
+                fkm_qv4d t = xv - *(const fkm_qv4d *)(cq[q] + c);
+                acc[q] += t * t;
+            }
+        }
+        for (q = 0; q < 4 && j0 + q < k; q++) {
+            double a0 = acc[q][0];
+            fkm_index_t cc;
+            for (cc = c; cc < d; cc++) {
+                double t = x[cc] - cq[q][cc];
+                a0 += t * t;
+            }
+            out[j0 + q] = (a0 + acc[q][1]) + (acc[q][2] + acc[q][3]);
+        }
+    }
+}
+
+FKM_HOT int fkm_qlloyd_assign_f64(int32_t *labels, double *lb, double *mind,
+                                  double *sums, int64_t *counts, double *loss,
+                                  const double *X, const double *C, const double *move,
+                                  fkm_index_t n, fkm_index_t d, fkm_index_t k, int first,
+                                  int lb_holds_dist)
+{
+    /* A computed squared distance is within a relative (d + 2) u of the
+     * exact one, its square root within (d + 4) u / 2 + u; the moved bounds
+     * add a few u more.  e covers all of it with room. */
+    const double e = 4.0 * ((double)d + 8.0) * 0x1p-53 + 0x1p-40;
+    fkm_index_t i, j, c;
+    double total = 0.0;
+    memset(sums, 0, sizeof(double) * (size_t)(k * d));
+    memset(counts, 0, sizeof(int64_t) * (size_t)k);
+    for (i = 0; i < n; i++) {
+        const double *x = X + (size_t)i * (size_t)d;
+        double *li = lb + (size_t)i * (size_t)k;
+        int32_t a;
+        double dd, ub;
+        if (first) { /* every center */
+            if (!lb_holds_dist) sqdist_all(li, x, C, k, d);
+            a = 0;
+            dd = li[0];
+            for (j = 0; j < k; j++) {
+                double s = li[j];
+                if (!(s < INFINITY)) return FKM_ENONFINITE;
+                if (s < dd) { a = (int32_t)j; dd = s; }
+                li[j] = sqrt(s) * (1.0 - e);
+            }
+        } else {
+            const int32_t a0 = labels[i];
+            a = a0;
+            dd = sqdist(x, C + (size_t)a * (size_t)d, d);
+            if (!(dd < INFINITY)) return FKM_ENONFINITE;
+            ub = sqrt(dd) * (1.0 + e); /* >= the exact distance to center a */
+            li[a] = sqrt(dd) * (1.0 - e);
+            for (j = 0; j < k; j++) {
+                double s;
+                if (j == a0) continue;
+                /* center j moved: its lower bound moves in */
+                li[j] = (li[j] - move[j] * (1.0 + e)) * (1.0 - e);
+                if (ub < li[j]) continue; /* strictly farther than a */
+                s = sqdist(x, C + (size_t)j * (size_t)d, d);
+                if (!(s < INFINITY)) return FKM_ENONFINITE;
+                li[j] = sqrt(s) * (1.0 - e);
+                /* the smallest computed distance, ties to the lowest index */
+                if (s < dd || (s == dd && j < a)) {
+                    a = (int32_t)j;
+                    dd = s;
+                    ub = sqrt(s) * (1.0 + e);
+                }
+            }
+        }
+        labels[i] = a;
+        mind[i] = dd;
+        total += dd;
+        counts[a] += 1;
+        {
+            double *sa = sums + (size_t)a * (size_t)d;
+            for (c = 0; c < d; c++) sa[c] += x[c];
+        }
+    }
+    if (!(total < INFINITY)) return FKM_ENONFINITE;
+    *loss = total;
+    return FKM_OK;
+}

@@ -1,0 +1,53 @@
+/* fkm_qlloyd.h -- the assignment step of Q-k-means (pyfkm.deletion) with
+ * Elkan's distance bounds.
+ *
+ * Q-Lloyd reassigns every point at each iteration to centers that move
+ * little once the run settles (lattice cell centers).  Each point keeps a
+ * lower bound on its distance to every center (C. Elkan, "Using the
+ * triangle inequality to accelerate k-means", ICML 2003), moved in by the
+ * center's displacement at each step.  The distance to the point's current
+ * center is always computed (the squared distances are stored); another
+ * center is skipped when its lower bound exceeds that distance, and its
+ * distance computed otherwise.
+ *
+ * Exactness: the bounds are deflated by a relative margin that covers the
+ * float rounding of every distance involved, so a skipped center is
+ * strictly farther than the chosen one in exact arithmetic.  The label is
+ * the center of smallest computed squared distance among those computed
+ * (ties to the lowest index).  The outcome for a
+ * point depends only on that point and the sequence of centers, never on
+ * the other points: the memo that certified deletion relies on.
+ */
+#ifndef FKM_QLLOYD_H
+#define FKM_QLLOYD_H
+
+#include "fkm_common.h"
+
+/* fkm_qlloyd_assign_f64: assign the n points of X (n x d, row-major) to the
+ * k centers C (k x d).
+ *
+ * labels INOUT int32[n]: the previous labels (ignored when first != 0)
+ * lb     INOUT n x k: the lower bounds of the previous call (ignored, then
+ *        set, when first != 0)
+ * move   IN [k]: |C_j - C_prev_j| (Euclidean) for the centers of the
+ *        previous call, or NULL when first != 0; may be inexact up to a
+ *        relative 2^-40 (it is inflated here)
+ * mind   OUT [n]: squared distance to the assigned center, computed as in
+ *        a full scan (same arithmetic whether or not the label was kept)
+ * sums   OUT k x d: sum of the points of each center (in point order)
+ * counts OUT int64[k]; *loss OUT: sum of mind in point order
+ * lb_holds_dist: with first != 0, lb holds on entry the squared distances
+ *        of the points to the centers, computed as here (four partial sums
+ *        over the coordinates c = 0..3 mod 4, the remainder added to the
+ *        first, then (a0 + a1) + (a2 + a3); fkm_race_seeding_dist_f64 does),
+ *        so the first step computes no distance; the result is the same
+ * Returns FKM_ENONFINITE when a distance or the loss is not finite,
+ * FKM_OK otherwise.  Assumes n, d, k >= 1 and k < 2^31 (unchecked).
+ */
+int fkm_qlloyd_assign_f64(int32_t *labels, double *lb, double *mind,
+                          double *sums, int64_t *counts, double *loss,
+                          const double *X, const double *C, const double *move,
+                          fkm_index_t n, fkm_index_t d, fkm_index_t k, int first,
+                          int lb_holds_dist);
+
+#endif /* FKM_QLLOYD_H */
