@@ -128,10 +128,12 @@ def main(argv=None):
     p.add_argument("--estimators", default="QKMeans,DCKMeans",
                    help="semicolon-separated; DCKMeans[n_local_trials=1,n_init=3] "
                         "passes keyword arguments")
+    p.add_argument("--baseline-retrains", type=int, default=7,
+                   help="KMeans retrains timed for the baseline (median)")
     a = p.parse_args(argv)
     X, y, k = load(a.dataset, a.seed)
     res = online_deletion(X, y, k, n_deletions=min(a.n_deletions, X.shape[0] - k),
-                          max_iter=a.max_iter, seed=a.seed,
+                          max_iter=a.max_iter, seed=a.seed, n_baseline=a.baseline_retrains,
                           estimators=tuple(a.estimators.split(";")))
     print(f"dataset={a.dataset} n={X.shape[0]} d={X.shape[1]} k={k} "
           f"deletions={a.n_deletions} max_iter={a.max_iter}")
