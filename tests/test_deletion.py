@@ -119,22 +119,28 @@ def test_auto_heuristics():
     assert auto_n_leaves(1000) == 8  # 1000^0.3 = 7.9
 
 
+def _ref_mix(z):
+    """SplitMix64 finalizer on uint64 arrays (numpy twin of the C mixer)."""
+    M = np.uint64(0xFFFFFFFFFFFFFFFF)
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (z ^ (z >> np.uint64(31))) & M
+
+
+def _ref_expo(ids, key, step):
+    """The race's Exp(1) keys of ``ids`` at ``step`` (numpy twin)."""
+    with np.errstate(over="ignore"):
+        h = _ref_mix(ids.astype(np.uint64) * np.uint64(0x100000001B3) + np.uint64(step))
+        h = _ref_mix(h ^ np.uint64(key))
+    return -np.log(((h >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53)
+
+
 def _race_reference(X, ids, k, key, alive=None, n_trials=1):
     """Plain numpy twin of the C race seeding (csrc/fkm_race.c); greedy
     k-means++ (the lowest potential among n_trials races) when n_trials > 1."""
-    M = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-    def mix(z):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return (z ^ (z >> np.uint64(31))) & M
-
     def expo(step):
-        with np.errstate(over="ignore"):
-            h = mix(ids.astype(np.uint64) * np.uint64(0x100000001B3) + np.uint64(step))
-            h = mix(h ^ np.uint64(key))
-        return -np.log(((h >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53)
+        return _ref_expo(ids, key, step)
 
     n = X.shape[0]
     out = np.zeros(n, bool) if alive is None else ~alive
@@ -573,19 +579,8 @@ def test_doctests():
 def _race_trace_reference(X, ids, k, key, n_trials):
     """Numpy twin of the candidates and potentials recorded by
     race_seeding_trace (no fallback: callers use distinct points)."""
-    M = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-    def mix(z):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return (z ^ (z >> np.uint64(31))) & M
-
     def expo(step):
-        with np.errstate(over="ignore"):
-            h = mix(ids.astype(np.uint64) * np.uint64(0x100000001B3) + np.uint64(step))
-            h = mix(h ^ np.uint64(key))
-        return -np.log(((h >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53)
+        return _ref_expo(ids, key, step)
 
     cand = np.full((k, n_trials), -1)
     pot = np.full((k, n_trials), np.nan)
