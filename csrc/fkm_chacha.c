@@ -61,17 +61,12 @@ void fkm_chacha_init(fkm_chacha_t *st, const uint8_t key[32],
     st->filler = 0;
 }
 
-FKM_HOT
-static void chacha_blocks(uint64_t *restrict buf, const uint32_t *restrict in)
+/* The 20 rounds on FKM_CHACHA_NBLK states side by side (x[word][lane]);
+ * the loop over lanes is the one the compiler vectorizes. */
+static inline void lane_rounds(uint32_t x[16][FKM_CHACHA_NBLK])
 {
-    uint32_t x[16][FKM_CHACHA_NBLK];
-    for (int w = 0; w < 16; w++)
-        for (int l = 0; l < FKM_CHACHA_NBLK; l++)
-            x[w][l] = in[w];
-    for (int l = 0; l < FKM_CHACHA_NBLK; l++)
-        x[12][l] += (uint32_t)l;
     for (int r = 0; r < 10; r++) {
-        for (int l = 0; l < FKM_CHACHA_NBLK; l++) { /* vectorized over lanes */
+        for (int l = 0; l < FKM_CHACHA_NBLK; l++) {
             QR(x[0][l], x[4][l], x[8][l], x[12][l]);
             QR(x[1][l], x[5][l], x[9][l], x[13][l]);
             QR(x[2][l], x[6][l], x[10][l], x[14][l]);
@@ -82,6 +77,18 @@ static void chacha_blocks(uint64_t *restrict buf, const uint32_t *restrict in)
             QR(x[3][l], x[4][l], x[9][l], x[14][l]);
         }
     }
+}
+
+FKM_HOT
+static void chacha_blocks(uint64_t *restrict buf, const uint32_t *restrict in)
+{
+    uint32_t x[16][FKM_CHACHA_NBLK];
+    for (int w = 0; w < 16; w++)
+        for (int l = 0; l < FKM_CHACHA_NBLK; l++)
+            x[w][l] = in[w];
+    for (int l = 0; l < FKM_CHACHA_NBLK; l++)
+        x[12][l] += (uint32_t)l;
+    lane_rounds(x);
     /* add the input and serialize: word w of block l is the w-th 32-bit
      * little-endian chunk of the block's 64 keystream bytes */
     for (int l = 0; l < FKM_CHACHA_NBLK; l++) {
@@ -148,18 +155,7 @@ void fkm_chacha_first_blocks(const uint8_t *keys, fkm_index_t nk, const uint8_t 
                 in[13 + w][l] = nw[w];
         }
         memcpy(x, in, sizeof x);
-        for (int r = 0; r < 10; r++) {
-            for (int l = 0; l < FKM_CHACHA_NBLK; l++) { /* vectorized over lanes */
-                QR(x[0][l], x[4][l], x[8][l], x[12][l]);
-                QR(x[1][l], x[5][l], x[9][l], x[13][l]);
-                QR(x[2][l], x[6][l], x[10][l], x[14][l]);
-                QR(x[3][l], x[7][l], x[11][l], x[15][l]);
-                QR(x[0][l], x[5][l], x[10][l], x[15][l]);
-                QR(x[1][l], x[6][l], x[11][l], x[12][l]);
-                QR(x[2][l], x[7][l], x[8][l], x[13][l]);
-                QR(x[3][l], x[4][l], x[9][l], x[14][l]);
-            }
-        }
+        lane_rounds(x);
         for (int l = 0; l < lanes; l++) {
             uint64_t *o = out + (g + l) * 8;
             for (int w = 0; w < 16; w += 2)
