@@ -516,12 +516,16 @@ class _SecureAggregator:
     def _delta_size(self, changed):
         """Bins of the difference round for these changed clients (0: a
         full round is as cheap, or a client cannot tell its change)."""
+        last = self.server.last_decoded
+        if last is None:
+            return 0
         try:
-            m = sum(self.roles[i].changed_bins() for i in changed)
+            m = sum(self.roles[i].changed_bins(last[0]) for i in changed)
         except ProtocolError:
             return 0
         m = max(m, 1)
-        return m if 2 * m <= self.params.max_nonzeros else 0
+        words = self.secagg._roles.delta_params(self.params, m).message_words
+        return m if 2 * words <= self.params.message_words else 0
 
     def _play(self, participants, delta_nonzeros):
         s = self.secagg
@@ -538,7 +542,6 @@ class _SecureAggregator:
         changed = sorted(self._dirty & set(participants))
         for i in changed:
             self.roles[i].set_data(*clients[i].sparse_counts())
-            self._dirty.discard(i)
         parts = tuple(sorted(participants))
         dn = self._delta_size(changed) if self._last == parts else 0
         res = None
@@ -551,6 +554,8 @@ class _SecureAggregator:
         if res is None:
             res, more = self._play(parts, 0)
             nbytes += more
+        # only now: a round that raised leaves the clients marked changed
+        self._dirty.difference_update(changed)
         self._last = parts
         t_online = time.perf_counter() - t0
         self.precompute(parts)

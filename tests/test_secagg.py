@@ -1328,7 +1328,9 @@ def test_difference_rounds_decode_the_same_aggregate_as_full_rounds(d, B, p, mod
         assert_aggregate(res.bins, res.counts, want, d)
         assert res.report.incremental is True
         words = pyfkm.secagg._roles.delta_params(params, 12 * len(changed)).message_words
-        assert res.report.message_words == words < params.message_words
+        assert res.report.message_words == words
+        if mode == "hashed":
+            assert words < params.message_words
         assert all(m.payload.size == words for m in msgs)
         if step % 10 == 9:
             full, _, _ = play_round(server, clients, incremental=False)
@@ -1426,8 +1428,8 @@ def test_round_message_difference_fields():
 
 
 def test_changed_bins_and_precomputed_masks_serve_shorter_messages():
-    # changed_bins counts the bins whose count differs from the last answered
-    # round (oracle: a Counter difference); a mask precomputed for a longer
+    # changed_bins counts the bins whose count differs from the server's last
+    # decoded round (oracle: a Counter difference); a mask precomputed for a longer
     # message of the same round serves a shorter one: the response equals a
     # twin run's (same seeds) that computes its mask on the spot.
     d, B, M = 4, 9, 20
@@ -1448,8 +1450,9 @@ def test_changed_bins_and_precomputed_masks_serve_shorter_messages():
     payloads = []
     for k, (server, clients) in enumerate(runs):
         clients[0].set_data(*new)
-        assert clients[0].changed_bins() == want
-        assert clients[1].changed_bins() == 0
+        base = server.last_decoded[0]
+        assert clients[0].changed_bins(base) == want
+        assert clients[1].changed_bins(base) == 0
         if k == 0:
             for i in range(3):
                 clients[i].precompute_mask(server._round + 1, (0, 1, 2), delta_nonzeros=M)
@@ -1483,3 +1486,85 @@ def test_add_streams_equals_one_add_stream_per_key():
             arr = np.frombuffer(b"".join(keys), np.uint8).reshape(-1, 32)
             got2 = _crypto.add_streams(np.zeros(n, dtype=np.uint64), arr, neg, 77, b"SCMA", p)
             assert np.array_equal(got2, want), (p, n)
+
+
+def test_undersized_difference_round_raises_instead_of_misdecoding():
+    # Found by review: with the index layout's 2m power sums alone, two +1
+    # changes announced as one (m = 1) decoded to the single node halfway
+    # between them.  Difference rounds carry the hashed layout's payload and
+    # check rows, so a change with more bins than announced raises (and the
+    # server keeps its state) on every trial, in both run layouts.
+    rng = np.random.default_rng(77)
+    for mode, B in (("index", 8), ("hashed", 173)):
+        d = 2 if mode == "index" else 10
+        params = make_params(d, B, 8, mode=mode, seed=77)
+        server, clients = make_run(params, [0, 1, 2], seed=77)
+        pool = distinct_bins(rng, 40, d, B)
+        data = {i: (pool[2 * i: 2 * i + 2], np.array([1, 1])) for i in range(3)}
+        for i in range(3):
+            clients[i].set_data(*data[i])
+        play_round(server, clients)
+        for trial in range(60):
+            a, b = rng.choice(np.arange(6, 40), size=2, replace=False)
+            clients[0].set_data(np.vstack([data[0][0], pool[[a]]]), [1, 1, 1])
+            clients[1].set_data(np.vstack([data[1][0], pool[[b]]]), [1, 1, 1])
+            state = server._state
+            rm = wire(server.start_round(delta_nonzeros=1))
+            for i in rm.participants:
+                server.receive(wire(clients[i].respond(rm)))
+            with pytest.raises(DecodeError):
+                server.finish_round()
+            assert server._state is state
+            for i in range(3):                       # back to the decoded data
+                clients[i].set_data(*data[i])
+            res, _, _ = play_round(server, clients)
+            assert_aggregate(res.bins, res.counts, plain_sum(data.values(), d), d)
+
+
+def test_changed_bins_counts_from_the_servers_base_after_an_abandoned_round():
+    # Found by review: counting from the client's last *answered* round
+    # undersized the next difference round after an abandoned round.
+    params = make_params(2, 8, 8, mode="index", seed=78)
+    server, clients = make_run(params, [0, 1, 2], seed=78)
+    pool = distinct_bins(np.random.default_rng(78), 9, 2, 8)
+    for i in range(3):
+        clients[i].set_data(pool[2 * i: 2 * i + 2], [1, 1])
+    play_round(server, clients)
+    base = server.last_decoded[0]
+    clients[0].set_data(pool[[0, 1, 6]], [1, 1, 1])
+    clients[1].set_data(pool[[2, 3, 7]], [1, 1, 1])
+    rm = wire(server.start_round())                    # answered, then abandoned
+    for i in rm.participants:
+        clients[i].respond(rm)
+    assert server.last_decoded[0] == base
+    m = sum(clients[i].changed_bins(base) for i in range(3))
+    assert m == 2
+    res, _ = _difference_round(server, clients, m)
+    assert_aggregate(res.bins, res.counts, plain_sum(
+        [(pool[[0, 1, 6]], [1, 1, 1]), (pool[[2, 3, 7]], [1, 1, 1]), (pool[4:6], [1, 1])], 2), 2)
+
+
+def test_a_client_in_a_new_run_uses_the_new_runs_seeds():
+    # Found by review: cached pair keys survived a new roster, so a client
+    # reused in another run masked with the old run's seeds.
+    p1 = ScmaParams.create(2, 8, 6, run_id=b"\x01" * 16, random_state=79)
+    p2 = ScmaParams.create(2, 8, 6, run_id=b"\x02" * 16, random_state=80)
+    s1, c1 = make_run(p1, [0, 1], seed=79)
+    for i in range(2):
+        c1[i].set_data([[i, i]], [1])
+    play_round(s1, c1)
+    old = c1[0]
+    s2 = ScmaServer(p2)
+    fresh = ScmaClient(1, random_state=81)
+    for c in (old, fresh):
+        s2.receive_key(wire(c.key_message(p2.run_id)))
+    roster = s2.roster()
+    for c in (old, fresh):
+        c.receive_roster(wire(roster))
+    assert old.pair_seed(1) == fresh.pair_seed(0)
+    with pytest.raises(ProtocolError):
+        old.respond(wire(s2.start_round()))           # data is set again per run
+    old.set_data([[2, 3]], [2])
+    fresh.set_data([[4, 5]], [1])
+    res, _, _ = play_round(s2, {0: old, 1: fresh})
+    assert_aggregate(res.bins, res.counts, plain_sum([([[2, 3]], [2]), ([[4, 5]], [1])], 2), 2)

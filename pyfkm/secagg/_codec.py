@@ -193,12 +193,15 @@ class Codec:
         """Decode a difference round: ``delta_agg`` is the summed message of
         the change under ``delta_codec`` (same hash, fewer bins); the result
         is the previous aggregate (``state``) plus that change, as
-        :meth:`decode` returns it.  Raises DecodeError when the change or
-        the new aggregate is not valid."""
-        change = delta_codec._solve(delta_agg)
-        full = self.encode(change[2], change[1]) if change[0].size else \
+        :meth:`decode` returns it (changed bins are matched by this codec's
+        nodes, so ``delta_codec`` may use another layout).  Raises
+        DecodeError when the change or the new aggregate is not valid."""
+        _, q_d, bins_d = delta_codec._solve(delta_agg)
+        # this codec's nodes of the changed bins (the two layouts may differ)
+        nodes_d = self.nodes(bins_d)
+        full = self.encode(bins_d, q_d) if q_d.size else \
             np.zeros(self.params.message_words, dtype=np.uint64)
-        got = self._merge(state, self.F.add(state[0], full), *change)
+        got = self._merge(state, self.F.add(state[0], full), nodes_d, q_d, bins_d)
         if got is None:
             raise DecodeError(
                 "the changed aggregate is not valid (more than max_nonzeros bins, "

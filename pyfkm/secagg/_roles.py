@@ -22,8 +22,11 @@ _KEEP_ANSWERED = 4
 
 def delta_params(params, m):
     """Parameters of the difference rounds with at most ``m`` changed bins:
-    the run's, with ``max_nonzeros = m`` (same hash, same nodes)."""
-    return dataclasses.replace(params, max_nonzeros=m, max_client_nonzeros=m)
+    the run's, with ``max_nonzeros = m``, always in the hashed layout.  Its
+    payload rows and squared check hash make a change of more than ``m``
+    bins fail to decode (probability ~1/p of slipping through), which the
+    index layout's ``2m`` power sums alone cannot promise."""
+    return dataclasses.replace(params, max_nonzeros=m, max_client_nonzeros=m, mode="hashed")
 
 
 def _sorted_ids(ids):
@@ -125,6 +128,10 @@ class ScmaClient:
         self._codec = Codec(roster.params)
         self._seeds = seeds
         self._roster = frozenset(ids)
+        # everything derived from the previous run's seeds, parameters or
+        # rounds goes: data is set again for this run
+        self._pairs = self._mask_cache = self._encoded = self._data = None
+        self._delta_codecs, self._answered, self._last_round = {}, {}, 0
 
     def pair_seed(self, other_id):
         """The 32-byte seed shared with client ``other_id`` (for audits and tests)."""
@@ -227,17 +234,14 @@ class ScmaClient:
         keep = dq != 0
         return bins[first][keep], dq[keep].astype(np.uint64)
 
-    def changed_bins(self, base_round=None):
+    def changed_bins(self, base_round):
         """Number of bins whose count changed since round ``base_round``
-        (default: the last round this client answered).  What a driver
-        sizes a difference round with; the server learns the same number
-        from the decoded change anyway."""
+        (the server's last decoded round, :attr:`ScmaServer.last_decoded`;
+        rounds answered after it were abandoned).  What a driver sizes a
+        difference round with; the server learns the same number from the
+        decoded change anyway."""
         if self._data is None:
             raise ProtocolError("set_data first")
-        if base_round is None:
-            if not self._answered:
-                raise ProtocolError(f"client {self.client_id} has answered no round")
-            base_round = max(self._answered)
         base = self._answered.get(int(base_round))
         if base is None:
             raise ProtocolError(f"client {self.client_id} did not answer round {base_round}")
@@ -347,6 +351,12 @@ class ScmaServer:
     @property
     def run_id(self):
         return self.params.run_id
+
+    @property
+    def last_decoded(self):
+        """(round, participants) of the last decoded round, or None: the base
+        of the next difference round."""
+        return self._finished
 
     def receive_key(self, msg):
         check_key_message(msg, self.run_id, self._keys, self._roster is not None)
