@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from .._core import _field
 from .._core._noise import ChaChaStream as _ChaChaStream
+from ..exceptions import ProtocolError
 
 SCMA_TAG = b"SCMA"
 HASH_TAG = b"HASH"
@@ -47,6 +48,21 @@ def pair_seed(private_key, peer_public, run_id, id_a, id_b):
     lo, hi = min(id_a, id_b), max(id_a, id_b)
     info = b"pyfkm/scma/pair-seed/v1" + struct.pack("<II", lo, hi)
     return HKDF(algorithm=hashes.SHA256(), length=32, salt=bytes(run_id), info=info).derive(shared)
+
+
+def roster_seeds(roster, roster_cls, run_id, client_id, private_key, public_key):
+    """Check a client's roster (type, run, the client's own key in it) and
+    derive its pair seeds ``{other id: 32-byte seed}``.  Raises
+    :class:`ProtocolError`."""
+    if not isinstance(roster, roster_cls):
+        raise ProtocolError(f"expected a {roster_cls.__name__}")
+    if run_id is None or roster.run_id != run_id:
+        raise ProtocolError("roster of another run")
+    ids = dict(zip(roster.client_ids, roster.public_keys))
+    if ids.get(client_id) != public_key:
+        raise ProtocolError("the roster does not carry this client's key")
+    return {o: pair_seed(private_key, k, roster.run_id, client_id, o)
+            for o, k in ids.items() if o != client_id}
 
 
 _CHUNK_WORDS = 1 << 15

@@ -55,7 +55,7 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..exceptions import CapacityError, InvalidInputError, MessageFormatError, ProtocolError
-from ._crypto import new_private_key, pair_seed, public_bytes
+from ._crypto import new_private_key, public_bytes, roster_seeds
 from ._messages import (HEADER_BYTES, SERVER_ID, KeyMessage, RoundMessage, _check_id,
                         check_key_message, check_round_message,
                         _check_run_id, _expect_len, _pack_header, _unpack_header)
@@ -428,17 +428,10 @@ class MsaClient:
 
     def receive_roster(self, roster):
         """Derive the pair seeds; the leader also draws the group key."""
-        if not isinstance(roster, MsaRosterMessage):
-            raise ProtocolError("expected an MsaRosterMessage")
-        if self._run_id is None or roster.run_id != self._run_id:
-            raise ProtocolError("roster of another run")
-        if self._key is None:
+        if self._key is None and isinstance(roster, MsaRosterMessage):
             raise ProtocolError("the roster was already received")
-        ids = dict(zip(roster.client_ids, roster.public_keys))
-        if ids.get(self.client_id) != self.public_key:
-            raise ProtocolError("the roster does not carry this client's key")
-        self._seeds = {o: pair_seed(self._key, k, roster.run_id, self.client_id, o)
-                       for o, k in ids.items() if o != self.client_id}
+        self._seeds = roster_seeds(roster, MsaRosterMessage, self._run_id, self.client_id,
+                                   self._key, self.public_key)
         self._key = None          # not needed any more (and not picklable)
         self.n_words, self.scale_bits = roster.n_words, roster.scale_bits
         self.participants = tuple(roster.client_ids)

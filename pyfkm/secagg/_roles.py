@@ -10,7 +10,7 @@ from .._core import _field
 from ..exceptions import CapacityError, InvalidInputError, ProtocolError
 from ._codec import Codec
 from ._crypto import (SCMA_TAG, add_mod, add_streams, new_private_key,
-                      pair_seed, public_bytes)
+                      public_bytes, roster_seeds)
 from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage,
                         check_key_message, check_round_message)
 
@@ -115,19 +115,12 @@ class ScmaClient:
 
     def receive_roster(self, roster):
         """Derive the pairwise seeds with every other client of the roster."""
-        if not isinstance(roster, RosterMessage):
-            raise ProtocolError("expected a RosterMessage")
-        if self._run_id is None or roster.run_id != self._run_id:
-            raise ProtocolError("roster of another run")
-        ids = dict(zip(roster.client_ids, roster.public_keys))
-        if ids.get(self.client_id) != self.public_key:
-            raise ProtocolError("the roster does not carry this client's key")
-        seeds = {other: pair_seed(self._key, key, roster.run_id, self.client_id, other)
-                 for other, key in ids.items() if other != self.client_id}
+        seeds = roster_seeds(roster, RosterMessage, self._run_id, self.client_id, self._key,
+                             self.public_key)
         self.params = roster.params
         self._codec = Codec(roster.params)
         self._seeds = seeds
-        self._roster = frozenset(ids)
+        self._roster = frozenset(roster.client_ids)
         # everything derived from the previous run's seeds, parameters or
         # rounds goes: data is set again for this run
         self._pairs = self._mask_cache = self._encoded = self._data = None
