@@ -1335,6 +1335,12 @@ def test_difference_rounds_decode_the_same_aggregate_as_full_rounds(d, B, p, mod
         if step % 10 == 9:
             full, _, _ = play_round(server, clients, incremental=False)
             assert_aggregate(full.bins, full.counts, want, d)
+        elif step % 5 == 4:
+            # a full round decoded against the state the difference rounds
+            # left (whose message is recomputed from its support)
+            full, _, _ = play_round(server, clients, incremental=True)
+            assert_aggregate(full.bins, full.counts, want, d)
+            assert full.report.incremental is True
 
 
 def test_difference_round_violations():

@@ -22,10 +22,55 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import field
 from .._core import _field, _lattice
 from ..exceptions import DecodeError
 from ._crypto import hash_coefficients
+
+
+# The codec's arithmetic calls the kernels directly: its arrays are uint64,
+# contiguous and reduced by construction (the public pyfkm.field API checks
+# all of that, and the prime, on every call).
+
+def _ew(op, a, b, p):
+    """Elementwise ``op`` of equal-shape (or broadcastable) reduced arrays."""
+    a, b = np.broadcast_arrays(a, b)
+    out = _field.elementwise(op, np.ascontiguousarray(a).ravel(),
+                             np.ascontiguousarray(b).ravel(), p)
+    return out.reshape(a.shape)
+
+
+def _lex_order(bins):
+    """Order of the rows of ``bins`` (nonnegative int64) sorted lexicographically."""
+    if bins.shape[0] < 2:
+        return np.arange(bins.shape[0])
+    # big-endian bytes of nonnegative int64 compare like the numbers, so the
+    # rows' bytes sort lexicographically (much faster than lexsort on d keys)
+    keys = np.ascontiguousarray(bins.astype(">i8")).view(np.dtype((np.void, 8 * bins.shape[1])))
+    return np.argsort(keys.ravel(), kind="stable")
+
+
+class DecodeState:
+    """What the server keeps between decodes: the support of the last
+    aggregate sorted by node (``nodes``, ``bins``, ``q`` as field elements)
+    and its message, computed only when a later decode needs it (it is the
+    encoding of the support, by linearity).  Immutable once built."""
+
+    __slots__ = ("_agg", "nodes", "bins", "q", "_lex")
+
+    def __init__(self, agg, nodes, bins, q, lex=None):
+        self._agg, self.nodes, self.bins, self.q, self._lex = agg, nodes, bins, q, lex
+
+    def message(self, codec):
+        if self._agg is None:
+            self._agg = codec.encode(self.bins, self.q) if self.q.size else \
+                np.zeros(codec.params.message_words, dtype=np.uint64)
+        return self._agg
+
+    def sorted_rows(self):
+        """(bins, counts as int64) with the rows sorted lexicographically."""
+        if self._lex is None:
+            self._lex = _lex_order(self.bins)
+        return self.bins[self._lex], self.q[self._lex].astype(np.int64)
 
 
 @dataclass
@@ -37,7 +82,8 @@ class Codec:
     def __post_init__(self):
         P = self.params
         self.p = P.modulus
-        self.F = field.Field(P.modulus)
+        # drives the random root splitting: the roots do not depend on it
+        self._gen = np.random.default_rng(0)
         if P.mode == "hashed":
             self.a0, self.a = hash_coefficients(P.hash_seed, P.n_dims, P.modulus, 0)
             self.g0, self.g = hash_coefficients(P.hash_seed, P.n_dims, P.modulus, 1)
@@ -75,7 +121,7 @@ class Codec:
         squares unless the two hashes agree, probability 1/p)."""
         h = _field.affine_rows(np.ascontiguousarray(bins, dtype=np.uint64), self.g,
                                self.g0, self.p)
-        return np.vstack([self._pack(bins), self.F.mul(h, h)[None, :]])
+        return np.vstack([self._pack(bins), _field.elementwise("mul", h, h, self.p)[None, :]])
 
     def _unpack(self, v):
         """Coordinates (m, d) from packed (rows, m)."""
@@ -83,10 +129,8 @@ class Codec:
         B = np.uint64(P.bins_per_dim)
         out = np.empty((v.shape[1], P.n_dims), dtype=np.int64)
         for t, (s, e) in enumerate(self.chunks):
-            w = v[t].copy()
-            for u in range(s, e):
-                out[:, u] = (w % B).astype(np.int64)
-                w //= B
+            powers = B ** np.arange(e - s, dtype=np.uint64)
+            out[:, s:e] = (v[t][:, None] // powers[None, :]) % B
         return out
 
     # -- client side ---------------------------------------------------------
@@ -104,8 +148,8 @@ class Codec:
         M = P.max_nonzeros
         out[:2 * M] = _field.power_sums(x, q[None, :], 2 * M, self.p)[0]
         if P.mode == "hashed":
-            W = self.F.mul(self._rows(bins), q[None, :])
-            out[2 * M:] = _field.power_sums(x, np.ascontiguousarray(W), M, self.p).ravel()
+            W = _ew("mul", self._rows(bins), q[None, :], self.p)
+            out[2 * M:] = _field.power_sums(x, W, M, self.p).ravel()
         return out
 
     # -- server side -----------------------------------------------------------
@@ -113,24 +157,27 @@ class Codec:
     def decode(self, agg, previous=None):
         """Decode an aggregated message.
 
-        Returns ``(bins, counts, state, incremental)``; ``previous`` is the
-        ``state`` of an earlier decode.  The incremental path decodes the
-        *difference* ``agg - previous`` (the message of the change, by
-        linearity): when few bins changed this is a short recurrence, a
-        low-degree polynomial and a tiny solve, with every check of the
-        full decode applied to the difference, and the change is added to
-        the previous aggregate.  The result is the full decode's: an
-        aggregate with at most ``max_nonzeros`` bins is the only one with
-        these syndromes (two such vectors differ in at most ``2 M`` bins,
-        and ``2 M`` power sums at distinct nodes determine those).  When
-        the change itself cannot be decoded (more than ``max_nonzeros``
-        bins changed) the full decode runs.
+        Returns ``(state, incremental)``: the decoded aggregate is
+        ``state.sorted_rows()``; ``previous`` is the state of an earlier
+        decode.  The incremental path decodes the *difference*
+        ``agg - previous`` (the message of the change, by linearity): when
+        few bins changed this is a short recurrence, a low-degree
+        polynomial and a tiny solve, with every check of the full decode
+        applied to the difference, and the change is added to the previous
+        aggregate.  The result is the full decode's: an aggregate with at
+        most ``max_nonzeros`` bins is the only one with these syndromes (two
+        such vectors differ in at most ``2 M`` bins, and ``2 M`` power sums
+        at distinct nodes determine those).  When the change itself cannot
+        be decoded (more than ``max_nonzeros`` bins changed) the full decode
+        runs.
         """
+        agg = np.array(agg, dtype=np.uint64)
         if previous is not None:
             got = self._decode_delta(agg, previous)
             if got is not None:
-                return got + (True,)
-        return self._decode_full(agg) + (False,)
+                return got, True
+        nodes, q, bins = self._solve(agg)
+        return self._state(agg, nodes, bins, q), False
 
     def _follows(self, C, seq, m):
         """Does ``seq`` satisfy the recurrence with connection polynomial C
@@ -152,15 +199,14 @@ class Codec:
 
     @staticmethod
     def _state(agg, nodes, bins, q):
-        """Decoder state: the aggregate and its support sorted by node."""
+        """Decoder state of an aggregate: its support sorted by node."""
         order = np.argsort(nodes, kind="stable")
-        return (np.array(agg, dtype=np.uint64), nodes[order], bins[order], q[order])
+        return DecodeState(agg, nodes[order], bins[order], q[order])
 
     def _decode_delta(self, agg, state):
-        prev = state[0]
-        delta = self.F.sub(agg, prev)
+        delta = _ew("sub", agg, state.message(self), self.p)
         if not delta.any():
-            return state[2], state[3].astype(np.int64), state
+            return state
         try:
             change = self._solve(delta)
         except DecodeError:
@@ -168,57 +214,62 @@ class Codec:
         return self._merge(state, agg, *change)
 
     def _merge(self, state, agg, nodes_d, q_d, bins_d):
-        """The previous aggregate plus a decoded change; None when the sum
-        is not a valid aggregate (a node with two bins, or more than
-        ``max_nonzeros`` bins), which only the full decode can judge."""
-        _, nodes, bins, q = state
+        """The state of the previous aggregate plus a decoded change
+        (``agg``: the new message, or None to compute it when needed);
+        None when the sum is not a valid aggregate (a node with two bins,
+        or more than ``max_nonzeros`` bins), which only the full decode can
+        judge."""
+        nodes, bins, q = state.nodes, state.bins, state.q
         m = nodes.size
         pos = np.searchsorted(nodes, nodes_d) if m else np.zeros(nodes_d.size, dtype=np.intp)
         hit = pos < m
         hit[hit] = nodes[pos[hit]] == nodes_d[hit]
         if not np.array_equal(bins[pos[hit]], bins_d[hit]):
             return None
+        ph = pos[hit]
+        q_hit = _ew("add", q[ph], q_d[hit], self.p)
+        gone = ph[q_hit == 0]
+        if hit.all() and gone.size == 0:
+            # the same support: counts change in place, the orders stay
+            q_new = q.copy()
+            q_new[ph] = q_hit
+            return DecodeState(agg, nodes, bins, q_new, state._lex)
         q_new = q.copy()
-        q_new[pos[hit]] = self.F.add(q[pos[hit]], q_d[hit])
+        q_new[ph] = q_hit
         nodes_new = np.concatenate([nodes, nodes_d[~hit]])
         bins_new = np.concatenate([bins, bins_d[~hit]])
         q_new = np.concatenate([q_new, q_d[~hit]])
         keep = q_new != 0
         if np.count_nonzero(keep) > self.params.max_nonzeros:
             return None
-        st = self._state(agg, nodes_new[keep], bins_new[keep], q_new[keep])
-        return st[2], st[3].astype(np.int64), st
+        return self._state(agg, nodes_new[keep], bins_new[keep], q_new[keep])
 
     def decode_difference(self, delta_agg, delta_codec, state):
         """Decode a difference round: ``delta_agg`` is the summed message of
-        the change under ``delta_codec`` (same hash, fewer bins); the result
-        is the previous aggregate (``state``) plus that change, as
-        :meth:`decode` returns it (changed bins are matched by this codec's
+        the change under ``delta_codec`` (same hash, fewer bins); returns
+        the state of the previous aggregate (``state``) plus that change,
+        as :meth:`decode` does (changed bins are matched by this codec's
         nodes, so ``delta_codec`` may use another layout).  Raises
         DecodeError when the change or the new aggregate is not valid."""
         _, q_d, bins_d = delta_codec._solve(delta_agg)
         # this codec's nodes of the changed bins (the two layouts may differ)
         nodes_d = self.nodes(bins_d)
-        full = self.encode(bins_d, q_d) if q_d.size else \
-            np.zeros(self.params.message_words, dtype=np.uint64)
-        got = self._merge(state, self.F.add(state[0], full), nodes_d, q_d, bins_d)
+        if np.any(nodes_d == 0):
+            raise DecodeError("a changed bin hashes to 0; rerun with a fresh hash seed")
+        got = self._merge(state, None, nodes_d, q_d, bins_d)
         if got is None:
             raise DecodeError(
                 "the changed aggregate is not valid (more than max_nonzeros bins, "
                 "or a node with two bins)")
         return got
 
-    def _decode_full(self, agg):
-        nodes, q, bins = self._solve(agg)
-        return bins, q.astype(np.int64), self._state(agg, nodes, bins, q)
-
     def _solve(self, agg):
         """The sparse vector behind the syndromes ``agg``: (nodes, counts as
         field elements, bins), every check applied; raises DecodeError."""
         P = self.params
         M, p = P.max_nonzeros, self.p
-        S = agg[:2 * M]
-        C = field.berlekamp_massey(S, p)
+        S = np.ascontiguousarray(agg[:2 * M])
+        C = _field.berlekamp_massey(S, p)
         m = C.size - 1
         empty = np.zeros((0, P.n_dims), dtype=np.int64)
         if m == 0:
@@ -231,9 +282,13 @@ class Codec:
                 f"(linear complexity {m} of the syndromes)")
         if C[-1] == 0:
             raise DecodeError("inconsistent syndromes: a node at zero")
-        nodes, _ = field.roots(C[::-1], p, require_split=True, random_state=0)
-        solver = field.VandermondeSolver(nodes, p)
-        q = solver.solve(S[:m])
+        nodes = self._roots(C)
+        solver = _field.Vandermonde(nodes, p)
+        q = solver.solve(S[None, :m])[0]
+        if np.any(q == 0):
+            # impossible for syndromes of linear complexity m at m distinct
+            # nodes; kept as a guard before inverting
+            raise DecodeError("inconsistent syndromes: a zero count")
         if P.mode == "index":
             if np.any(nodes > np.uint64(P.bins_per_dim ** P.n_dims)):
                 raise DecodeError("inconsistent syndromes: a node outside the bin grid")
@@ -242,13 +297,13 @@ class Codec:
         else:
             rows = P.n_payload_rows
             T = agg[2 * M:].reshape(rows, M)
-            W = solver.solve(np.ascontiguousarray(T[:, :m].T))          # (m, rows)
-            v = self.F.mul(W.T, self.F.inv(q)[None, :])                # (rows, m)
+            W = solver.solve(np.ascontiguousarray(T[:, :m]))            # (rows, m)
+            qinv = _field.elementwise("inv", q, q, p)
+            v = _ew("mul", W, qinv[None, :], p)                         # (rows, m)
             check, v = v[-1], v[:-1]
             rows -= 1
-            limits = np.array([P.bins_per_dim ** (e - s) for s, e in self.chunks],
-                              dtype=object)
-            if any(int(v[t].max()) >= limits[t] for t in range(rows)):
+            if any(int(v[t].max()) >= P.bins_per_dim ** (e - s)
+                   for t, (s, e) in enumerate(self.chunks)):
                 raise DecodeError(
                     "decoded coordinates out of range: a hash collision or "
                     "inconsistent messages; rerun with a fresh hash seed")
@@ -269,3 +324,12 @@ class Codec:
                     "inconsistent payload syndromes: the messages do not come "
                     "from one multiset")
         return nodes, q, bins
+
+    def _roots(self, C):
+        """Ascending nodes x_j with C(z) = prod (1 - x_j z), C[0] = 1 (the
+        roots of the reversed polynomial); DecodeError unless it splits
+        into distinct linear factors."""
+        if C.size == 2:                      # 1 + c z: the node is -c
+            return np.array([(self.p - int(C[1])) % self.p], dtype=np.uint64)
+        r, _ = _field.roots(np.ascontiguousarray(C[::-1]), self.p, True, self._gen)
+        return np.sort(r)

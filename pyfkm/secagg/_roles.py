@@ -37,16 +37,6 @@ def _sorted_ids(ids):
     return tuple(sorted(int(i) for i in ids))
 
 
-def _sorted_rows(bins, counts):
-    if bins.shape[0] == 0:
-        return bins, counts
-    # big-endian bytes of nonnegative int64 compare like the numbers, so the
-    # rows' bytes sort lexicographically (much faster than lexsort on d keys)
-    keys = np.ascontiguousarray(bins.astype(">i8")).view(np.dtype((np.void, 8 * bins.shape[1])))
-    order = np.argsort(keys.ravel(), kind="stable")
-    return bins[order], counts[order]
-
-
 def check_sparse(bins, counts, params, name="client"):
     """Validated (distinct bins int64 (k, d), counts uint64 (k,)); duplicate
     bins are merged by adding their counts."""
@@ -438,14 +428,12 @@ class ScmaServer:
             _field.add_inplace(agg, payload, P.modulus)
         t0 = time.perf_counter()
         if dn:
-            bins, counts, state = self._codec.decode_difference(
-                agg, self._delta_codec(dn), self._state)
+            state = self._codec.decode_difference(agg, self._delta_codec(dn), self._state)
             used_inc = True
         else:
-            bins, counts, state, used_inc = self._codec.decode(
-                agg, self._state if incremental else None)
+            state, used_inc = self._codec.decode(agg, self._state if incremental else None)
+        bins, counts = state.sorted_rows()
         dt = time.perf_counter() - t0
-        bins, counts = _sorted_rows(bins, counts)
         self._state = state
         self._finished = (rmsg.round, rmsg.participants)
         self._open = None
