@@ -483,7 +483,8 @@ class _ClearAggregator:
 
 
 class _SecureAggregator:
-    """Drives the SCMA roles in process, every message through its bytes.
+    """Drives the SCMA roles in process, every message through its bytes
+    (the round's broadcast is parsed once).
 
     After the first round, a round in which few clients changed their data
     (an unlearning request) is a *difference round*: every participant
@@ -528,13 +529,15 @@ class _SecureAggregator:
         return m if 2 * words <= self.params.message_words else 0
 
     def _play(self, participants, delta_nonzeros):
-        s = self.secagg
         rmsg = self.server.start_round(participants, delta_nonzeros=delta_nonzeros).to_bytes()
-        nbytes = len(rmsg) * len(participants)
-        for i in participants:
-            out = self.roles[i].respond(s.RoundMessage.from_bytes(rmsg)).to_bytes()
-            nbytes += len(out)
-            self.server.receive(s.SyndromeMessage.from_bytes(out))
+        # a broadcast: in process, its bytes are parsed once for all clients
+        # (the message is immutable); each answer travels as bytes and the
+        # server takes them all at once
+        msg = self.secagg.RoundMessage.from_bytes(rmsg)
+        roles = self.roles
+        outs = [roles[i].respond(msg).to_bytes() for i in participants]
+        self.server.receive_many(outs)
+        nbytes = len(rmsg) * len(participants) + sum(map(len, outs))
         return self.server.finish_round(), nbytes
 
     def round(self, clients, participants):

@@ -1574,3 +1574,84 @@ def test_a_client_in_a_new_run_uses_the_new_runs_seeds():
     fresh.set_data([[4, 5]], [1])
     res, _, _ = play_round(s2, {0: old, 1: fresh})
     assert_aggregate(res.bins, res.counts, plain_sum([([[2, 3]], [2]), ([[4, 5]], [1])], 2), 2)
+
+
+# ---------------------------------------------------------------------------
+# receive_many: a batch of wire messages, all or nothing
+
+def _round_answers(seed=5, mode="hashed"):
+    params = make_params(4, 11, 12, mode=mode, seed=seed)
+    ids = [2, 3, 5, 8]
+    server, clients = make_run(params, ids, seed=seed)
+    rng = np.random.default_rng(seed)
+    data = {i: (distinct_bins(rng, 3, 4, 11), rng.integers(1, 9, 3)) for i in ids}
+    for i in ids:
+        clients[i].set_data(*data[i])
+    rm = wire(server.start_round())
+    outs = [clients[i].respond(rm).to_bytes() for i in rm.participants]
+    return params, server, outs, plain_sum(data.values(), 4)
+
+
+@pytest.mark.parametrize("mode", ["index", "hashed"])
+def test_receive_many_decodes_like_receive(mode):
+    # Oracle: plain_sum of the clients' data; the batch in any order, and
+    # split over calls, gives it.
+    _, server, outs, want = _round_answers(mode=mode)
+    server.receive_many(outs[::-1])
+    res = server.finish_round()
+    assert_aggregate(res.bins, res.counts, want, 4)
+    _, server, outs, want = _round_answers(mode=mode)
+    server.receive_many(outs[:1])
+    server.receive_many([bytearray(outs[1])])       # not bytes: taken one by one
+    server.receive_many(outs[2:])
+    assert_aggregate(*(lambda r: (r.bins, r.counts))(server.finish_round()), want, 4)
+
+
+def _overwrite(data, offset, value):
+    b = bytearray(data)
+    b[offset:offset + len(value)] = value
+    return bytes(b)
+
+
+@pytest.mark.parametrize("case, error", [
+    ("magic", MessageFormatError), ("version", MessageFormatError),
+    ("reserved", MessageFormatError), ("truncated", MessageFormatError),
+    ("payload >= p", MessageFormatError), ("round", ProtocolError),
+    ("run", ProtocolError), ("sender", ProtocolError), ("duplicate", ProtocolError),
+    ("already received", ProtocolError), ("modulus", ProtocolError)])
+def test_receive_many_rejects_the_batch_and_changes_nothing(case, error):
+    import struct as st
+    params, server, outs, want = _round_answers()
+    bad = list(outs)
+    first = None
+    if case == "magic":
+        bad[2] = _overwrite(outs[2], 0, b"XFKM")
+    elif case == "version":
+        bad[2] = _overwrite(outs[2], 4, b"\x09")
+    elif case == "reserved":
+        bad[2] = _overwrite(outs[2], 6, b"\x01")
+    elif case == "truncated":
+        bad[2] = outs[2][:-8]
+    elif case == "payload >= p":
+        bad[2] = _overwrite(outs[2], 48, st.pack("<Q", params.modulus))
+    elif case == "round":
+        bad[2] = _overwrite(outs[2], 24, st.pack("<Q", 7))
+    elif case == "run":
+        bad[2] = _overwrite(outs[2], 8, bytes(16))
+    elif case == "sender":
+        bad[2] = _overwrite(outs[2], 32, st.pack("<I", 4))      # not a participant
+    elif case == "duplicate":
+        bad[2] = outs[1]
+    elif case == "already received":
+        first = outs[1]
+    elif case == "modulus":
+        bad[2] = _overwrite(outs[2], 36, st.pack("<Q", 13))
+    if first is not None:
+        server.receive_many([first])
+    with pytest.raises(error):
+        server.receive_many(bad)
+    # nothing of the rejected batch was taken: the good messages still go in
+    rest = [o for o in outs if o is not first]
+    server.receive_many(rest)
+    res = server.finish_round()
+    assert_aggregate(res.bins, res.counts, want, 4)

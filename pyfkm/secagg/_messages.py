@@ -356,6 +356,46 @@ class SyndromeMessage:
         return HEADER_BYTES + 4 + 8 * n_words
 
 
+def _syndrome_dtype(n_words):
+    """The wire layout of a syndrome message of ``n_words`` words as a numpy
+    record (little-endian, packed: 48 + 8 n_words bytes)."""
+    return np.dtype([("magic", "S4"), ("version", "u1"), ("type", "u1"),
+                     ("reserved", "<u2"), ("run_id", "V16"), ("round", "<u8"),
+                     ("sender", "<u4"), ("modulus", "<u8"), ("count", "<u4"),
+                     ("payload", "<u8", (n_words,))])
+
+
+def parse_syndromes(datas, run_id, round_, modulus, n_words):
+    """Parse many syndrome messages of one round at once.
+
+    Returns ``(senders, payloads)`` -- a list of ints and an (n, n_words)
+    read-only uint64 array -- when every message is well formed (the checks
+    of :meth:`SyndromeMessage.from_bytes`) *and* carries this ``run_id``,
+    ``round_``, ``modulus`` and ``n_words``; returns None otherwise (the
+    caller then takes the messages one by one for the precise error).
+    """
+    n = len(datas)
+    size = SyndromeMessage.size(n_words)
+    for x in datas:
+        if type(x) is not bytes or len(x) != size:
+            return None
+    rec = np.frombuffer(b"".join(datas), dtype=_syndrome_dtype(n_words), count=n)
+    ok = ((rec["magic"] == MAGIC).all() and (rec["version"] == VERSION).all()
+          and (rec["type"] == _SYNDROMES).all() and not rec["reserved"].any()
+          and (rec["round"] == round_).all() and (rec["modulus"] == modulus).all()
+          and (rec["count"] == n_words).all() and (rec["sender"] != SERVER_ID).all()
+          and bytes(rec["run_id"][0]) == run_id and (rec["run_id"] == rec["run_id"][0]).all())
+    if not ok or round_ < 1 or not 2 < modulus < 1 << 63:
+        return None
+    payloads = rec["payload"].astype(np.uint64, copy=False)
+    if payloads.size and int(payloads.max()) >= modulus:
+        return None
+    if not payloads.flags.c_contiguous:
+        payloads = np.ascontiguousarray(payloads)
+    payloads.setflags(write=False)
+    return rec["sender"].tolist(), payloads
+
+
 def check_round_message(msg, cls, run_id, open_round):
     """Validate a client's message for the open round of a server (no size
     check): type, run, round number, participant, first message.  Returns

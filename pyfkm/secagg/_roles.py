@@ -12,7 +12,7 @@ from ._codec import Codec
 from ._crypto import (SCMA_TAG, add_mod, add_streams, new_private_key,
                       public_bytes, roster_seeds)
 from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage,
-                        check_key_message, check_round_message)
+                        check_key_message, check_round_message, parse_syndromes)
 
 
 # answered rounds a client remembers as bases of difference rounds (the
@@ -407,6 +407,39 @@ class ScmaServer:
                 f"client {msg.sender}: message for another modulus or size "
                 f"({msg.payload.size} words, expected {words})")
         got[msg.sender] = msg.payload
+
+    def receive_many(self, datas):
+        """Receive many syndrome messages of the open round, as wire bytes.
+
+        The same checks as ``receive(SyndromeMessage.from_bytes(data))`` for
+        each, all messages at once (a server draining its queue); either
+        every message is accepted or, on the first that is rejected (same
+        error as :meth:`receive`), none is and the server is unchanged.
+        """
+        datas = list(datas)
+        if self._open is None:
+            raise ProtocolError("no round is open")
+        rmsg, got = self._open
+        dn = rmsg.delta_nonzeros
+        words = self._delta_codec(dn).params.message_words if dn else self.params.message_words
+        parsed = parse_syndromes(datas, self.run_id, rmsg.round, self.params.modulus, words)
+        if parsed is not None:
+            senders, payloads = parsed
+            members = set(rmsg.participants)
+            if len(set(senders)) == len(senders) and members.issuperset(senders) \
+                    and got.keys().isdisjoint(senders):
+                got.update(zip(senders, payloads))
+                return
+        # some message is rejected: find it (and its error) one by one on a
+        # copy of the round, so the server stays unchanged
+        staged = (rmsg, dict(got))
+        saved, self._open = self._open, staged
+        try:
+            for data in datas:
+                self.receive(SyndromeMessage.from_bytes(data))
+        finally:
+            self._open = saved
+        got.update(staged[1])
 
     def finish_round(self, *, incremental=True):
         """Sum the round's messages (the masks cancel) and decode the aggregate.
