@@ -1,6 +1,7 @@
 """The two roles of SCMA: clients and the (honest-but-curious) server."""
 import dataclasses
 import operator
+import struct
 import time
 from dataclasses import dataclass
 
@@ -9,8 +10,8 @@ import numpy as np
 from .._core import _field
 from ..exceptions import CapacityError, InvalidInputError, ProtocolError
 from ._codec import Codec
-from ._crypto import (SCMA_TAG, add_mod, add_streams, new_private_key,
-                      public_bytes, roster_seeds)
+from ._crypto import (SCMA_TAG, _stream_limit, add_mod, new_private_key, public_bytes,
+                      roster_seeds)
 from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage,
                         check_key_message, check_round_message, parse_syndromes)
 
@@ -96,6 +97,7 @@ class ScmaClient:
         self._answered = {}        # recent answered rounds -> the data sent
         self._delta_codecs = {}
         self._last_round = 0
+        self._pairs = self._mask_cache = self._checked = self._member_of = None
 
     def key_message(self, run_id):
         """The key message that opens run ``run_id`` (16 bytes)."""
@@ -114,6 +116,8 @@ class ScmaClient:
         # everything derived from the previous run's seeds, parameters or
         # rounds goes: data is set again for this run
         self._pairs = self._mask_cache = self._encoded = self._data = None
+        self._checked = self._member_of = None
+        self._stream_limit = _stream_limit(roster.params.modulus)
         self._delta_codecs, self._answered, self._last_round = {}, {}, 0
 
     def pair_seed(self, other_id):
@@ -154,21 +158,30 @@ class ScmaClient:
         (``n_words`` long; default: a full message)."""
         P = self.params
         n = P.message_words if n_words is None else int(n_words)
-        parts = tuple(participants)
-        cached = getattr(self, "_pairs", None)
-        if cached is None or cached[0] != parts:
-            # the pair seeds of these participants, in one array (reused while
-            # the participants stay the same)
-            others = [o for o in parts if o != self.client_id]
-            missing = [o for o in others if o not in self._seeds]
-            if missing:
-                raise ProtocolError(f"participant {missing[0]} is not in the roster")
-            keys = np.frombuffer(b"".join(self._seeds[o] for o in others),
-                                 np.uint8).reshape(len(others), 32)
-            neg = np.array([self.client_id > o for o in others], dtype=np.uint8)
-            cached = self._pairs = (parts, keys, neg)
+        _, keys, neg = self._pair_keys(participants)
         acc = np.zeros(n, dtype=np.uint64)
-        return add_streams(acc, cached[1], cached[2], round_, SCMA_TAG, P.modulus)
+        if n and keys.shape[0]:
+            nonce = np.frombuffer(struct.pack("<Q", round_) + SCMA_TAG, np.uint8)
+            _field.add_streams(acc, keys, neg, nonce, self._stream_limit, P.modulus)
+        return acc
+
+    def _pair_keys(self, participants):
+        """(participants, pair seeds (k, 32) uint8, negate flags) of the
+        other participants; reused while the participants stay the same."""
+        cached = self._pairs
+        if cached is not None and (participants is cached[0]
+                                   or cached[0] == tuple(participants)):
+            return cached
+        parts = tuple(participants)
+        others = [o for o in parts if o != self.client_id]
+        missing = [o for o in others if o not in self._seeds]
+        if missing:
+            raise ProtocolError(f"participant {missing[0]} is not in the roster")
+        keys = np.frombuffer(b"".join(self._seeds[o] for o in others),
+                             np.uint8).reshape(len(others), 32)
+        neg = np.array([self.client_id > o for o in others], dtype=np.uint8)
+        self._pairs = (parts, keys, neg)
+        return self._pairs
 
     def precompute_mask(self, round_, participants, delta_nonzeros=0):
         """Offline phase: compute the mask of a future round now, so that
@@ -183,11 +196,14 @@ class ScmaClient:
         """
         if self.params is None:
             raise ProtocolError("receive the roster before precomputing masks")
-        parts = _sorted_ids(participants)
-        if int(round_) <= self._last_round:
+        # participants checked once (the same tuple comes back every round)
+        parts = participants if participants is self._checked else _sorted_ids(participants)
+        self._checked = parts
+        round_ = int(round_)
+        if round_ <= self._last_round:
             raise ProtocolError(f"round {round_} was already answered")
         n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros else None
-        self._mask_cache = (int(round_), parts, self.mask(int(round_), parts, n))
+        self._mask_cache = (round_, parts, self.mask(round_, parts, n))
 
     def _delta_codec(self, m):
         """Codec of difference rounds with at most ``m`` changed bins."""
@@ -239,6 +255,8 @@ class ScmaClient:
                 f"client {self.client_id} did not answer round {round_msg.base_round} "
                 f"(or forgot it): a full round is needed")
         codec = self._delta_codec(round_msg.delta_nonzeros)
+        if base is self._data:
+            return codec, None                # nothing changed: the mask alone
         bins, dq = self._change(base)
         if dq.size == 0:
             return codec, None                # nothing changed: the mask alone
@@ -258,8 +276,11 @@ class ScmaClient:
             raise ProtocolError(
                 f"round {round_msg.round} is not after the last answered round "
                 f"{self._last_round}: masks are never reused")
-        if self.client_id not in round_msg.participants:
-            raise ProtocolError(f"client {self.client_id} is not a participant of this round")
+        if round_msg.participants is not self._member_of:
+            if self.client_id not in round_msg.participants:
+                raise ProtocolError(
+                    f"client {self.client_id} is not a participant of this round")
+            self._member_of = round_msg.participants
         if self._data is None:
             raise ProtocolError("set_data before responding")
         if round_msg.delta_nonzeros:
@@ -268,7 +289,7 @@ class ScmaClient:
             if self._encoded is None:
                 self._encoded = self._codec.encode(*self._data)
             codec, encoded = self._codec, self._encoded
-        cached = getattr(self, "_mask_cache", None)
+        cached = self._mask_cache
         self._mask_cache = None
         W = codec.params.message_words
         if cached is not None and cached[0] == round_msg.round \
