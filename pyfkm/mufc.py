@@ -510,6 +510,7 @@ class _SecureAggregator:
         self._dirty = set(range(n_clients))
         self._precompute_nonzeros = int(precompute_nonzeros)
         self._last = None          # participants of the last decoded round
+        self._delta_words = {}     # message words of a difference round of m bins
 
     def mark(self, i):
         self._dirty.add(i)
@@ -525,7 +526,10 @@ class _SecureAggregator:
         except ProtocolError:
             return 0
         m = max(m, 1)
-        words = self.secagg._roles.delta_params(self.params, m).message_words
+        words = self._delta_words.get(m)
+        if words is None:
+            words = self._delta_words[m] = \
+                self.secagg._roles.delta_params(self.params, m).message_words
         return m if 2 * words <= self.params.message_words else 0
 
     def _play(self, participants, delta_nonzeros):
@@ -546,6 +550,8 @@ class _SecureAggregator:
         for i in changed:
             self.roles[i].set_data(*clients[i].sparse_counts())
         parts = tuple(sorted(participants))
+        if parts == self._last:
+            parts = self._last         # the same tuple: the clients check it once
         dn = self._delta_size(changed) if self._last == parts else 0
         res = None
         nbytes = 0

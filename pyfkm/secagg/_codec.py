@@ -283,8 +283,10 @@ class Codec:
         if C[-1] == 0:
             raise DecodeError("inconsistent syndromes: a node at zero")
         nodes = self._roots(C)
-        solver = _field.Vandermonde(nodes, p)
-        q = solver.solve(S[None, :m])[0]
+        # one node: the 1 x 1 system c * x**0 = rhs is its own solution
+        solve = (lambda R: np.array(R, dtype=np.uint64)) if m == 1 else \
+            _field.Vandermonde(nodes, p).solve
+        q = solve(S[None, :m])[0]
         if np.any(q == 0):
             # impossible for syndromes of linear complexity m at m distinct
             # nodes; kept as a guard before inverting
@@ -297,7 +299,7 @@ class Codec:
         else:
             rows = P.n_payload_rows
             T = agg[2 * M:].reshape(rows, M)
-            W = solver.solve(np.ascontiguousarray(T[:, :m]))            # (rows, m)
+            W = solve(np.ascontiguousarray(T[:, :m]))                   # (rows, m)
             qinv = _field.elementwise("inv", q, q, p)
             v = _ew("mul", W, qinv[None, :], p)                         # (rows, m)
             check, v = v[-1], v[:-1]

@@ -218,20 +218,25 @@ class ScmaClient:
 
     def _change(self, base):
         """(bins, counts as field elements) of (data now) - ``base``."""
-        d = self.params.n_dims
-        if base is self._data or (np.array_equal(base[0], self._data[0])
-                                  and np.array_equal(base[1], self._data[1])):
+        d, p = self.params.n_dims, self.params.modulus
+        data = self._data
+        if base is data:
             return np.zeros((0, d), dtype=np.int64), np.zeros(0, dtype=np.uint64)
-        p = self.params.modulus
-        bins = np.concatenate([self._data[0], base[0]])
-        q = np.concatenate([self._data[1], (p - base[1]) % p]).astype(object)
+        (b0, q0), (b1, q1) = base, data
+        # counts are < p < 2**63: a + (p - b) stays below 2**64
+        if b0.shape == b1.shape and np.array_equal(b0, b1):
+            dq = (q1 + (np.uint64(p) - q0)) % np.uint64(p)      # same bins
+            keep = dq != 0
+            return b1[keep], dq[keep]
+        bins = np.concatenate([b1, b0])
+        q = np.concatenate([q1, (np.uint64(p) - q0) % np.uint64(p)])
         rows = np.ascontiguousarray(bins).view(np.dtype((np.void, 8 * d))).ravel()
         _, first, inv = np.unique(rows, return_index=True, return_inverse=True)
-        dq = np.zeros(first.size, dtype=object)
-        np.add.at(dq, inv.ravel(), q)
-        dq %= p
+        dq = np.zeros(first.size, dtype=np.uint64)
+        np.add.at(dq, inv.ravel(), q)      # at most one term from each side
+        dq %= np.uint64(p)
         keep = dq != 0
-        return bins[first][keep], dq[keep].astype(np.uint64)
+        return bins[first][keep], dq[keep]
 
     def changed_bins(self, base_round):
         """Number of bins whose count changed since round ``base_round``
