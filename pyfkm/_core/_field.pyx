@@ -421,7 +421,8 @@ def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1
                                                &acc[0], n, 0)
                 # rejections took more than the first blocks gave (rare):
                 # the next blocks of the same stream, one at a time
-                fkm_chacha_init(&st, &keys[j, 0], &nonce[0], nb)
+                if filled < n:
+                    fkm_chacha_init(&st, &keys[j, 0], &nonce[0], nb)
                 while filled < n:
                     fkm_chacha_block(blk, st.input)
                     st.input[12] += 1
