@@ -494,12 +494,13 @@ class _SecureAggregator:
     aggregate is the same as a full round's (``ScmaServer.start_round``);
     when the change is too large to be worth it (or the participants
     changed) a full round runs.  Offline, the clients precompute the masks
-    of the next round for a one-bin change (a removal that moves no
-    center); rounds with longer messages compute their masks online.
+    of the next ``precompute_rounds`` rounds for a one-bin change (a
+    removal that moves no center), in one call each, when the next round's
+    are used up; rounds with longer messages compute their masks online.
     """
 
     def __init__(self, d, n_bins, max_nonzeros, n_clients, modulus, random_state,
-                 precompute_nonzeros=1):
+                 precompute_nonzeros=1, precompute_rounds=8):
         from . import secagg
         self.secagg = secagg
         gen = as_generator(random_state)
@@ -509,6 +510,8 @@ class _SecureAggregator:
         self.server, self.roles = setup_in_process(self.params, n_clients, gen)
         self._dirty = set(range(n_clients))
         self._precompute_nonzeros = int(precompute_nonzeros)
+        self._precompute_rounds = int(precompute_rounds)
+        self._covered = (None, 0)  # participants and last round with precomputed masks
         self._last = None          # participants of the last decoded round
         self._delta_words = {}     # message words of a difference round of m bins
 
@@ -571,15 +574,20 @@ class _SecureAggregator:
         return res.bins, res.counts, nbytes, res.report.incremental, t_online
 
     def precompute(self, participants):
-        """Offline phase: every participant computes its mask for the next
-        round now (timed separately as ``offline_seconds``), sized for a
-        difference round of ``precompute_nonzeros`` bins; a round with a
-        larger message computes its masks online."""
+        """Offline phase (timed separately as ``offline_seconds``): unless
+        they already have them, every participant computes its masks for
+        the next ``precompute_rounds`` rounds now, sized for a difference
+        round of ``precompute_nonzeros`` bins; a round with a larger message
+        computes its masks online."""
         t0 = time.perf_counter()
         nxt = self.server._round + 1
-        dn = min(self._precompute_nonzeros, self.params.max_nonzeros)
-        for i in participants:
-            self.roles[i].precompute_mask(nxt, participants, dn)
+        parts, last = self._covered
+        if parts is not participants or nxt > last:
+            R = self._precompute_rounds
+            dn = min(self._precompute_nonzeros, self.params.max_nonzeros)
+            for i in participants:
+                self.roles[i].precompute_mask(nxt, participants, dn, n_rounds=R)
+            self._covered = (participants, nxt + R - 1)
         self.offline_seconds = time.perf_counter() - t0
 
 

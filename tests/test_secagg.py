@@ -30,6 +30,7 @@ numpy.random.default_rng with fixed seeds and seeded X25519 keys.
 Message round trips and byte fuzzing are in test_secagg_messages.py.
 """
 import itertools
+import struct
 import numbers
 from collections import Counter
 
@@ -1655,3 +1656,68 @@ def test_receive_many_rejects_the_batch_and_changes_nothing(case, error):
     server.receive_many(rest)
     res = server.finish_round()
     assert_aggregate(res.bins, res.counts, want, 4)
+
+
+# ---------------------------------------------------------------------------
+# masks of several future rounds in one call
+
+def test_add_streams_rounds_equals_add_streams_per_round():
+    # Oracle: add_streams (checked against add_stream above), nonce by nonce.
+    from pyfkm._core import _field
+    from pyfkm.field import prev_prime
+    from pyfkm.secagg import _crypto
+
+    rng = np.random.default_rng(81)
+    for p in (DEFAULT_PRIME, 13, prev_prime(2 ** 62 + 10 ** 6)):
+        for n in (0, 1, 5, 9, 64, 65, 300):
+            keys = np.frombuffer(rng.bytes(32 * 7), np.uint8).reshape(7, 32)
+            neg = rng.integers(0, 2, size=7).astype(np.uint8)
+            rounds = [3, 4, 9, 2 ** 40]
+            nonces = np.frombuffer(b"".join(struct.pack("<Q", r) + b"SCMA" for r in rounds),
+                                   np.uint8).reshape(len(rounds), 12)
+            got = _field.add_streams_rounds(np.zeros((len(rounds), n), dtype=np.uint64), keys,
+                                            neg, nonces, _crypto._stream_limit(p), p)
+            for k, r in enumerate(rounds):
+                want = _crypto.add_streams(np.zeros(n, dtype=np.uint64), keys, neg, r,
+                                           b"SCMA", p)
+                assert np.array_equal(got[k], want), (p, n, r)
+
+
+def test_masks_precomputed_for_several_rounds_are_the_rounds_masks():
+    # Oracle: a twin run (same seeds) whose clients compute every mask on
+    # the spot.  Run 0 precomputes 3 rounds ahead; the payloads of three
+    # difference rounds and a full round (longer than the cached masks)
+    # must be the twin's, and each cached mask serves its round only.
+    d, B, M = 3, 7, 10
+    params = make_params(d, B, M, mode="hashed", seed=82)
+    pool = distinct_bins(np.random.default_rng(82), 9, d, B)
+    runs = []
+    for _ in range(2):
+        server, clients = make_run(params, [0, 1, 2], seed=82)
+        for i in range(3):
+            clients[i].set_data(pool[3 * i: 3 * i + 3], [4, 4, 4])
+        play_round(server, clients)
+        runs.append((server, clients))
+    payloads = []
+    for k, (server, clients) in enumerate(runs):
+        if k == 0:
+            for i in range(3):
+                clients[i].precompute_mask(server._round + 1, (0, 1, 2), delta_nonzeros=1,
+                                           n_rounds=3)
+            assert sorted(clients[0]._mask_cache[1]) == [2, 3, 4]
+        got = []
+        for step in range(3):
+            clients[step].set_data(pool[3 * step: 3 * step + 3], [4, 4, 3 - step])
+            res, msgs = _difference_round(server, clients, 1)
+            got.append([as_ints(m.payload) for m in msgs])
+            if k == 0:      # the answered round's mask is gone, later ones stay
+                assert sorted(clients[0]._mask_cache[1]) == list(range(3 + step, 5))
+        res, rm, msgs = play_round(server, clients)
+        got.append([as_ints(m.payload) for m in msgs])
+        payloads.append(got)
+    assert payloads[0] == payloads[1]
+    server, clients = runs[0]
+    with pytest.raises(ProtocolError):
+        clients[0].precompute_mask(server._round + 1, (0, 1, 2), n_rounds=0)
+    with pytest.raises(ProtocolError):
+        clients[0].precompute_mask(server._round, (0, 1, 2))    # already answered

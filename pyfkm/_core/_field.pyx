@@ -385,6 +385,47 @@ def add_inplace(uint64_t[::1] acc, const uint64_t[::1] x, uint64_t p):
             acc[i] = t if t < s else s
 
 
+cdef int _add_streams(fkm_field_t F, uint64_t *acc, int64_t n, const uint8_t *keys,
+                      int64_t nk, const uint8_t *negate, const uint8_t *nonce, uint64_t lim,
+                      uint64_t *first, uint32_t nb) noexcept nogil:
+    """The body of add_streams for one accumulator and nonce; ``first`` holds
+    room for nk * nb blocks when nb > 0 (short streams)."""
+    cdef int64_t j, filled, c
+    cdef fkm_chacha_t st
+    cdef uint64_t buf[512]
+    cdef uint32_t blk[16]
+    cdef int status = FKM_OK
+    if nb > 0:
+        fkm_chacha_first_blocks(keys, nk, nonce, nb, first)
+    for j in range(nk):
+        filled = 0
+        if nb > 0:
+            filled = fkm_stream_accumulate(F, first + j * nb * 8, nb * 8, lim, negate[j],
+                                           acc, n, 0)
+            # rejections took more than the first blocks gave (rare):
+            # the next blocks of the same stream, one at a time
+            if filled < n:
+                fkm_chacha_init(&st, keys + 32 * j, nonce, nb)
+            while filled < n:
+                fkm_chacha_block(blk, st.input)
+                st.input[12] += 1
+                for c in range(8):
+                    buf[c] = (<uint64_t> blk[2 * c]) | ((<uint64_t> blk[2 * c + 1]) << 32)
+                filled = fkm_stream_accumulate(F, buf, 8, lim, negate[j], acc, n, filled)
+            continue
+        fkm_chacha_init(&st, keys + 32 * j, nonce, 0)
+        while filled < n and status == FKM_OK:
+            # a few spare words cover rejections; any shortfall loops
+            c = n - filled + (n - filled) // 32 + 8
+            if c > 512:
+                c = 512
+            status = fkm_chacha_words(&st, buf, c)
+            filled = fkm_stream_accumulate(F, buf, c, lim, negate[j], acc, n, filled)
+        if status != FKM_OK:
+            break
+    return status
+
+
 def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1] negate,
                 const uint8_t[::1] nonce, uint64_t lim, uint64_t p):
     """acc <- acc + sum_j (-1)**negate[j] * stream_j mod p, in place, where
@@ -395,13 +436,10 @@ def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1
     (<= 64 words) start with their first blocks computed for 8 keys at a
     time."""
     cdef fkm_field_t F = _field(p)
-    cdef int64_t n = acc.shape[0], j, nk = keys.shape[0], filled, c
-    cdef fkm_chacha_t st
-    cdef uint64_t buf[512]
+    cdef int64_t n = acc.shape[0], nk = keys.shape[0]
     cdef uint64_t *first = NULL
-    cdef uint32_t blk[16]
     cdef uint32_t nb = 0
-    cdef int status = FKM_OK
+    cdef int status
     if keys.shape[1] != 32 or nonce.shape[0] != 12 or negate.shape[0] != nk:
         raise ValueError("keys must be (k, 32), nonce 12 bytes, one negate flag per key")
     if n == 0 or nk == 0:
@@ -412,34 +450,41 @@ def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1
         if first == NULL:
             raise MemoryError()
     with nogil:
-        if first != NULL:
-            fkm_chacha_first_blocks(&keys[0, 0], nk, &nonce[0], nb, first)
-        for j in range(nk):
-            filled = 0
-            if first != NULL:
-                filled = fkm_stream_accumulate(F, first + j * nb * 8, nb * 8, lim, negate[j],
-                                               &acc[0], n, 0)
-                # rejections took more than the first blocks gave (rare):
-                # the next blocks of the same stream, one at a time
-                if filled < n:
-                    fkm_chacha_init(&st, &keys[j, 0], &nonce[0], nb)
-                while filled < n:
-                    fkm_chacha_block(blk, st.input)
-                    st.input[12] += 1
-                    for c in range(8):
-                        buf[c] = (<uint64_t> blk[2 * c]) | ((<uint64_t> blk[2 * c + 1]) << 32)
-                    filled = fkm_stream_accumulate(F, buf, 8, lim, negate[j], &acc[0], n, filled)
-                continue
-            fkm_chacha_init(&st, &keys[j, 0], &nonce[0], 0)
-            while filled < n and status == FKM_OK:
-                # a few spare words cover rejections; any shortfall loops
-                c = n - filled + (n - filled) // 32 + 8
-                if c > 512:
-                    c = 512
-                status = fkm_chacha_words(&st, buf, c)
-                filled = fkm_stream_accumulate(F, buf, c, lim, negate[j], &acc[0], n, filled)
+        status = _add_streams(F, &acc[0], n, &keys[0, 0], nk, &negate[0], &nonce[0], lim,
+                              first, nb)
+    free(first)
+    check_status(status, "add_streams")
+    return acc.base
+
+
+def add_streams_rounds(uint64_t[:, ::1] acc, const uint8_t[:, ::1] keys,
+                       const uint8_t[::1] negate, const uint8_t[:, ::1] nonces, uint64_t lim,
+                       uint64_t p):
+    """:func:`add_streams` for several nonces at once: row r of ``acc``
+    (R, n) gets the streams of nonce ``nonces[r]`` (R, 12) -- the masks of
+    R rounds in one call."""
+    cdef fkm_field_t F = _field(p)
+    cdef int64_t R = acc.shape[0], n = acc.shape[1], nk = keys.shape[0], r
+    cdef uint64_t *first = NULL
+    cdef uint32_t nb = 0
+    cdef int status = FKM_OK
+    if keys.shape[1] != 32 or nonces.shape[1] != 12 or nonces.shape[0] != R \
+            or negate.shape[0] != nk:
+        raise ValueError("keys must be (k, 32), nonces (R, 12), one negate flag per key")
+    if n == 0 or nk == 0 or R == 0:
+        return acc.base
+    if n <= 64:
+        nb = <uint32_t> ((n + 7) // 8)
+        first = <uint64_t *> malloc(nk * nb * 8 * sizeof(uint64_t))
+        if first == NULL:
+            raise MemoryError()
+    with nogil:
+        for r in range(R):
+            status = _add_streams(F, &acc[r, 0], n, &keys[0, 0], nk, &negate[0],
+                                  &nonces[r, 0], lim, first, nb)
             if status != FKM_OK:
                 break
     free(first)
     check_status(status, "add_streams")
     return acc.base
+

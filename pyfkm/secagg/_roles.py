@@ -183,27 +183,57 @@ class ScmaClient:
         self._pairs = (parts, keys, neg)
         return self._pairs
 
-    def precompute_mask(self, round_, participants, delta_nonzeros=0):
-        """Offline phase: compute the mask of a future round now, so that
-        :meth:`respond` to that round (same participants) is one addition.
+    def precompute_mask(self, round_, participants, delta_nonzeros=0, n_rounds=1):
+        """Offline phase: compute the masks of future rounds now, so that
+        :meth:`respond` to such a round (same participants) is one addition.
 
-        ``delta_nonzeros`` sizes the mask as for a difference round (0: a
-        full round).  A round's mask of ``W`` words is the first ``W``
-        words of its pair streams, so a cached mask also serves any
-        shorter message of that round (a smaller difference round).  The
-        cached mask is used at most once and only for that exact round and
-        roster; anything else recomputes.
+        Masks of rounds ``round_, ..., round_ + n_rounds - 1`` (computed in
+        one call), sized as for a difference round of ``delta_nonzeros``
+        bins (0: a full round).  A round's mask of ``W`` words is the first
+        ``W`` words of its pair streams, so a cached mask also serves any
+        shorter message of its round.  Each cached mask is used at most
+        once and only for its round and participants; answering a round
+        drops the masks of that round and earlier ones, other participants
+        drop them all, and anything not cached is computed when needed.
         """
         if self.params is None:
             raise ProtocolError("receive the roster before precomputing masks")
         # participants checked once (the same tuple comes back every round)
         parts = participants if participants is self._checked else _sorted_ids(participants)
         self._checked = parts
-        round_ = int(round_)
+        round_, R = int(round_), int(n_rounds)
         if round_ <= self._last_round:
             raise ProtocolError(f"round {round_} was already answered")
-        n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros else None
-        self._mask_cache = (round_, parts, self.mask(round_, parts, n))
+        if R < 1:
+            raise ProtocolError(f"n_rounds = {n_rounds!r} must be >= 1")
+        P = self.params
+        n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros \
+            else P.message_words
+        _, keys, neg = self._pair_keys(parts)
+        masks = np.zeros((R, n), dtype=np.uint64)
+        if n and keys.shape[0]:
+            nonces = np.frombuffer(b"".join(struct.pack("<Q", round_ + r) + SCMA_TAG
+                                            for r in range(R)), np.uint8).reshape(R, 12)
+            _field.add_streams_rounds(masks, keys, neg, nonces, self._stream_limit,
+                                      P.modulus)
+        self._mask_cache = (parts, dict(zip(range(round_, round_ + R), masks)))
+
+    def _cached_mask(self, round_msg, n_words):
+        """The precomputed mask of this round (first ``n_words`` words), or
+        None; forgets the masks of this and earlier rounds."""
+        cache = self._mask_cache
+        if cache is None:
+            return None
+        parts, masks = cache
+        if not (parts is round_msg.participants or parts == tuple(round_msg.participants)):
+            self._mask_cache = None
+            return None
+        mask = masks.pop(round_msg.round, None)
+        for r in [r for r in masks if r < round_msg.round]:
+            del masks[r]
+        if mask is None or mask.size < n_words:
+            return None
+        return mask[:n_words]        # the round's streams, first n_words words
 
     def _delta_codec(self, m):
         """Codec of difference rounds with at most ``m`` changed bins."""
@@ -294,15 +324,10 @@ class ScmaClient:
             if self._encoded is None:
                 self._encoded = self._codec.encode(*self._data)
             codec, encoded = self._codec, self._encoded
-        cached = self._mask_cache
-        self._mask_cache = None
         W = codec.params.message_words
-        if cached is not None and cached[0] == round_msg.round \
-                and cached[1] == tuple(round_msg.participants) and cached[2].size >= W:
-            mask = cached[2][:W]           # the round's streams, first W words
-        else:
-            mask = self.mask(round_msg.round, round_msg.participants,
-                             codec.params.message_words)
+        mask = self._cached_mask(round_msg, W)
+        if mask is None:
+            mask = self.mask(round_msg.round, round_msg.participants, W)
         masked = mask if encoded is None else add_mod(mask, encoded, self.params.modulus)
         self._last_round = round_msg.round
         self._answered[round_msg.round] = self._data
