@@ -229,8 +229,9 @@ class ScmaClient:
             self._mask_cache = None
             return None
         mask = masks.pop(round_msg.round, None)
-        for r in [r for r in masks if r < round_msg.round]:
-            del masks[r]
+        # rounds are cached in increasing order: skipped ones come first
+        while masks and next(iter(masks)) < round_msg.round:
+            del masks[next(iter(masks))]
         if mask is None or mask.size < n_words:
             return None
         return mask[:n_words]        # the round's streams, first n_words words
@@ -318,8 +319,13 @@ class ScmaClient:
             self._member_of = round_msg.participants
         if self._data is None:
             raise ProtocolError("set_data before responding")
-        if round_msg.delta_nonzeros:
-            codec, encoded = self._delta_message(round_msg)
+        dn = round_msg.delta_nonzeros
+        if dn:
+            codec = self._delta_codecs.get(dn)
+            if codec is not None and self._answered.get(round_msg.base_round) is self._data:
+                encoded = None                 # nothing changed: the mask alone
+            else:
+                codec, encoded = self._delta_message(round_msg)
         else:
             if self._encoded is None:
                 self._encoded = self._codec.encode(*self._data)
