@@ -40,8 +40,8 @@ Seed s draws the mixture, the split and the models' ``random_state``.
    of all (client, id) pairs; ``--sampling clients`` draws a uniform client, then a uniform
    remaining point of it).  Each removal is one ``remove(client, id)`` call; recorded: the
    report's online times (``client_seconds + aggregation_seconds + server_seconds``, wall
-   clock), its ``offline_seconds`` (every participant precomputes its next-round mask inside
-   the call, after the online round), the CPU time of the call, the CPU time of the offline
+   clock), its ``offline_seconds`` (inside the call, after the online round, every participant
+   precomputes its masks for the next 8 rounds when the cached ones are used up), the CPU time of the call, the CPU time of the offline
    part alone (``_SecureAggregator.precompute`` wrapped with a CPU timer, see
    ``instrument_offline``; private, so if it is gone the offline CPU is reported as 0), and the
    wall time of the call (end to end).  Online CPU = CPU of the call - offline CPU.
@@ -51,16 +51,18 @@ Seed s draws the mixture, the split and the models' ``random_state``.
    first N removals = N x median retrain / accumulated removal time, for N in ``--removals``,
    on CPU time (headline) and on wall time; online only and online + offline.  The stream is
    drawn once for the largest N and every setting removes the same points in the same order.
-   Secure streams stop after ``--secure-max-removals`` (default 100): every secure removal also
-   pays 0.5-0.7 s of offline mask precomputation for the 100 clients (L(L-1) = 9900 ChaCha20
-   streams), so 1000 secure removals take ~11 min per setting (run them with
-   ``--parts unlearning --server-points centers --aggregation secure --secure-max-removals 1000
-   --no-plot``); clear streams run to the largest N.  The default run takes ~7 min here.
+   Secure streams stop after ``--secure-max-removals`` (default 100; each secure removal of
+   the stream also times retraining and a removal that hits a center reruns a full round,
+   run 1000 with ``--parts unlearning --server-points centers --aggregation secure
+   --secure-max-removals 1000 --no-plot``); clear streams run to the largest N.  The default run takes ~7 min here.
    Then ``--adversarial`` (10) removals on a fresh fit (same seed) that hit centers: a uniformly
    random client, and the first center of its current seeding (position 0: the client reseeds
    completely, the worst case), compared with the same retraining median.
    The 5 ms target is about removals that do not hit a center (``report.reseeded`` False):
-   their median online time and median end-to-end wall time, secure, L = 100.
+   their median online time plus their mean offline time (the clients refresh their
+   precomputed masks for several rounds at a time, so the offline cost lands on one removal
+   in several: it counts with its mean), secure, L = 100; the median wall time of the whole
+   call is printed too.
 
 3. Quality (``--parts quality``): loss ratio = federated objective phi_f (Def. 3.1 of the
    paper, ``pyfkm.metrics.federated_objective``: each point charged through its client's local
@@ -398,6 +400,10 @@ def summarize(recs, N, res):
     s["nc_n"] = len(nc)
     for key in ("online", "online_cpu", "wall", "cpu", "client", "aggregation", "server"):
         s["nc_" + key] = med(r[key] for r in nc)
+    # the offline masks are refreshed every few rounds (a batch of rounds at a
+    # time): per removal they count with their mean, not their median
+    s["nc_offline_mean"] = statistics.mean(r["offline"] for r in nc) if nc else 0.0
+    s["nc_e2e"] = s["nc_online"] + s["nc_offline_mean"]
     return s
 
 
@@ -505,7 +511,7 @@ def profile_noncenter(ds, args, n):
     wanted = [("mufc.py", "remove"), ("mufc.py", "_finish"), ("seeding.py", "remove"),
               ("mufc.py", "round"), ("_roles.py", "set_data"), ("_roles.py", "start_round"),
               ("_roles.py", "respond"), ("_messages.py", "to_bytes"),
-              ("_messages.py", "from_bytes"), ("_roles.py", "receive"),
+              ("_messages.py", "from_bytes"), ("_roles.py", "receive_many"),
               ("_roles.py", "finish_round"), ("_codec.py", "decode"), ("mufc.py", "update"),
               ("kmeans.py", "fit"), ("kmeans.py", "lloyd"), ("kmeans.py", "step")]
     stats = pstats.Stats(on).stats
@@ -605,14 +611,15 @@ def print_unlearning(name, unl, checkpoints):
                   f"{s['su_wall_all']:.1f}x |")
     print("\n### Removals that hit no center (medians over the longest stream)\n")
     print("| aggregation | server_points | removals | online CPU | online wall (report) | client "
-          "| aggregation | server | end-to-end CPU | end-to-end wall |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| aggregation | server | offline (mean) | online + offline | call CPU | call wall |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for res in unl:
         s = summarize(res["recs"], len(res["recs"]), res)
         sums[(res["secure"], res["sp"], "all")] = s
         print(f"| {'secure' if res['secure'] else 'clear'} | {res['sp']} | {s['nc_n']} | "
               f"{fmt(s['nc_online_cpu'])} | {fmt(s['nc_online'])} | {fmt(s['nc_client'])} | "
-              f"{fmt(s['nc_aggregation'])} | {fmt(s['nc_server'])} | {fmt(s['nc_cpu'])} | "
+              f"{fmt(s['nc_aggregation'])} | {fmt(s['nc_server'])} | "
+              f"{fmt(s['nc_offline_mean'])} | {fmt(s['nc_e2e'])} | {fmt(s['nc_cpu'])} | "
               f"{fmt(s['nc_wall'])} |")
     adv_pos = sorted({r["position"] for res in unl for r in res["adv"]} - {None})
     print(f"\nAdversarial removals reseeded from positions {adv_pos}; retrains per setting: "
@@ -760,11 +767,12 @@ def main(argv=None):
             v = s.get((True, sp, "all"))
             if v is None or v["nc_n"] == 0:
                 continue
-            ok = v["nc_wall"] < TARGET_NONCENTER_S
+            ok = v["nc_e2e"] < TARGET_NONCENTER_S
             print(f"- non-center removal < {TARGET_NONCENTER_S * 1e3:g} ms end to end, L = "
-                  f"{unl['gaussian'][0].L}, secure, {sp}: median end-to-end wall "
-                  f"{fmt(v['nc_wall'])} {'yes' if ok else '**NO**'} (online wall "
-                  f"{fmt(v['nc_online'])}, online CPU {fmt(v['nc_online_cpu'])}; "
+                  f"{unl['gaussian'][0].L}, secure, {sp}: median online wall + mean offline "
+                  f"{fmt(v['nc_e2e'])} {'yes' if ok else '**NO**'} (online wall "
+                  f"{fmt(v['nc_online'])}, online CPU {fmt(v['nc_online_cpu'])}, offline "
+                  f"{fmt(v['nc_offline_mean'])}; median call wall {fmt(v['nc_wall'])}; "
                   f"{v['nc_n']} removals)")
     for name, q in qual.items():
         kf = statistics.median(q["K-FED"])
