@@ -1434,6 +1434,19 @@ def test_round_message_difference_fields():
             RoundMessage(run, 5, (0, 1), dn, br)
 
 
+def _twin_runs(params, seed, data):
+    """Two identical runs (same seeds) after one full round on ``data``
+    (client id -> (bins, counts))."""
+    runs = []
+    for _ in range(2):
+        server, clients = make_run(params, sorted(data), seed=seed)
+        for i, (b, q) in data.items():
+            clients[i].set_data(b, q)
+        play_round(server, clients)
+        runs.append((server, clients))
+    return runs
+
+
 def test_changed_bins_and_precomputed_masks_serve_shorter_messages():
     # changed_bins counts the bins whose count differs from the server's last
     # decoded round (oracle: a Counter difference); a mask precomputed for a longer
@@ -1442,13 +1455,7 @@ def test_changed_bins_and_precomputed_masks_serve_shorter_messages():
     d, B, M = 4, 9, 20
     params = make_params(d, B, M, mode="hashed", seed=75)
     pool = distinct_bins(np.random.default_rng(75), 8, d, B)
-    runs = []
-    for _ in range(2):
-        server, clients = make_run(params, [0, 1, 2], seed=75)
-        for i in range(3):
-            clients[i].set_data(pool[2 * i: 2 * i + 2], [2, 3])
-        play_round(server, clients)
-        runs.append((server, clients))
+    runs = _twin_runs(params, 75, {i: (pool[2 * i: 2 * i + 2], [2, 3]) for i in range(3)})
     new = (np.vstack([pool[0:1], pool[6:8]]), [1, 5, 1])   # 0: 2 -> 1, 1 leaves, 6 and 7 new
     old = Counter({tuple(pool[0]): 2, tuple(pool[1]): 3})
     now = Counter({tuple(b): q for b, q in zip(new[0].tolist(), new[1])})
@@ -1691,13 +1698,7 @@ def test_masks_precomputed_for_several_rounds_are_the_rounds_masks():
     d, B, M = 3, 7, 10
     params = make_params(d, B, M, mode="hashed", seed=82)
     pool = distinct_bins(np.random.default_rng(82), 9, d, B)
-    runs = []
-    for _ in range(2):
-        server, clients = make_run(params, [0, 1, 2], seed=82)
-        for i in range(3):
-            clients[i].set_data(pool[3 * i: 3 * i + 3], [4, 4, 4])
-        play_round(server, clients)
-        runs.append((server, clients))
+    runs = _twin_runs(params, 82, {i: (pool[3 * i: 3 * i + 3], [4, 4, 4]) for i in range(3)})
     payloads = []
     for k, (server, clients) in enumerate(runs):
         if k == 0:

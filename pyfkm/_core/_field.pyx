@@ -435,25 +435,10 @@ def add_streams(uint64_t[::1] acc, const uint8_t[:, ::1] keys, const uint8_t[::1
     2**64).  One call for all of a client's pair streams; short streams
     (<= 64 words) start with their first blocks computed for 8 keys at a
     time."""
-    cdef fkm_field_t F = _field(p)
-    cdef int64_t n = acc.shape[0], nk = keys.shape[0]
-    cdef uint64_t *first = NULL
-    cdef uint32_t nb = 0
-    cdef int status
-    if keys.shape[1] != 32 or nonce.shape[0] != 12 or negate.shape[0] != nk:
-        raise ValueError("keys must be (k, 32), nonce 12 bytes, one negate flag per key")
-    if n == 0 or nk == 0:
-        return acc.base
-    if n <= 64:
-        nb = <uint32_t> ((n + 7) // 8)
-        first = <uint64_t *> malloc(nk * nb * 8 * sizeof(uint64_t))
-        if first == NULL:
-            raise MemoryError()
-    with nogil:
-        status = _add_streams(F, &acc[0], n, &keys[0, 0], nk, &negate[0], &nonce[0], lim,
-                              first, nb)
-    free(first)
-    check_status(status, "add_streams")
+    if nonce.shape[0] != 12:
+        raise ValueError("nonce must be 12 bytes")
+    add_streams_rounds(np.asarray(acc).reshape(1, acc.shape[0]), keys, negate,
+                       np.asarray(nonce).reshape(1, 12), lim, p)
     return acc.base
 
 
