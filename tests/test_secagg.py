@@ -1609,6 +1609,7 @@ def test_receive_many_decodes_like_receive(mode):
     res = server.finish_round()
     assert_aggregate(res.bins, res.counts, want, 4)
     _, server, outs, want = _round_answers(mode=mode)
+    server.receive_many([])                         # nothing: no change
     server.receive_many(outs[:1])
     server.receive_many([bytearray(outs[1])])       # not bytes: taken one by one
     server.receive_many(outs[2:])

@@ -375,6 +375,8 @@ def parse_syndromes(datas, run_id, round_, modulus, n_words):
     caller then takes the messages one by one for the precise error).
     """
     n = len(datas)
+    if n == 0:
+        return [], np.zeros((0, n_words), dtype=np.uint64)
     size = SyndromeMessage.size(n_words)
     for x in datas:
         if type(x) is not bytes or len(x) != size:
