@@ -30,6 +30,13 @@ fresh masks of ``2m + rows m`` words instead of ``2M + rows M``.  The server
 learns what a full round tells it (the new aggregate) and nothing else; if
 the change does not fit, the round fails to decode and a full round is run.
 
+Offline and batch work.  A client can compute the masks of several future
+rounds ahead of time (``ScmaClient.precompute_mask(round, participants,
+delta_nonzeros, n_rounds)``, one kernel call), so that answering such a
+round is one addition; each cached mask serves its own round once.  A
+server draining its queue takes a round's wire messages in one call
+(``ScmaServer.receive_many``: the same checks, all messages or none).
+
 Communication per client and round: ``44 + 4 + 8 (2M + rows M)`` bytes
 (``ScmaReport.bytes_per_client``), against ``2 K L ceil(log2 p)`` bits in the
 paper's count (index mode, ``M = K L``) and ``B**d ceil(log2 p)`` bits for a
