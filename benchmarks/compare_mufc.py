@@ -403,7 +403,7 @@ def summarize(recs, N, res):
     # the offline masks are refreshed every few rounds (a batch of rounds at a
     # time): per removal they count with their mean, not their median
     s["nc_offline_mean"] = statistics.mean(r["offline"] for r in nc) if nc else 0.0
-    s["nc_e2e"] = s["nc_online"] + s["nc_offline_mean"]
+    s["nc_e2e"] = None if s["nc_online"] is None else s["nc_online"] + s["nc_offline_mean"]
     return s
 
 
