@@ -1723,3 +1723,47 @@ def test_masks_precomputed_for_several_rounds_are_the_rounds_masks():
         clients[0].precompute_mask(server._round + 1, (0, 1, 2), n_rounds=0)
     with pytest.raises(ProtocolError):
         clients[0].precompute_mask(server._round, (0, 1, 2))    # already answered
+
+
+def test_found_by_review_masks_messages_and_roster_replay():
+    # 1. A message built on a precomputed mask shares no memory with the
+    #    masks of the client's later rounds (they were rows of one array,
+    #    readable and writable through msg.payload.base).
+    d, B, M = 3, 7, 10
+    params = make_params(d, B, M, mode="hashed", seed=83)
+    pool = distinct_bins(np.random.default_rng(83), 6, d, B)
+    server, clients = make_run(params, [0, 1], seed=83)
+    for i in range(2):
+        clients[i].set_data(pool[3 * i: 3 * i + 3], [2, 2, 2])
+    play_round(server, clients)
+    for i in range(2):
+        clients[i].precompute_mask(server._round + 1, (0, 1), delta_nonzeros=1, n_rounds=3)
+    clients[0].set_data(pool[0:3], [2, 2, 1])
+    rm = server.start_round((0, 1), delta_nonzeros=1)
+    for i in range(2):
+        msg = clients[i].respond(rm)
+        later = list(clients[i]._mask_cache[1].values())
+        assert len(later) == 2
+        root = msg.payload           # the memory reachable from the message
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        assert not any(np.shares_memory(root, m) for m in later)
+        server.receive(msg)
+    server.finish_round()
+    # 2. receive_many with no round open gives receive's errors; an empty
+    #    batch changes nothing
+    server.receive_many([])
+    with pytest.raises(MessageFormatError):
+        server.receive_many([b"junk"])
+    good = clients[1].respond(wire(server.start_round((0, 1)))).to_bytes()
+    server._open = None
+    with pytest.raises(ProtocolError, match="no round is open"):
+        server.receive_many([good])
+    # 3. the same run's roster again after answering rounds would start the
+    #    rounds over with the same pair seeds: refused, nothing changes
+    last = clients[0]._last_round
+    with pytest.raises(ProtocolError, match="already received"):
+        clients[0].receive_roster(wire(server.roster()))
+    assert clients[0]._last_round == last
+    fresh, fc = make_run(params, [0, 1], seed=84)
+    fc[0].receive_roster(wire(fresh.roster()))        # before any round: accepted

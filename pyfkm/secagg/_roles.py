@@ -98,6 +98,7 @@ class ScmaClient:
         self._delta_codecs = {}
         self._last_round = 0
         self._pairs = self._mask_cache = self._checked = self._member_of = None
+        self._roster_run = None
 
     def key_message(self, run_id):
         """The key message that opens run ``run_id`` (16 bytes)."""
@@ -109,6 +110,13 @@ class ScmaClient:
         """Derive the pairwise seeds with every other client of the roster."""
         seeds = roster_seeds(roster, RosterMessage, self._run_id, self.client_id, self._key,
                              self.public_key)
+        if roster.run_id == self._roster_run and self._last_round > 0:
+            # the same run's pair seeds again: starting its rounds over would
+            # repeat masks (found by review)
+            raise ProtocolError(
+                "the roster of this run was already received and rounds answered; "
+                "a new run (new run_id, key message) is needed")
+        self._roster_run = roster.run_id
         self.params = roster.params
         self._codec = Codec(roster.params)
         self._seeds = seeds
@@ -216,7 +224,9 @@ class ScmaClient:
                                             for r in range(R)), np.uint8).reshape(R, 12)
             _field.add_streams_rounds(masks, keys, neg, nonces, self._stream_limit,
                                       P.modulus)
-        self._mask_cache = (parts, dict(zip(range(round_, round_ + R), masks)))
+        # one array per round: a message never shares memory with another
+        # round's mask
+        self._mask_cache = (parts, {round_ + r: masks[r].copy() for r in range(R)})
 
     def _cached_mask(self, round_msg, n_words):
         """The precomputed mask of this round (first ``n_words`` words), or
@@ -234,7 +244,7 @@ class ScmaClient:
             del masks[next(iter(masks))]
         if mask is None or mask.size < n_words:
             return None
-        return mask[:n_words]        # the round's streams, first n_words words
+        return mask[:n_words].copy()   # the round's streams, first n_words words
 
     def _delta_codec(self, m):
         """Codec of difference rounds with at most ``m`` changed bins."""
@@ -474,8 +484,11 @@ class ScmaServer:
         error as :meth:`receive`), none is and the server is unchanged.
         """
         datas = list(datas)
-        if self._open is None:
-            raise ProtocolError("no round is open")
+        if not datas:
+            return
+        if self._open is None:       # the errors receive would give, in order
+            for data in datas:
+                self.receive(SyndromeMessage.from_bytes(data))
         rmsg, got = self._open
         dn = rmsg.delta_nonzeros
         words = self._delta_codec(dn).params.message_words if dn else self.params.message_words
