@@ -513,7 +513,6 @@ class _SecureAggregator:
         self._precompute_rounds = int(precompute_rounds)
         self._covered = (None, 0)  # participants and last round with precomputed masks
         self._last = None          # participants of the last decoded round
-        self._delta_words = {}     # message words of a difference round of m bins
 
     def mark(self, i):
         self._dirty.add(i)
@@ -529,10 +528,7 @@ class _SecureAggregator:
         except ProtocolError:
             return 0
         m = max(m, 1)
-        words = self._delta_words.get(m)
-        if words is None:
-            words = self._delta_words[m] = \
-                self.secagg._roles.delta_params(self.params, m).message_words
+        words = self.secagg._roles.delta_params(self.params, m).message_words
         return m if 2 * words <= self.params.message_words else 0
 
     def _play(self, participants, delta_nonzeros):

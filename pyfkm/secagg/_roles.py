@@ -1,5 +1,6 @@
 """The two roles of SCMA: clients and the (honest-but-curious) server."""
 import dataclasses
+import functools
 import operator
 import struct
 import time
@@ -21,12 +22,14 @@ from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage
 _KEEP_ANSWERED = 4
 
 
+@functools.lru_cache(maxsize=64)
 def delta_params(params, m):
     """Parameters of the difference rounds with at most ``m`` changed bins:
     the run's, with ``max_nonzeros = m``, always in the hashed layout.  Its
     payload rows and squared check hash make a change of more than ``m``
     bins fail to decode (probability ~1/p of slipping through), which the
-    index layout's ``2m`` power sums alone cannot promise."""
+    index layout's ``2m`` power sums alone cannot promise.  Memoized: every
+    role and driver of a run asks for the same few sizes."""
     return dataclasses.replace(params, max_nonzeros=m, max_client_nonzeros=m, mode="hashed")
 
 
@@ -164,14 +167,21 @@ class ScmaClient:
     def mask(self, round_, participants, n_words=None):
         """This client's mask for a round with the given participants
         (``n_words`` long; default: a full message)."""
-        P = self.params
-        n = P.message_words if n_words is None else int(n_words)
+        n = self.params.message_words if n_words is None else int(n_words)
+        return self._masks(int(round_), 1, participants, n)[0]
+
+    def _masks(self, round_, n_rounds, participants, n):
+        """(n_rounds, n) masks of rounds round_, round_ + 1, ... in one
+        kernel call."""
         _, keys, neg = self._pair_keys(participants)
-        acc = np.zeros(n, dtype=np.uint64)
+        masks = np.zeros((n_rounds, n), dtype=np.uint64)
         if n and keys.shape[0]:
-            nonce = np.frombuffer(struct.pack("<Q", round_) + SCMA_TAG, np.uint8)
-            _field.add_streams(acc, keys, neg, nonce, self._stream_limit, P.modulus)
-        return acc
+            nonces = np.frombuffer(b"".join(struct.pack("<Q", round_ + r) + SCMA_TAG
+                                            for r in range(n_rounds)),
+                                   np.uint8).reshape(n_rounds, 12)
+            _field.add_streams_rounds(masks, keys, neg, nonces, self._stream_limit,
+                                      self.params.modulus)
+        return masks
 
     def _pair_keys(self, participants):
         """(participants, pair seeds (k, 32) uint8, negate flags) of the
@@ -214,19 +224,10 @@ class ScmaClient:
             raise ProtocolError(f"round {round_} was already answered")
         if R < 1:
             raise ProtocolError(f"n_rounds = {n_rounds!r} must be >= 1")
-        P = self.params
         n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros \
-            else P.message_words
-        _, keys, neg = self._pair_keys(parts)
-        masks = np.zeros((R, n), dtype=np.uint64)
-        if n and keys.shape[0]:
-            nonces = np.frombuffer(b"".join(struct.pack("<Q", round_ + r) + SCMA_TAG
-                                            for r in range(R)), np.uint8).reshape(R, 12)
-            _field.add_streams_rounds(masks, keys, neg, nonces, self._stream_limit,
-                                      P.modulus)
-        # one array per round: a message never shares memory with another
-        # round's mask
-        self._mask_cache = (parts, {round_ + r: masks[r].copy() for r in range(R)})
+            else self.params.message_words
+        masks = self._masks(round_, R, parts, n)
+        self._mask_cache = (parts, dict(zip(range(round_, round_ + R), masks)))
 
     def _cached_mask(self, round_msg, n_words):
         """The precomputed mask of this round (first ``n_words`` words), or
@@ -244,7 +245,9 @@ class ScmaClient:
             del masks[next(iter(masks))]
         if mask is None or mask.size < n_words:
             return None
-        return mask[:n_words].copy()   # the round's streams, first n_words words
+        # the round's streams, first n_words words; a copy, so that the
+        # message shares no memory with other rounds' masks (rows of one array)
+        return mask[:n_words].copy()
 
     def _delta_codec(self, m):
         """Codec of difference rounds with at most ``m`` changed bins."""
@@ -301,8 +304,6 @@ class ScmaClient:
                 f"client {self.client_id} did not answer round {round_msg.base_round} "
                 f"(or forgot it): a full round is needed")
         codec = self._delta_codec(round_msg.delta_nonzeros)
-        if base is self._data:
-            return codec, None                # nothing changed: the mask alone
         bins, dq = self._change(base)
         if dq.size == 0:
             return codec, None                # nothing changed: the mask alone
@@ -467,13 +468,17 @@ class ScmaServer:
 
     def receive(self, msg):
         got = check_round_message(msg, SyndromeMessage, self.run_id, self._open)
-        dn = self._open[0].delta_nonzeros
-        words = self._delta_codec(dn).params.message_words if dn else self.params.message_words
+        words = self._round_words()
         if msg.modulus != self.params.modulus or msg.payload.size != words:
             raise ProtocolError(
                 f"client {msg.sender}: message for another modulus or size "
                 f"({msg.payload.size} words, expected {words})")
         got[msg.sender] = msg.payload
+
+    def _round_words(self):
+        """Words of a message of the open round."""
+        dn = self._open[0].delta_nonzeros
+        return self._delta_codec(dn).params.message_words if dn else self.params.message_words
 
     def receive_many(self, datas):
         """Receive many syndrome messages of the open round, as wire bytes.
@@ -490,9 +495,8 @@ class ScmaServer:
             for data in datas:
                 self.receive(SyndromeMessage.from_bytes(data))
         rmsg, got = self._open
-        dn = rmsg.delta_nonzeros
-        words = self._delta_codec(dn).params.message_words if dn else self.params.message_words
-        parsed = parse_syndromes(datas, self.run_id, rmsg.round, self.params.modulus, words)
+        parsed = parse_syndromes(datas, self.run_id, rmsg.round, self.params.modulus,
+                                 self._round_words())
         if parsed is not None:
             senders, payloads = parsed
             members = set(rmsg.participants)
