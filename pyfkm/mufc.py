@@ -47,7 +47,7 @@ from .exceptions import (CapacityError, DecodeError, InvalidIdError, InvalidInpu
                          NotFittedError, ProtocolError)
 from .field import DEFAULT_PRIME
 from .kmeans import KMeans, lloyd, nearest_center
-from .lattice import Lattice
+from .lattice import Lattice, row_keys
 from .rng import as_generator, spawn
 from .seeding import RemovableSeeding
 
@@ -105,10 +105,7 @@ def merge_sparse(parts, d):
     B = np.concatenate(bins)
     C = np.concatenate(counts)
     if B.size and B.min() >= 0:
-        # rows as big-endian bytes sort like the nonnegative numbers, and a
-        # 1-D unique on them is much cheaper than unique(axis=0)
-        keys = np.ascontiguousarray(B.astype(">i8")).view(np.dtype((np.void, 8 * d))).ravel()
-        _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+        _, first, inv = np.unique(row_keys(B), return_index=True, return_inverse=True)
         uniq = B[first]
     else:
         uniq, inv = np.unique(B, axis=0, return_inverse=True)

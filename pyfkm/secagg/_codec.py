@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import _field, _lattice
+from ..lattice import row_keys
 from ..exceptions import DecodeError
 from ._crypto import hash_coefficients
 
@@ -43,10 +44,7 @@ def _lex_order(bins):
     """Order of the rows of ``bins`` (nonnegative int64) sorted lexicographically."""
     if bins.shape[0] < 2:
         return np.arange(bins.shape[0])
-    # big-endian bytes of nonnegative int64 compare like the numbers, so the
-    # rows' bytes sort lexicographically (much faster than lexsort on d keys)
-    keys = np.ascontiguousarray(bins.astype(">i8")).view(np.dtype((np.void, 8 * bins.shape[1])))
-    return np.argsort(keys.ravel(), kind="stable")
+    return np.argsort(row_keys(bins), kind="stable")
 
 
 class DecodeState:
@@ -227,15 +225,11 @@ class Codec:
         if not np.array_equal(bins[pos[hit]], bins_d[hit]):
             return None
         ph = pos[hit]
-        q_hit = _ew("add", q[ph], q_d[hit], self.p)
-        gone = ph[q_hit == 0]
-        if hit.all() and gone.size == 0:
-            # the same support: counts change in place, the orders stay
-            q_new = q.copy()
-            q_new[ph] = q_hit
-            return DecodeState(agg, nodes, bins, q_new, state._lex)
         q_new = q.copy()
-        q_new[ph] = q_hit
+        q_new[ph] = _ew("add", q[ph], q_d[hit], self.p)
+        if hit.all() and q_new[ph].all():
+            # the same support: counts change in place, the orders stay
+            return DecodeState(agg, nodes, bins, q_new, state._lex)
         nodes_new = np.concatenate([nodes, nodes_d[~hit]])
         bins_new = np.concatenate([bins, bins_d[~hit]])
         q_new = np.concatenate([q_new, q_d[~hit]])
