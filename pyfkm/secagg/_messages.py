@@ -365,6 +365,10 @@ def _syndrome_dtype(n_words):
                      ("payload", "<u8", (n_words,))])
 
 
+# the record above and the header struct describe one layout
+assert _syndrome_dtype(0).itemsize == HEADER_BYTES + 4
+
+
 def parse_syndromes(datas, run_id, round_, modulus, n_words):
     """Parse many syndrome messages of one round at once.
 
