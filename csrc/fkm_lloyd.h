@@ -87,6 +87,32 @@ int fkm_lloyd_assign_f32(int32_t *labels, fkm_index_t *n_changed,
                          fkm_index_t d, const double *ct, const double *hnorm,
                          const double *centers, fkm_index_t k);
 
+/* fkm_lloyd_assign_masked_{f64,f32}: fkm_lloyd_assign with a per-point
+ * mask need (indexed by point id, or NULL = all points).  The points are
+ * processed in the same groups as fkm_lloyd_assign (8 or 4 packed points,
+ * then rows in fours); a group with no flagged point is not scored: its
+ * points keep the labels they hold on entry, and are accumulated (sums,
+ * wsums, mind, inertia) exactly as if those labels had been computed.  A
+ * group with a flagged point is scored whole, by the same code as without a
+ * mask, so its labels are those fkm_lloyd_assign gives.  With need NULL the
+ * two functions are the same (fkm_lloyd_assign calls this one).  Assumes
+ * labels of unflagged points in [0, k) (unchecked).
+ */
+int fkm_lloyd_assign_masked_f64(int32_t *labels, fkm_index_t *n_changed,
+                                double *mind, double *sums, double *wsums,
+                                double *inertia, const double *X, const double *P,
+                                const double *w, fkm_index_t lo, fkm_index_t hi,
+                                fkm_index_t d, const double *ct, const double *hnorm,
+                                const double *centers, fkm_index_t k,
+                                const unsigned char *need);
+int fkm_lloyd_assign_masked_f32(int32_t *labels, fkm_index_t *n_changed,
+                                double *mind, double *sums, double *wsums,
+                                double *inertia, const float *X, const double *P,
+                                const double *w, fkm_index_t lo, fkm_index_t hi,
+                                fkm_index_t d, const double *ct, const double *hnorm,
+                                const double *centers, fkm_index_t k,
+                                const unsigned char *need);
+
 /* fkm_lloyd_merge: sums = sum_p part_sums[p], wsums likewise, inertia
  * likewise, parts added in order p = 0, 1, ...  (part_sums is
  * n_parts x k x d, part_wsums n_parts x k). */

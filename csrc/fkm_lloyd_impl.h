@@ -297,15 +297,32 @@ static inline __attribute__((always_inline)) void FKM_NAME(accum_packed)(
     }
 }
 
-/* Scores and accumulation for the 4 packed points starting at point i. */
+/* Whether any of need[0..m) is nonzero. */
+static inline __attribute__((always_inline)) int FKM_NAME(any_need)(
+    const unsigned char *need, int m)
+{
+    int any = 0;
+    for (int r = 0; r < m; ++r)
+        any |= need[r];
+    return any;
+}
+
+/* Scores and accumulation for the 4 packed points starting at point i; with
+ * need, a group none of whose points is flagged keeps its labels (no scores). */
 static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
     int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
     double *wsums, double *inert, const double *restrict pp, const double *w,
     fkm_index_t i, fkm_index_t d, const double *ct, const double *hnorm,
-    const double *centers, fkm_index_t k)
+    const double *centers, fkm_index_t k,
+    const unsigned char *need)
 {
     fkm_index_t best[4];
-    FKM_NAME(panel4)(best, pp, d, ct, hnorm, k);
+    if (!need || FKM_NAME(any_need)(need + i, 4)) {
+        FKM_NAME(panel4)(best, pp, d, ct, hnorm, k);
+    } else {
+        for (int r = 0; r < 4; ++r)
+            best[r] = labels[i + r];
+    }
     FKM_NAME(accum_packed)(labels, nchg, mind, sums, wsums, inert, pp, w, i, d,
                            best, centers);
 }
@@ -315,22 +332,29 @@ static inline __attribute__((always_inline)) void FKM_NAME(group_packed8)(
     int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
     double *wsums, double *inert, const double *restrict pp, const double *w,
     fkm_index_t i, fkm_index_t d, const double *ct, const double *hnorm,
-    const double *centers, fkm_index_t k)
+    const double *centers, fkm_index_t k,
+    const unsigned char *need)
 {
     fkm_index_t best[8];
-    FKM_NAME(panel8)(best, pp, pp + 4 * d, d, ct, hnorm, k);
+    if (!need || FKM_NAME(any_need)(need + i, 8)) {
+        FKM_NAME(panel8)(best, pp, pp + 4 * d, d, ct, hnorm, k);
+    } else {
+        for (int r = 0; r < 8; ++r)
+            best[r] = labels[i + r];
+    }
     FKM_NAME(accum_packed)(labels, nchg, mind, sums, wsums, inert, pp, w, i, d,
                            best, centers);
     FKM_NAME(accum_packed)(labels, nchg, mind, sums, wsums, inert, pp + 4 * d,
                            w, i + 4, d, best + 4, centers);
 }
 
-FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
+FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
     int32_t *labels, fkm_index_t *n_changed, double *mind, double *sums,
     double *wsums, double *inertia, const FKM_REAL *X, const double *P,
     const double *w,
     fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
-    const double *hnorm, const double *centers, fkm_index_t k)
+    const double *hnorm, const double *centers, fkm_index_t k,
+    const unsigned char *need)
 {
     const fkm_index_t n4 = P ? hi - hi % 4 : lo;
     if (P && lo % 4 != 0)
@@ -346,14 +370,14 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
         for (; i + 8 <= n4; i += 8) {
 #define FKM_PCASE(D)                                                          \
     FKM_NAME(group_packed8)(labels, &nchg, mind, sums, wsums, &inert,         \
-                            P + i * (D), w, i, D, ct, hnorm, centers, k)
+                            P + i * (D), w, i, D, ct, hnorm, centers, k, need)
             FKM_WITH_CONST_D(d, FKM_PCASE)
 #undef FKM_PCASE
         }
         for (; i + 4 <= n4; i += 4) {
 #define FKM_PCASE(D)                                                          \
     FKM_NAME(group_packed)(labels, &nchg, mind, sums, wsums, &inert,          \
-                           P + i * (D), w, i, D, ct, hnorm, centers, k)
+                           P + i * (D), w, i, D, ct, hnorm, centers, k, need)
             FKM_WITH_CONST_D(d, FKM_PCASE)
 #undef FKM_PCASE
         }
@@ -388,8 +412,13 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
                 rows[r] = r < m ? X + (i + r) * d : pad;
         }
         fkm_index_t best[4];
-        FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm,
-                        k, accbuf);
+        if (!need || FKM_NAME(any_need)(need + i, (int)m)) {
+            FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm,
+                            k, accbuf);
+        } else {
+            for (fkm_index_t r = 0; r < m; ++r)
+                best[r] = labels[i + r];
+        }
         for (fkm_index_t r = 0; r < m; ++r) {
             const double *x;
             if (sizeof(FKM_REAL) == sizeof(double)) {
@@ -424,6 +453,18 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign)(
     *inertia = inert;
     *n_changed = nchg;
     return FKM_OK;
+}
+
+int FKM_NAME(fkm_lloyd_assign)(
+    int32_t *labels, fkm_index_t *n_changed, double *mind, double *sums,
+    double *wsums, double *inertia, const FKM_REAL *X, const double *P,
+    const double *w,
+    fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
+    const double *hnorm, const double *centers, fkm_index_t k)
+{
+    return FKM_NAME(fkm_lloyd_assign_masked)(labels, n_changed, mind, sums, wsums,
+                                             inertia, X, P, w, lo, hi, d, ct, hnorm,
+                                             centers, k, NULL);
 }
 
 #undef FKM_NAME

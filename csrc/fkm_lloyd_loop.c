@@ -27,25 +27,304 @@ static void short_shift(double *shift, const double *centers, fkm_index_t k, fkm
     }
 }
 
-/* Assign every point to its nearest center with the tiled kernel; mind may
- * be NULL (distances not needed).  Returns a status; *changed counts the
- * labels that differ from their values on entry. */
-static int assign(fkm_index_t *changed, int32_t *labels, double *mind, double *sums,
-                  double *wsums, loop_ws *ws, const double *centers, const double *X,
-                  const double *w, fkm_index_t n, fkm_index_t d, fkm_index_t k)
+/* ---------------------------------------------------------------------------
+ * Distance bounds (Hamerly 2010: one upper bound U_i on the distance of point
+ * i to its assigned center a, one lower bound L_i on its distance to every
+ * other center, moved by the centers' displacements each iteration).  A
+ * point whose bounds prove that the tiled kernel would give it label a again
+ * is not scored; fkm_lloyd_assign_masked then scores only the groups with a
+ * point that is not proven, with the same code as the full scan, and
+ * accumulates every point in the same order.  So labels, sums, centers, mind,
+ * inertia and n_iter are bit for bit those of the full scan.
+ *
+ * Why a proven point keeps its label.  Let u = 2^-53, s the shift, c_j the
+ * centers (doubles), v_j = fl(c_j - s) the packed values (ct) and
+ * c^_j = s + v_j (real).  In exact arithmetic the kernel's score is
+ *     hnorm_j - <x, v_j> = 1/2 ||x - c^_j||^2 - 1/2 ||x - s||^2      (1)
+ * with hnorm_j = 1/2 ||v_j||^2 + <v_j, s>; the last term is the same for all
+ * j.  The kernel computes hnorm_j by two recursive sums of d products and
+ * one multiply-add, <x, v_j> by a recursive sum of d products (with or
+ * without fused multiply-adds, in any order), then one subtraction; the
+ * standard bounds for recursive summation (Higham, Accuracy and Stability of
+ * Numerical Algorithms, 2nd ed., sec. 3.1: error <= gamma_m sum |terms|,
+ * gamma_m = m u / (1 - m u)) give, with N_j = ||v_j||, S = ||s||, X = ||x||
+ * and Cauchy-Schwarz on sum |x_c v_jc| and sum |v_jc s_c|,
+ *     |score~_j - score_j| <= gamma_{d+2} N_j (N_j / 2 + S + X) + eta   (2)
+ * where eta = 2^-900 covers products that underflow (each loses at most
+ * 2^-1075; there are fewer than 2d + 4).  No overflow happens when N_j, S,
+ * X <= 2^400 (points with larger norms are never skipped).
+ * Each coordinate of v_j is one rounded subtraction, so
+ *     ||c^_j - c_j|| <= u ||c_j - s|| <= 2 u M =: dl,  M >= max_j N_j.  (3)
+ * If U >= ||x - c_a||, L <= ||x - c_j|| for all j != a, E >= the right side
+ * of (2) for every j, and
+ *     L > dl  and  (U + dl)^2 + 4 E < (L - dl)^2,                        (4)
+ * then by (1)-(3) score~_a <= 1/2 (U + dl)^2 - K + E < 1/2 (L - dl)^2 - K
+ * - E <= score~_j for every j != a (K = 1/2 ||x - s||^2): a is the unique
+ * minimum of the computed scores, which the kernel returns (its padding
+ * lanes score +inf; ties cannot arise).
+ *
+ * Rigour of the bound arithmetic.  rel = 16 (d + 16) u; up(v) = v + v rel
+ * and down(v) = v - v rel give up(v) >= v (1 + rel/2), down(v) <= v (1 -
+ * rel/2) for normal v >= 0 (one or two roundings each), which covers the
+ * relative error of any computed norm or distance of d terms (at most
+ * gamma_{d+2}) and of the few roundings around it.  Underflow in squared
+ * differences moves a computed norm by less than 2^-520; tau = 2^-500 is
+ * added to upper bounds and lower bounds below tau are set to 0.  Hence:
+ * - norms M, S, X_i: up(fl(sqrt(sum of squares)) + tau);
+ * - E_i = rel M (M/2 + S + X_i) + eta, rel >= 2 gamma_{d+2} with room for
+ *   its own five roundings;
+ * - distances: the kernel-style distance D~ = sqrt(sum (fl(x - s) - v_j)^2)
+ *   is within relative gamma_{d+2} of ||x - c^_j|| +- u ||x - s||, and
+ *   c^_j is within dl of c_j; with sig_i = 8u (X_i + S + M) + tau, at least
+ *   twice u ||x - s|| + dl + underflow,
+ *       U = up(fl(D~ + sig_i)) >= ||x - c_j||,
+ *       L = down(fl(D~ - sig_i)) <= ||x - c_j||  (0 below tau);
+ * - a center move m_j = up(fl(||fl(c'_j - c_j)|| + tau)) >= ||c'_j - c_j||;
+ *   U <- up(fl(U + m_a)), L <- down(fl(L - max_{j != a} m_j)) (0 below tau);
+ * - test (4) as up(fl(fl(U + dl)^2 + 4E)) < down(fl(fl(L - dl)^2)): its
+ *   left side is >= 4 eta, so a passing right side is normal, and inf/NaN
+ *   (overflow) never pass.
+ * The margins are relative ~1e-14 and absolute tiny: they only cost a
+ * rescoring of points within that distance of a tie.
+ * ------------------------------------------------------------------------- */
+
+#define BND_TAU 0x1p-500
+#define BND_ETA 0x1p-900
+#define BND_BIG 0x1p400
+
+typedef struct {
+    double rel;          /* 16 (d + 16) u */
+    double *U, *L;       /* per point; U = inf, L = 0: no bounds */
+    double *xn;          /* per point: upper bound of ||x_i|| (inf: too large) */
+    double *old;         /* k x d: centers before the update */
+    double *move;        /* k: upper bounds of the center moves */
+    double *xs;          /* d: x - shift */
+    double *acc;         /* 8 ceil(k/8): squared distances to packed centers */
+    unsigned char *need; /* per point: not proven, must be scored */
+} bnd_ws;
+
+static inline double bnd_up(double v, double rel) { return v + v * rel; }
+
+static inline double bnd_down(double v, double rel) { return v - v * rel; }
+
+/* Upper bound of the norm whose computed sum of squares is ss. */
+static inline double bnd_norm(double ss, double rel) { return bnd_up(sqrt(ss) + BND_TAU, rel); }
+
+/* Lower bound from a computed distance D and its slack sig. */
+static inline double bnd_lower(double D, double sig, double rel)
 {
-    double inertia;
+    double t = D - sig;
+    return t >= BND_TAU ? bnd_down(t, rel) : 0.0;
+}
+
+/* Test (4): whether the bounds prove the point keeps its label. */
+static inline int bnd_keeps(double U, double L, double E, double dl, double rel)
+{
+    double a = U + dl, b = L - dl;
+    if (!(b > 0.0)) return 0;
+    return bnd_up(a * a + 4.0 * E, rel) < bnd_down(b * b, rel);
+}
+
+typedef double bnd_v4d __attribute__((vector_size(32), aligned(8)));
+
+/* Squared distances of xs (= x - shift) to the packed centers, all lanes of
+ * the np panels into acc. */
+static inline void bnd_dist_all(double *restrict acc, const double *restrict xs,
+                                const double *restrict ct, fkm_index_t np, fkm_index_t d)
+{
+    fkm_index_t p, j;
+    for (p = 0; p < np; p++) {
+        const double *pc = ct + (size_t)p * (size_t)d * FKM_LLOYD_PANEL;
+        bnd_v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+        for (j = 0; j < d; j++) {
+            const double x = xs[j];
+            const bnd_v4d t0 = x - *(const bnd_v4d *)(pc + (size_t)j * FKM_LLOYD_PANEL);
+            const bnd_v4d t1 = x - *(const bnd_v4d *)(pc + (size_t)j * FKM_LLOYD_PANEL + 4);
+            a0 += t0 * t0;
+            a1 += t1 * t1;
+        }
+        *(bnd_v4d *)(acc + p * FKM_LLOYD_PANEL) = a0;
+        *(bnd_v4d *)(acc + p * FKM_LLOYD_PANEL + 4) = a1;
+    }
+}
+
+/* Tight bounds U, L of point i (label a) from its distances to all centers
+ * (sqrt is monotone: the smallest computed square gives the smallest
+ * computed distance). */
+static inline void bnd_full(bnd_ws *b, fkm_index_t i, int32_t a, double sig,
+                            const double *ct, fkm_index_t k, fkm_index_t d)
+{
+    const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
+    double lo = HUGE_VAL, t;
+    int nan = 0;
+    fkm_index_t j;
+    bnd_dist_all(b->acc, b->xs, ct, np, d);
+    t = b->acc[a];
+    b->acc[a] = HUGE_VAL;
+    for (j = 0; j < k; j++) {
+        const double v = b->acc[j];
+        nan |= v != v;
+        lo = v < lo ? v : lo;
+    }
+    b->U[i] = bnd_up(sqrt(t) + sig, b->rel);
+    b->L[i] = nan ? 0.0 : bnd_lower(sqrt(lo), sig, b->rel);
+}
+
+/* Per-iteration constants of the test: *dl, *A, *h (E_i = A (h + X_i) +
+ * eta) and *Ms = S + M; returns 0 when the norms are too large to skip. */
+static int bnd_consts(double *dl, double *A, double *h, double *Ms, const bnd_ws *b,
+                      const double *ct, const double *shift, fkm_index_t k, fkm_index_t d)
+{
+    double M = 0.0, ss = 0.0, S;
+    fkm_index_t j, c;
+    for (c = 0; c < d; c++) ss += shift[c] * shift[c];
+    S = bnd_norm(ss, b->rel);
+    for (j = 0; j < k; j++) {
+        const double *pc = ct + (size_t)(j / FKM_LLOYD_PANEL) * (size_t)d * FKM_LLOYD_PANEL +
+                           j % FKM_LLOYD_PANEL;
+        double nj;
+        ss = 0.0;
+        for (c = 0; c < d; c++) ss += pc[(size_t)c * FKM_LLOYD_PANEL] * pc[(size_t)c * FKM_LLOYD_PANEL];
+        nj = bnd_norm(ss, b->rel);
+        if (!(nj <= M)) M = nj;
+    }
+    if (!(M <= BND_BIG && S <= BND_BIG)) return 0;
+    *dl = M * 0x1p-52;
+    *A = b->rel * M;
+    *h = 0.5 * M + S;
+    *Ms = S + M;
+    return 1;
+}
+
+/* Flag in need[] the points whose label the bounds cannot prove (tightening
+ * the bounds of the others first); returns 0 when no point can be proven
+ * (then need is not set). */
+FKM_HOT static int bnd_mark(bnd_ws *b, const int32_t *labels, const double *X,
+                            const double *ct, const double *shift, fkm_index_t n,
+                            fkm_index_t d, fkm_index_t k)
+{
+    double dl, A, h, Ms;
+    fkm_index_t i, c;
+    if (!bnd_consts(&dl, &A, &h, &Ms, b, ct, shift, k, d)) return 0;
+    for (i = 0; i < n; i++) {
+        const int32_t a = labels[i];
+        const double E = A * (h + b->xn[i]) + BND_ETA;
+        const double *x = X + (size_t)i * (size_t)d;
+        double sig;
+        b->need[i] = 0;
+        if (bnd_keeps(b->U[i], b->L[i], E, dl, b->rel)) continue;
+        sig = 0x1p-50 * (b->xn[i] + Ms) + BND_TAU;
+        for (c = 0; c < d; c++) b->xs[c] = x[c] - shift[c];
+        if (b->L[i] > 0.0) {  /* tighten U alone first */
+            const double *pc = ct + (size_t)(a / FKM_LLOYD_PANEL) * (size_t)d * FKM_LLOYD_PANEL +
+                               a % FKM_LLOYD_PANEL;
+            double ss = 0.0;
+            for (c = 0; c < d; c++) {
+                double t = b->xs[c] - pc[(size_t)c * FKM_LLOYD_PANEL];
+                ss += t * t;
+            }
+            b->U[i] = bnd_up(sqrt(ss) + sig, b->rel);
+            if (bnd_keeps(b->U[i], b->L[i], E, dl, b->rel)) continue;
+        }
+        bnd_full(b, i, a, sig, ct, k, d);
+        if (bnd_keeps(b->U[i], b->L[i], E, dl, b->rel)) continue;
+        b->need[i] = 1;
+    }
+    return 1;
+}
+
+/* Tight bounds for every point (need NULL) or the flagged ones, for their
+ * current labels. */
+FKM_HOT static void bnd_refresh(bnd_ws *b, const unsigned char *need, const int32_t *labels,
+                                const double *X, const double *ct, const double *shift,
+                                fkm_index_t n, fkm_index_t d, fkm_index_t k)
+{
+    double dl, A, h, Ms;
+    fkm_index_t i, c;
+    if (!bnd_consts(&dl, &A, &h, &Ms, b, ct, shift, k, d)) return;
+    for (i = 0; i < n; i++) {
+        const double *x = X + (size_t)i * (size_t)d;
+        if (need && !need[i]) continue;
+        for (c = 0; c < d; c++) b->xs[c] = x[c] - shift[c];
+        bnd_full(b, i, labels[i], 0x1p-50 * (b->xn[i] + Ms) + BND_TAU, ct, k, d);
+    }
+}
+
+/* Move the bounds by the center displacements old -> centers. */
+static void bnd_move(bnd_ws *b, const int32_t *labels, const double *centers,
+                     fkm_index_t n, fkm_index_t d, fkm_index_t k)
+{
+    double m1 = 0.0, m2 = 0.0;
+    fkm_index_t i, j, c, j1 = -1;
+    for (j = 0; j < k; j++) {
+        double ss = 0.0, m;
+        for (c = 0; c < d; c++) {
+            double t = centers[(size_t)j * (size_t)d + c] - b->old[(size_t)j * (size_t)d + c];
+            ss += t * t;
+        }
+        m = bnd_norm(ss, b->rel);
+        if (!(m <= HUGE_VAL)) m = HUGE_VAL;  /* NaN: no bound */
+        b->move[j] = m;
+        if (m > m1) { m2 = m1; m1 = m; j1 = j; }
+        else if (m > m2) m2 = m;
+    }
+    for (i = 0; i < n; i++) {
+        const fkm_index_t a = labels[i];
+        const double mo = a == j1 ? m2 : m1;
+        double U = b->U[i], L = b->L[i];
+        b->U[i] = bnd_up(U + b->move[a], b->rel);
+        b->L[i] = L > 0.0 ? bnd_lower(L, mo, b->rel) : 0.0;
+    }
+}
+
+static void bnd_forget(bnd_ws *b, fkm_index_t n)
+{
+    fkm_index_t i;
+    for (i = 0; i < n; i++) {
+        b->U[i] = HUGE_VAL;
+        b->L[i] = 0.0;
+    }
+}
+
+/* Pack the centers (shift, ct, hnorm) for the tiled kernel. */
+static void pack(loop_ws *ws, const double *centers, fkm_index_t k, fkm_index_t d)
+{
     short_shift(ws->shift, centers, k, d);
     fkm_lloyd_pack_centers(ws->ct, ws->hnorm, centers, ws->shift, k, d);
-    return fkm_lloyd_assign_f64(labels, changed, mind, sums, wsums, &inertia, X, ws->P,
-                                w, 0, n, d, ws->ct, ws->hnorm, centers, k);
+}
+
+/* The tiled assignment of all points to the packed centers, scoring only
+ * the groups with a point flagged in need (all when need is NULL); mind
+ * may be NULL (distances not needed).  *changed counts the labels that
+ * differ from their values on entry. */
+static int assign(fkm_index_t *changed, int32_t *labels, double *mind, double *sums,
+                  double *wsums, const loop_ws *ws, const unsigned char *need,
+                  const double *centers, const double *X, const double *w,
+                  fkm_index_t n, fkm_index_t d, fkm_index_t k)
+{
+    double inertia;
+    return fkm_lloyd_assign_masked_f64(labels, changed, mind, sums, wsums, &inertia, X,
+                                       ws->P, w, 0, n, d, ws->ct, ws->hnorm, centers, k,
+                                       need);
+}
+
+/* Bounds step before an assignment: the mask to pass to assign (NULL: score
+ * all).  Labels must hold the last assignment's. */
+static const unsigned char *bnd_before(bnd_ws *b, const int32_t *labels, const loop_ws *ws,
+                                       const double *X, fkm_index_t n, fkm_index_t d,
+                                       fkm_index_t k)
+{
+    if (!b) return NULL;
+    if (bnd_mark(b, labels, X, ws->ct, ws->shift, n, d, k)) return b->need;
+    bnd_forget(b, n);  /* norms too large: no bounds (the labels may change) */
+    return NULL;
 }
 
 int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                        fkm_index_t *n_iter, double *inertia,
                        const double *X, const double *w, fkm_index_t n,
                        fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
-                       double tol_abs)
+                       double tol_abs, int use_bounds)
 {
     fkm_index_t it, i, j, c, q;
     double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
@@ -54,32 +333,67 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
     unsigned char *empty = malloc((size_t)k), *lost = calloc((size_t)k, 1);
     double *wsums, total = 0.0;
     int status = FKM_OK;
-    int pack = d <= FKM_LLOYD_PACK_MAX_D && n >= 4;
+    int pack_pts = d <= FKM_LLOYD_PACK_MAX_D && n >= 4;
+    const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
     loop_ws ws;
+    bnd_ws bw, *b = NULL;
+    memset(&bw, 0, sizeof bw);
     ws.ct = malloc(sizeof(double) * (size_t)fkm_lloyd_packed_size(k, d));
-    ws.hnorm = malloc(sizeof(double) * (size_t)(((k + 7) / 8) * 8));
+    ws.hnorm = malloc(sizeof(double) * (size_t)(np * FKM_LLOYD_PANEL));
     ws.shift = malloc(sizeof(double) * (size_t)d);
-    ws.P = pack ? malloc(sizeof(double) * (size_t)(n * d)) : NULL;
-    if (!sums || !taken || !prev || !empty || !lost || !ws.ct || !ws.hnorm || !ws.shift || (pack && !ws.P)) {
+    ws.P = pack_pts ? malloc(sizeof(double) * (size_t)(n * d)) : NULL;
+    if (!sums || !taken || !prev || !empty || !lost || !ws.ct || !ws.hnorm || !ws.shift ||
+        (pack_pts && !ws.P)) {
         status = FKM_ENOMEM;
         goto done;
     }
-    if (pack) fkm_lloyd_pack_points_f64(ws.P, X, 0, n, d);
+    if (use_bounds && k >= 2) {  /* k = 1: every label is 0, nothing to prove */
+        bw.rel = (double)(d + 16) * 0x1p-49;
+        bw.U = malloc(sizeof(double) * (size_t)n);
+        bw.L = malloc(sizeof(double) * (size_t)n);
+        bw.xn = malloc(sizeof(double) * (size_t)n);
+        bw.old = malloc(sizeof(double) * (size_t)(k * d));
+        bw.move = malloc(sizeof(double) * (size_t)k);
+        bw.xs = malloc(sizeof(double) * (size_t)d);
+        bw.acc = malloc(sizeof(double) * (size_t)(np * FKM_LLOYD_PANEL));
+        bw.need = malloc((size_t)n);
+        if (!bw.U || !bw.L || !bw.xn || !bw.old || !bw.move || !bw.xs || !bw.acc || !bw.need) {
+            status = FKM_ENOMEM;
+            goto done;
+        }
+        for (i = 0; i < n; i++) {
+            const double *x = X + (size_t)i * (size_t)d;
+            double ss = 0.0, v;
+            for (c = 0; c < d; c++) ss += x[c] * x[c];
+            v = bnd_norm(ss, bw.rel);
+            bw.xn[i] = v <= BND_BIG ? v : HUGE_VAL;
+        }
+        bnd_forget(&bw, n);
+        b = &bw;
+    }
+    if (pack_pts) fkm_lloyd_pack_points_f64(ws.P, X, 0, n, d);
     wsums = sums + (size_t)(k * d);
     for (i = 0; i < n; i++) labels[i] = -1;
     *n_iter = 0;
     for (it = 0; it < max_iter; it++) {
         fkm_index_t changed, n_taken = 0;
         double shift = 0.0;
+        const unsigned char *need;
         memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
-        status = assign(&changed, labels, NULL, sums, wsums, &ws, centers, X, w, n, d, k);
+        pack(&ws, centers, k, d);
+        need = it > 0 ? bnd_before(b, labels, &ws, X, n, d, k) : NULL;
+        status = assign(&changed, labels, NULL, sums, wsums, &ws, need, centers, X, w, n, d, k);
         if (status != FKM_OK) goto done;
+        if (b && it > 0)  /* tight bounds of the scored points (all: need NULL) */
+            bnd_refresh(b, need, labels, X, ws.ct, ws.shift, n, d, k);
         for (j = 0; j < k && wsums[j] > 0.0; j++) {}
         if (j < k) {  /* an empty cluster: redo with distances to relocate */
             memcpy(labels, prev, sizeof(int32_t) * (size_t)n);
-            status = assign(&changed, labels, mind, sums, wsums, &ws, centers, X, w, n, d, k);
+            status = assign(&changed, labels, mind, sums, wsums, &ws, NULL, centers, X, w,
+                            n, d, k);
             if (status != FKM_OK) goto done;
         }
+        if (b) memcpy(b->old, centers, sizeof(double) * (size_t)(k * d));
         /* the clusters empty after the assignment (decided before any
          * relocation) take the farthest points, in index order */
         for (j = 0; j < k; j++) empty[j] = !(wsums[j] > 0.0);
@@ -133,6 +447,10 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                 m[c] = v;
             }
         }
+        if (b) {  /* a relocated point changed label outside the bounds: start over */
+            if (n_taken) bnd_forget(b, n);
+            else bnd_move(b, labels, centers, n, d, k);
+        }
         *n_iter = it + 1;
         if (it > 0) {  /* strict convergence: labels equal the previous iteration's */
             int same = (changed == 0);
@@ -144,7 +462,10 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
     }
     {
         fkm_index_t changed;
-        status = assign(&changed, labels, mind, sums, wsums, &ws, centers, X, w, n, d, k);
+        const unsigned char *need;
+        pack(&ws, centers, k, d);
+        need = *n_iter > 0 ? bnd_before(b, labels, &ws, X, n, d, k) : NULL;
+        status = assign(&changed, labels, mind, sums, wsums, &ws, need, centers, X, w, n, d, k);
         if (status != FKM_OK) goto done;
     }
     for (i = 0; i < n; i++) total += (w ? w[i] : 1.0) * mind[i];
@@ -162,5 +483,13 @@ done:
     free(prev);
     free(empty);
     free(lost);
+    free(bw.U);
+    free(bw.L);
+    free(bw.xn);
+    free(bw.old);
+    free(bw.move);
+    free(bw.xs);
+    free(bw.acc);
+    free(bw.need);
     return status;
 }

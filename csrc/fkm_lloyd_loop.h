@@ -3,8 +3,10 @@
  * overhead of the Python-driven blocked kernels (fkm_lloyd.h) dominates:
  * the nodes of DC-k-means, the server step of federated k-means.
  *
- * Squared distances are computed directly, sum_c (x_c - m_c)^2, so exact
- * ties stay ties and are broken by the lowest center index.
+ * Assignments use the tiled kernel of fkm_lloyd.h (shift = the centers'
+ * mean rounded to 16 bits, so exact ties of simple data stay ties, broken by
+ * the lowest center index); the reported squared distances are direct,
+ * sum_c (x_c - m_c)^2.
  */
 #ifndef FKM_LLOYD_LOOP_H
 #define FKM_LLOYD_LOOP_H
@@ -27,11 +29,18 @@
  * number of iterations run.  Returns FKM_ENOMEM, or FKM_ENONFINITE when a
  * center or the inertia is not finite.  Assumes n, d, k >= 1 and
  * max_iter >= 0 (unchecked); X, centers finite.
+ *
+ * use_bounds != 0 skips the scoring of points whose label is proven not to
+ * change by distance bounds (Hamerly's upper and lower bound, with a margin
+ * covering the rounding of the kernel's scores; see fkm_lloyd_loop.c), for
+ * the iterations after the first and the final assignment.  The results
+ * are bit for bit those of use_bounds = 0 (only the work differs); it costs
+ * 3 n doubles and n bytes more, and is ignored for k = 1.
  */
 int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                        fkm_index_t *n_iter, double *inertia,
                        const double *X, const double *w, fkm_index_t n,
                        fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
-                       double tol_abs);
+                       double tol_abs, int use_bounds);
 
 #endif /* FKM_LLOYD_LOOP_H */

@@ -185,7 +185,7 @@ cdef extern from "fkm_lloyd_loop.h" nogil:
                            fkm_index_t *n_iter, double *inertia,
                            const double *X, const double *w, fkm_index_t n,
                            fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
-                           double tol_abs)
+                           double tol_abs, int use_bounds)
 from libc.stdint cimport uint32_t
 
 cdef extern from "fkm_chacha.h" nogil:
