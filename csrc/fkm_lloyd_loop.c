@@ -320,13 +320,117 @@ static const unsigned char *bnd_before(bnd_ws *b, const int32_t *labels, const l
     return NULL;
 }
 
-int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
+/* ---------------------------------------------------------------------------
+ * Traces (fkm_lloyd_loop.h).  Assignment a of a rerun starts from entry a
+ * of the recorded run: its labels, and its bounds moved by the distance
+ * from its centers to the rerun's (bnd_move with old = the recorded
+ * centers), which is exactly the situation of a Hamerly step.  The points
+ * the bounds prove keep the recorded label, which is then the kernel's
+ * label for the rerun's centers; the others are scored.  The entry is then
+ * overwritten with the rerun's centers, labels and bounds (moved bounds for
+ * the proven points, tight ones for the scored points).
+ * ------------------------------------------------------------------------- */
+
+void fkm_lloyd_trace_free(fkm_lloyd_trace *tr)
+{
+    free(tr->C);
+    free(tr->labels);
+    free(tr->U);
+    free(tr->L);
+    free(tr->xn);
+    memset(tr, 0, sizeof *tr);
+}
+
+/* Room for m entries (keeps the ones recorded). */
+static int trace_reserve(fkm_lloyd_trace *tr, fkm_index_t m)
+{
+    const size_t n = (size_t)tr->n, kd = (size_t)tr->k * (size_t)tr->d;
+    size_t cap;
+    void *p;
+    if (m <= tr->cap) return FKM_OK;
+    cap = (size_t)(m > 2 * tr->cap ? m : 2 * tr->cap);
+    if (cap < 8) cap = 8;
+    /* each array grows on its own: after a failure, cap stays a lower bound
+     * of every array's size */
+    if (!(p = realloc(tr->C, sizeof(double) * cap * kd))) return FKM_ENOMEM;
+    tr->C = p;
+    if (!(p = realloc(tr->labels, sizeof(int32_t) * cap * n))) return FKM_ENOMEM;
+    tr->labels = p;
+    if (!(p = realloc(tr->U, sizeof(double) * cap * n))) return FKM_ENOMEM;
+    tr->U = p;
+    if (!(p = realloc(tr->L, sizeof(double) * cap * n))) return FKM_ENOMEM;
+    tr->L = p;
+    tr->cap = (fkm_index_t)cap;
+    return FKM_OK;
+}
+
+/* Make tr a trace of an n x d, k-center run on X (forgetting its entries if
+ * its shape differs) and point b at its norms. */
+static int trace_open(fkm_lloyd_trace *tr, bnd_ws *b, const double *X, fkm_index_t n,
+                      fkm_index_t d, fkm_index_t k)
+{
+    fkm_index_t i, c;
+    if (tr->n != n || tr->d != d || tr->k != k || !tr->xn) {
+        fkm_lloyd_trace_free(tr);
+        tr->n = n, tr->d = d, tr->k = k;
+        tr->xn = malloc(sizeof(double) * (size_t)n);
+        if (!tr->xn) return FKM_ENOMEM;
+        for (i = 0; i < n; i++) {
+            const double *x = X + (size_t)i * (size_t)d;
+            double ss = 0.0, v;
+            for (c = 0; c < d; c++) ss += x[c] * x[c];
+            v = bnd_norm(ss, b->rel);
+            tr->xn[i] = v <= BND_BIG ? v : HUGE_VAL;
+        }
+    }
+    memcpy(b->xn, tr->xn, sizeof(double) * (size_t)n);
+    return FKM_OK;
+}
+
+/* Assignment number a of a traced run (see above); prev holds the previous
+ * iteration's labels, *changed gets the number of labels that differ from
+ * them.  mind as for assign. */
+static int trace_assign(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, fkm_index_t *changed,
+                        int32_t *labels, const int32_t *prev, double *mind, double *sums,
+                        double *wsums, const loop_ws *ws, const double *centers,
+                        const double *X, const double *w, fkm_index_t n, fkm_index_t d,
+                        fkm_index_t k)
+{
+    const size_t sn = (size_t)n, skd = (size_t)k * (size_t)d;
+    const unsigned char *need = NULL;
+    fkm_index_t i, count = 0, ignored;
+    int status;
+    if (a < tr->len) {
+        memcpy(labels, tr->labels + (size_t)a * sn, sizeof(int32_t) * sn);
+        memcpy(b->U, tr->U + (size_t)a * sn, sizeof(double) * sn);
+        memcpy(b->L, tr->L + (size_t)a * sn, sizeof(double) * sn);
+        memcpy(b->old, tr->C + (size_t)a * skd, sizeof(double) * skd);
+        bnd_move(b, labels, centers, n, d, k);
+        need = bnd_before(b, labels, ws, X, n, d, k);
+    }
+    status = assign(&ignored, labels, mind, sums, wsums, ws, need, centers, X, w, n, d, k);
+    if (status != FKM_OK) return status;
+    if (!need) bnd_forget(b, n);  /* every point scored: tight bounds for all */
+    bnd_refresh(b, need, labels, X, ws->ct, ws->shift, n, d, k);
+    status = trace_reserve(tr, a + 1);
+    if (status != FKM_OK) return status;
+    memcpy(tr->labels + (size_t)a * sn, labels, sizeof(int32_t) * sn);
+    memcpy(tr->U + (size_t)a * sn, b->U, sizeof(double) * sn);
+    memcpy(tr->L + (size_t)a * sn, b->L, sizeof(double) * sn);
+    memcpy(tr->C + (size_t)a * skd, centers, sizeof(double) * skd);
+    if (a >= tr->len) tr->len = a + 1;
+    for (i = 0; i < n; i++) count += labels[i] != prev[i];
+    *changed = count;
+    return FKM_OK;
+}
+
+static int loop_run(double *centers, int32_t *labels, double *mind,
                        fkm_index_t *n_iter, double *inertia,
                        const double *X, const double *w, fkm_index_t n,
                        fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
-                       double tol_abs, int use_bounds)
+                       double tol_abs, int use_bounds, fkm_lloyd_trace *tr)
 {
-    fkm_index_t it, i, j, c, q;
+    fkm_index_t it, i, j, c, q, a = 0;
     double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
     fkm_index_t *taken = malloc(sizeof(fkm_index_t) * (size_t)k);
     int32_t *prev = malloc(sizeof(int32_t) * (size_t)n);
@@ -347,7 +451,9 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
         status = FKM_ENOMEM;
         goto done;
     }
-    if (use_bounds && k >= 2) {  /* k = 1: every label is 0, nothing to prove */
+    if (k < 2) tr = NULL;  /* k = 1: every label is 0, nothing to prove */
+    if (tr) use_bounds = 1;  /* the bounds workspace (not used between iterations) */
+    if (use_bounds && k >= 2) {
         bw.rel = (double)(d + 16) * 0x1p-49;
         bw.U = malloc(sizeof(double) * (size_t)n);
         bw.L = malloc(sizeof(double) * (size_t)n);
@@ -361,12 +467,17 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
             status = FKM_ENOMEM;
             goto done;
         }
-        for (i = 0; i < n; i++) {
-            const double *x = X + (size_t)i * (size_t)d;
-            double ss = 0.0, v;
-            for (c = 0; c < d; c++) ss += x[c] * x[c];
-            v = bnd_norm(ss, bw.rel);
-            bw.xn[i] = v <= BND_BIG ? v : HUGE_VAL;
+        if (tr) {
+            status = trace_open(tr, &bw, X, n, d, k);
+            if (status != FKM_OK) goto done;
+        } else {
+            for (i = 0; i < n; i++) {
+                const double *x = X + (size_t)i * (size_t)d;
+                double ss = 0.0, v;
+                for (c = 0; c < d; c++) ss += x[c] * x[c];
+                v = bnd_norm(ss, bw.rel);
+                bw.xn[i] = v <= BND_BIG ? v : HUGE_VAL;
+            }
         }
         bnd_forget(&bw, n);
         b = &bw;
@@ -381,11 +492,17 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
         const unsigned char *need;
         memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
         pack(&ws, centers, k, d);
-        need = it > 0 ? bnd_before(b, labels, &ws, X, n, d, k) : NULL;
-        status = assign(&changed, labels, NULL, sums, wsums, &ws, need, centers, X, w, n, d, k);
+        if (tr) {
+            status = trace_assign(tr, b, a++, &changed, labels, prev, NULL, sums, wsums, &ws,
+                                  centers, X, w, n, d, k);
+        } else {
+            need = it > 0 ? bnd_before(b, labels, &ws, X, n, d, k) : NULL;
+            status = assign(&changed, labels, NULL, sums, wsums, &ws, need, centers, X, w,
+                            n, d, k);
+            if (status == FKM_OK && b && it > 0)  /* tight bounds of the scored points */
+                bnd_refresh(b, need, labels, X, ws.ct, ws.shift, n, d, k);
+        }
         if (status != FKM_OK) goto done;
-        if (b && it > 0)  /* tight bounds of the scored points (all: need NULL) */
-            bnd_refresh(b, need, labels, X, ws.ct, ws.shift, n, d, k);
         for (j = 0; j < k && wsums[j] > 0.0; j++) {}
         if (j < k) {  /* an empty cluster: redo with distances to relocate */
             memcpy(labels, prev, sizeof(int32_t) * (size_t)n);
@@ -447,7 +564,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                 m[c] = v;
             }
         }
-        if (b) {  /* a relocated point changed label outside the bounds: start over */
+        if (b && !tr) {  /* a relocated point changed label outside the bounds: start over */
             if (n_taken) bnd_forget(b, n);
             else bnd_move(b, labels, centers, n, d, k);
         }
@@ -464,8 +581,15 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
         fkm_index_t changed;
         const unsigned char *need;
         pack(&ws, centers, k, d);
-        need = *n_iter > 0 ? bnd_before(b, labels, &ws, X, n, d, k) : NULL;
-        status = assign(&changed, labels, mind, sums, wsums, &ws, need, centers, X, w, n, d, k);
+        if (tr) {
+            memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
+            status = trace_assign(tr, b, a++, &changed, labels, prev, mind, sums, wsums, &ws,
+                                  centers, X, w, n, d, k);
+        } else {
+            need = *n_iter > 0 ? bnd_before(b, labels, &ws, X, n, d, k) : NULL;
+            status = assign(&changed, labels, mind, sums, wsums, &ws, need, centers, X, w,
+                            n, d, k);
+        }
         if (status != FKM_OK) goto done;
     }
     for (i = 0; i < n; i++) total += (w ? w[i] : 1.0) * mind[i];
@@ -473,7 +597,9 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
     for (j = 0; j < k * d; j++)
         if (!isfinite(centers[j])) status = FKM_ENONFINITE;
     if (!isfinite(total)) status = FKM_ENONFINITE;
+    if (tr && status == FKM_OK) tr->len = a;  /* this run's assignments only */
 done:
+    if (tr && status != FKM_OK) tr->len = 0;
     free(ws.ct);
     free(ws.hnorm);
     free(ws.shift);
@@ -492,4 +618,24 @@ done:
     free(bw.acc);
     free(bw.need);
     return status;
+}
+
+int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
+                       fkm_index_t *n_iter, double *inertia,
+                       const double *X, const double *w, fkm_index_t n,
+                       fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
+                       double tol_abs, int use_bounds)
+{
+    return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
+                    tol_abs, use_bounds, NULL);
+}
+
+int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
+                              fkm_index_t *n_iter, double *inertia,
+                              const double *X, const double *w, fkm_index_t n,
+                              fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
+                              double tol_abs, fkm_lloyd_trace *trace)
+{
+    return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
+                    tol_abs, 0, trace);
 }

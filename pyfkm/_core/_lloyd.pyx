@@ -12,7 +12,10 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 fkm_lloyd_pack_points_f32,
                                 fkm_lloyd_pack_centers, fkm_lloyd_assign_f64,
                                 fkm_lloyd_assign_f32, fkm_lloyd_merge,
-                                fkm_lloyd_loop_f64, fkm_qlloyd_assign_f64)
+                                fkm_lloyd_loop_f64, fkm_qlloyd_assign_f64,
+                                fkm_lloyd_trace, fkm_lloyd_trace_free,
+                                fkm_lloyd_loop_traced_f64)
+from libc.string cimport memset
 from pyfkm._core._common cimport check_status
 
 
@@ -167,6 +170,64 @@ def lloyd_loop(const double[:, ::1] X, object centers, object sample_weight,
                                     &X[0, 0], wp, n, d, k, max_iter, tol_abs, bounds)
     check_status(status, "Lloyd")
     return C, labels, mind, inertia, int(n_iter)
+
+
+cdef class LloydTrace:
+    """Repeated Lloyd runs on one float64 X that reuse the previous run
+    (csrc/fkm_lloyd_loop.h, fkm_lloyd_loop_traced_f64).
+
+    ``run(centers, sample_weight, max_iter, tol_abs)`` returns what
+    :func:`lloyd_loop` returns for the same arguments, bit for bit; a run
+    that starts from the same centers as the previous one, with slightly
+    changed weights, skips the scoring of the points whose recorded distance
+    bounds prove their labels.  The first run records (about twice the work
+    of :func:`lloyd_loop`).  ``len`` is the number of assignments recorded.
+    """
+    cdef fkm_lloyd_trace tr
+    cdef readonly object X
+
+    def __cinit__(self):
+        memset(&self.tr, 0, sizeof(self.tr))
+
+    def __init__(self, const double[:, ::1] X):
+        self.X = np.asarray(X)
+
+    def __dealloc__(self):
+        fkm_lloyd_trace_free(&self.tr)
+
+    @property
+    def len(self):
+        return int(self.tr.len)
+
+    def run(self, object centers, object sample_weight, fkm_index_t max_iter,
+            double tol_abs):
+        cdef const double[:, ::1] X = self.X
+        cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+        C = np.array(centers, dtype=np.float64, order="C", copy=True)
+        cdef double[:, ::1] cv = C
+        cdef fkm_index_t k = cv.shape[0]
+        if cv.shape[1] != d or n < 1 or k < 1 or max_iter < 0:
+            raise ValueError("LloydTrace.run: inconsistent shapes")
+        labels = np.empty(n, dtype=np.int32)
+        mind = np.empty(n, dtype=np.float64)
+        cdef int32_t[::1] lv = labels
+        cdef double[::1] mv = mind
+        cdef const double[::1] wv
+        cdef const double *wp = NULL
+        cdef fkm_index_t n_iter = 0
+        cdef double inertia = 0.0
+        cdef int status
+        if sample_weight is not None:
+            wv = np.ascontiguousarray(sample_weight, dtype=np.float64)
+            if wv.shape[0] != n:
+                raise ValueError("LloydTrace.run: sample_weight has the wrong length")
+            wp = &wv[0]
+        with nogil:
+            status = fkm_lloyd_loop_traced_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter,
+                                               &inertia, &X[0, 0], wp, n, d, k, max_iter,
+                                               tol_abs, &self.tr)
+        check_status(status, "Lloyd")
+        return C, labels, mind, inertia, int(n_iter)
 
 
 cdef class QAssign:
