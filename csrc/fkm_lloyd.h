@@ -113,6 +113,20 @@ int fkm_lloyd_assign_masked_f32(int32_t *labels, fkm_index_t *n_changed,
                                 const double *centers, fkm_index_t k,
                                 const unsigned char *need);
 
+/* fkm_lloyd_label_{f64,f32}: the labels of fkm_lloyd_assign_masked alone
+ * (the same groups, scores and tie rule), without sums or distances:
+ * labels INOUT and n_changed OUT as there; need as there (NULL: score every
+ * group; a group with no flagged point keeps its labels).  Returns FKM_OK,
+ * FKM_ENOMEM (scratch of the row path) or FKM_EDOM (P and lo % 4 != 0). */
+int fkm_lloyd_label_f64(int32_t *labels, fkm_index_t *n_changed, const double *X,
+                        const double *P, fkm_index_t lo, fkm_index_t hi, fkm_index_t d,
+                        const double *ct, const double *hnorm, fkm_index_t k,
+                        const unsigned char *need);
+int fkm_lloyd_label_f32(int32_t *labels, fkm_index_t *n_changed, const float *X,
+                        const double *P, fkm_index_t lo, fkm_index_t hi, fkm_index_t d,
+                        const double *ct, const double *hnorm, fkm_index_t k,
+                        const unsigned char *need);
+
 /* fkm_lloyd_merge: sums = sum_p part_sums[p], wsums likewise, inertia
  * likewise, parts added in order p = 0, 1, ...  (part_sums is
  * n_parts x k x d, part_wsums n_parts x k). */

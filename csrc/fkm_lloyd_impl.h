@@ -455,6 +455,84 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
     return FKM_OK;
 }
 
+/* Store the labels best[0..m) of points i.. and count the changes. */
+static inline __attribute__((always_inline)) void FKM_NAME(set_labels)(
+    int32_t *labels, fkm_index_t *nchg, fkm_index_t i, const fkm_index_t *best, int m)
+{
+    for (int r = 0; r < m; ++r) {
+        *nchg += labels[i + r] != (int32_t)best[r];
+        labels[i + r] = (int32_t)best[r];
+    }
+}
+
+FKM_HOT int FKM_NAME(fkm_lloyd_label)(
+    int32_t *labels, fkm_index_t *n_changed, const FKM_REAL *X, const double *P,
+    fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
+    const double *hnorm, fkm_index_t k, const unsigned char *need)
+{
+    const fkm_index_t n4 = P ? hi - hi % 4 : lo;
+    if (P && lo % 4 != 0)
+        return FKM_EDOM;
+    fkm_index_t nchg = 0;
+    fkm_index_t i = lo;
+    fkm_index_t best[8];
+    if (P) {
+        /* Whole packed panels, in the groups of fkm_lloyd_assign_masked. */
+        for (; i + 8 <= n4; i += 8) {
+            if (need && !FKM_NAME(any_need)(need + i, 8))
+                continue;
+#define FKM_PCASE(D) FKM_NAME(panel8)(best, P + i * (D), P + i * (D) + 4 * (D), D, ct, hnorm, k)
+            FKM_WITH_CONST_D(d, FKM_PCASE)
+#undef FKM_PCASE
+            FKM_NAME(set_labels)(labels, &nchg, i, best, 8);
+        }
+        for (; i + 4 <= n4; i += 4) {
+            if (need && !FKM_NAME(any_need)(need + i, 4))
+                continue;
+#define FKM_PCASE(D) FKM_NAME(panel4)(best, P + i * (D), D, ct, hnorm, k)
+            FKM_WITH_CONST_D(d, FKM_PCASE)
+#undef FKM_PCASE
+            FKM_NAME(set_labels)(labels, &nchg, i, best, 4);
+        }
+    }
+    fkm_v4d *accbuf = NULL;
+    FKM_REAL *pad = NULL;
+    if (i < hi) {
+        accbuf = malloc((size_t)(8 * ((k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL)) *
+                        sizeof(fkm_v4d));
+        if (!accbuf)
+            return FKM_ENOMEM;
+    }
+    for (; i < hi; i += 4) {
+        const FKM_REAL *rows[4];
+        fkm_index_t m = hi - i < 4 ? hi - i : 4;
+        if (need && !FKM_NAME(any_need)(need + i, (int)m))
+            continue;
+        if (m == 4) {
+            for (int r = 0; r < 4; ++r)
+                rows[r] = X + (i + r) * d;
+        } else {
+            /* Tail: repeat the last row; extra results are ignored. */
+            if (!pad) {
+                pad = malloc((size_t)(d > 0 ? d : 1) * sizeof(FKM_REAL));
+                if (!pad) {
+                    free(accbuf);
+                    return FKM_ENOMEM;
+                }
+                memcpy(pad, X + (hi - 1) * d, (size_t)d * sizeof(FKM_REAL));
+            }
+            for (int r = 0; r < 4; ++r)
+                rows[r] = r < m ? X + (i + r) * d : pad;
+        }
+        FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm, k, accbuf);
+        FKM_NAME(set_labels)(labels, &nchg, i, best, (int)m);
+    }
+    free(accbuf);
+    free(pad);
+    *n_changed = nchg;
+    return FKM_OK;
+}
+
 int FKM_NAME(fkm_lloyd_assign)(
     int32_t *labels, fkm_index_t *n_changed, double *mind, double *sums,
     double *wsums, double *inertia, const FKM_REAL *X, const double *P,

@@ -1,14 +1,17 @@
 /* fkm_lloyd_loop.c -- complete small Lloyd runs (see fkm_lloyd_loop.h). */
 #include "fkm_lloyd_loop.h"
 #include "fkm_lloyd.h"
+#include "fkm_lloyd_acc.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Scratch for one run: packed centers and points (fkm_lloyd.h). */
+/* Scratch for one run: packed centers and points (fkm_lloyd.h), the
+ * accumulation scratch (fkm_lloyd_acc.h). */
 typedef struct {
-    double *ct, *hnorm, *shift, *P;
+    double *ct, *hnorm, *shift, *P, *acc;
 } loop_ws;
 
 /* The mean of the centers rounded to 16 significant bits per coordinate
@@ -285,7 +288,6 @@ static void bnd_forget(bnd_ws *b, fkm_index_t n)
         b->L[i] = 0.0;
     }
 }
-
 /* Pack the centers (shift, ct, hnorm) for the tiled kernel. */
 static void pack(loop_ws *ws, const double *centers, fkm_index_t k, fkm_index_t d)
 {
@@ -293,19 +295,22 @@ static void pack(loop_ws *ws, const double *centers, fkm_index_t k, fkm_index_t 
     fkm_lloyd_pack_centers(ws->ct, ws->hnorm, centers, ws->shift, k, d);
 }
 
-/* The tiled assignment of all points to the packed centers, scoring only
- * the groups with a point flagged in need (all when need is NULL); mind
- * may be NULL (distances not needed).  *changed counts the labels that
+/* The assignment of all points to the packed centers: labels by the tiled
+ * kernel, scoring only the groups with a point flagged in need (all when
+ * need is NULL), then sums and weights by the rule of fkm_lloyd_acc.h; with
+ * mind, the distances and *inertia too.  *changed counts the labels that
  * differ from their values on entry. */
-static int assign(fkm_index_t *changed, int32_t *labels, double *mind, double *sums,
-                  double *wsums, const loop_ws *ws, const unsigned char *need,
+static int assign(fkm_index_t *changed, int32_t *labels, double *mind, double *inertia,
+                  double *sums, double *wsums, const loop_ws *ws, const unsigned char *need,
                   const double *centers, const double *X, const double *w,
                   fkm_index_t n, fkm_index_t d, fkm_index_t k)
 {
-    double inertia;
-    return fkm_lloyd_assign_masked_f64(labels, changed, mind, sums, wsums, &inertia, X,
-                                       ws->P, w, 0, n, d, ws->ct, ws->hnorm, centers, k,
-                                       need);
+    int status = fkm_lloyd_label_f64(labels, changed, X, ws->P, 0, n, d, ws->ct, ws->hnorm,
+                                     k, need);
+    if (status != FKM_OK) return status;
+    fkm_lloyd_accumulate_f64(sums, wsums, ws->acc, X, w, labels, n, d, k, NULL);
+    if (mind) *inertia = fkm_lloyd_distances_f64(mind, X, ws->P, w, labels, centers, n, d);
+    return FKM_OK;
 }
 
 /* Bounds step before an assignment: the mask to pass to assign (NULL: score
@@ -321,155 +326,348 @@ static const unsigned char *bnd_before(bnd_ws *b, const int32_t *labels, const l
 }
 
 /* ---------------------------------------------------------------------------
- * Traces (fkm_lloyd_loop.h).  Assignment a of a rerun starts from entry a
- * of the recorded run: its labels, and its bounds moved by the distance
- * from its centers to the rerun's (bnd_move with old = the recorded
- * centers), which is exactly the situation of a Hamerly step.  The points
- * the bounds prove keep the recorded label, which is then the kernel's
- * label for the rerun's centers; the others are scored.  The entry is then
- * overwritten with the rerun's centers, labels and bounds (moved bounds for
- * the proven points, tight ones for the scored points).
+ * Traces (fkm_lloyd_loop.h).  A trace is the record of one run (the
+ * "recording"), never modified by the reruns that use it.  Entry a holds,
+ * for the recording's assignment a: the centers C_a it used, its labels,
+ * its sums and weights S_a (rule of fkm_lloyd_acc.h, with the recording's
+ * weights w_rec), and per point the distance bounds U, L for those centers
+ * (as in bnd_full) with the points ordered by class of their gap g = L - U
+ * (rounded down), class = binade of g relative to the largest U.
+ *
+ * Assignment a of a rerun with centers C'_a: the centers moved by at most
+ * m_j <= M from C_a.  Bounds moved like a Hamerly step (U + m_a, L - max of
+ * the others' moves) prove the recorded label by test (4) above.  Every
+ * point whose gap g exceeds T = 2 (M + dl) + 2 sqrt(E_max) passes it
+ * without being looked at: with U* = U + M, L* = L - M, G = L* - U* - 2 dl
+ * >= g - 2M - 2dl > 2 sqrt(E_max), (L* - dl)^2 - (U* + dl)^2 = G (L* + U*)
+ * >= G g > G^2 > 4 E_max >= 4 E, and L* > T - M > dl.  So only the points
+ * of the classes up to T's are tested one by one (moved bounds, test (4)),
+ * and only those that fail are scored (fkm_lloyd_label with a mask).
+ * Labels are the recorded ones elsewhere.  A cluster whose points and
+ * weights are the recording's has the recording's sums: only the clusters
+ * of a point whose label or weight differs from the recording ("dirty")
+ * are summed again (fkm_lloyd_accumulate_f64 with a mask, same rule).  The
+ * results are those of an untraced run, bit for bit.
  * ------------------------------------------------------------------------- */
+
+#define TR_NCLS 48  /* gap classes: binades below the largest U; class 0 takes the rest */
 
 void fkm_lloyd_trace_free(fkm_lloyd_trace *tr)
 {
     free(tr->C);
+    free(tr->S);
     free(tr->labels);
     free(tr->U);
     free(tr->L);
+    free(tr->order);
+    free(tr->start);
+    free(tr->w);
     free(tr->xn);
+    free(tr->P);
     memset(tr, 0, sizeof *tr);
 }
 
-/* Room for m entries (keeps the ones recorded). */
+/* realloc *p to size bytes; FKM_ENOMEM leaves *p as it was. */
+static int grow(void **p, size_t size)
+{
+    void *q = realloc(*p, size);
+    if (!q) return FKM_ENOMEM;
+    *p = q;
+    return FKM_OK;
+}
+
+/* Room for m entries (keeps the ones recorded).  After a failure cap stays
+ * a lower bound of every array's size. */
 static int trace_reserve(fkm_lloyd_trace *tr, fkm_index_t m)
 {
     const size_t n = (size_t)tr->n, kd = (size_t)tr->k * (size_t)tr->d;
     size_t cap;
-    void *p;
     if (m <= tr->cap) return FKM_OK;
     cap = (size_t)(m > 2 * tr->cap ? m : 2 * tr->cap);
     if (cap < 8) cap = 8;
-    /* each array grows on its own: after a failure, cap stays a lower bound
-     * of every array's size */
-    if (!(p = realloc(tr->C, sizeof(double) * cap * kd))) return FKM_ENOMEM;
-    tr->C = p;
-    if (!(p = realloc(tr->labels, sizeof(int32_t) * cap * n))) return FKM_ENOMEM;
-    tr->labels = p;
-    if (!(p = realloc(tr->U, sizeof(double) * cap * n))) return FKM_ENOMEM;
-    tr->U = p;
-    if (!(p = realloc(tr->L, sizeof(double) * cap * n))) return FKM_ENOMEM;
-    tr->L = p;
+    if (grow((void **)&tr->C, sizeof(double) * cap * kd) ||
+        grow((void **)&tr->S, sizeof(double) * cap * (kd + (size_t)tr->k)) ||
+        grow((void **)&tr->labels, sizeof(int32_t) * cap * n) ||
+        grow((void **)&tr->U, sizeof(double) * cap * n) ||
+        grow((void **)&tr->L, sizeof(double) * cap * n) ||
+        grow((void **)&tr->order, sizeof(int32_t) * cap * n) ||
+        grow((void **)&tr->start, sizeof(int32_t) * cap * (TR_NCLS + 2)))
+        return FKM_ENOMEM;
     tr->cap = (fkm_index_t)cap;
     return FKM_OK;
 }
 
 /* Make tr a trace of an n x d, k-center run on X (forgetting its entries if
- * its shape differs) and point b at its norms. */
-static int trace_open(fkm_lloyd_trace *tr, bnd_ws *b, const double *X, fkm_index_t n,
-                      fkm_index_t d, fkm_index_t k)
+ * its shape differs): the point norms and, with pack, the packed points are
+ * computed once per trace. */
+static int trace_open(fkm_lloyd_trace *tr, double rel, const double *X, fkm_index_t n,
+                      fkm_index_t d, fkm_index_t k, int pack)
 {
     fkm_index_t i, c;
-    if (tr->n != n || tr->d != d || tr->k != k || !tr->xn) {
+    if (tr->n != n || tr->d != d || tr->k != k || !tr->xn || !tr->w || (pack && !tr->P)) {
         fkm_lloyd_trace_free(tr);
         tr->n = n, tr->d = d, tr->k = k;
         tr->xn = malloc(sizeof(double) * (size_t)n);
-        if (!tr->xn) return FKM_ENOMEM;
+        tr->w = malloc(sizeof(double) * (size_t)n);
+        tr->P = pack ? malloc(sizeof(double) * (size_t)(n * d)) : NULL;
+        if (!tr->xn || !tr->w || (pack && !tr->P)) {
+            fkm_lloyd_trace_free(tr);
+            return FKM_ENOMEM;
+        }
+        if (pack) fkm_lloyd_pack_points_f64(tr->P, X, 0, n, d);
         for (i = 0; i < n; i++) {
             const double *x = X + (size_t)i * (size_t)d;
             double ss = 0.0, v;
             for (c = 0; c < d; c++) ss += x[c] * x[c];
-            v = bnd_norm(ss, b->rel);
+            v = bnd_norm(ss, rel);
             tr->xn[i] = v <= BND_BIG ? v : HUGE_VAL;
+            if (!(tr->xn[i] <= tr->xnmax)) tr->xnmax = tr->xn[i];
         }
     }
-    memcpy(b->xn, tr->xn, sizeof(double) * (size_t)n);
     return FKM_OK;
 }
 
-/* Assignment number a of a traced run (see above); prev holds the previous
- * iteration's labels, *changed gets the number of labels that differ from
- * them.  mind as for assign. */
-static int trace_assign(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, fkm_index_t *changed,
-                        int32_t *labels, const int32_t *prev, double *mind, double *sums,
-                        double *wsums, const loop_ws *ws, const double *centers,
-                        const double *X, const double *w, fkm_index_t n, fkm_index_t d,
+/* Class of gap g (>= 0) for the binade e0 of the largest U. */
+static inline int trace_class(double g, int e0)
+{
+    int e, c;
+    if (!(g > 0.0)) return 0;
+    if (!(g <= DBL_MAX)) return TR_NCLS - 1;
+    (void)frexp(g, &e);
+    c = e - e0 + TR_NCLS - 1;
+    return c < 0 ? 0 : (c > TR_NCLS - 1 ? TR_NCLS - 1 : c);
+}
+
+/* Record entry a: centers, labels, sums of the assignment just made, and
+ * tight bounds of every point ordered by gap class (start[0..TR_NCLS]:
+ * class boundaries in order; start[TR_NCLS + 1]: the binade of the
+ * largest U). */
+static int trace_record(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, const int32_t *labels,
+                        const double *sums, const double *wsums, const loop_ws *ws,
+                        const double *centers, const double *X, fkm_index_t n, fkm_index_t d,
                         fkm_index_t k)
 {
     const size_t sn = (size_t)n, skd = (size_t)k * (size_t)d;
-    const unsigned char *need = NULL;
-    fkm_index_t i, count = 0, ignored;
-    int status;
-    if (a < tr->len) {
-        memcpy(labels, tr->labels + (size_t)a * sn, sizeof(int32_t) * sn);
-        memcpy(b->U, tr->U + (size_t)a * sn, sizeof(double) * sn);
-        memcpy(b->L, tr->L + (size_t)a * sn, sizeof(double) * sn);
-        memcpy(b->old, tr->C + (size_t)a * skd, sizeof(double) * skd);
-        bnd_move(b, labels, centers, n, d, k);
-        need = bnd_before(b, labels, ws, X, n, d, k);
-    }
-    status = assign(&ignored, labels, mind, sums, wsums, ws, need, centers, X, w, n, d, k);
+    fkm_index_t i;
+    int32_t *order, *start, cnt[TR_NCLS + 1];
+    double umax = 0.0;
+    int e0 = 0, status = trace_reserve(tr, a + 1);
     if (status != FKM_OK) return status;
-    if (!need) bnd_forget(b, n);  /* every point scored: tight bounds for all */
-    bnd_refresh(b, need, labels, X, ws->ct, ws->shift, n, d, k);
-    status = trace_reserve(tr, a + 1);
-    if (status != FKM_OK) return status;
+    bnd_forget(b, n);
+    bnd_refresh(b, NULL, labels, X, ws->ct, ws->shift, n, d, k);
+    memcpy(tr->C + (size_t)a * skd, centers, sizeof(double) * skd);
+    memcpy(tr->S + (size_t)a * (skd + (size_t)k), sums, sizeof(double) * skd);
+    memcpy(tr->S + (size_t)a * (skd + (size_t)k) + skd, wsums, sizeof(double) * (size_t)k);
     memcpy(tr->labels + (size_t)a * sn, labels, sizeof(int32_t) * sn);
     memcpy(tr->U + (size_t)a * sn, b->U, sizeof(double) * sn);
     memcpy(tr->L + (size_t)a * sn, b->L, sizeof(double) * sn);
-    memcpy(tr->C + (size_t)a * skd, centers, sizeof(double) * skd);
-    if (a >= tr->len) tr->len = a + 1;
-    for (i = 0; i < n; i++) count += labels[i] != prev[i];
-    *changed = count;
+    /* counting sort of the points by gap class (need[] holds the classes) */
+    for (i = 0; i < n; i++)
+        if (b->U[i] > umax && b->U[i] <= DBL_MAX) umax = b->U[i];
+    if (umax > 0.0) (void)frexp(umax, &e0);
+    memset(cnt, 0, sizeof cnt);
+    for (i = 0; i < n; i++) {
+        const double gap = b->L[i] - b->U[i];
+        const int c = trace_class(gap > 0.0 ? bnd_down(gap, b->rel) : 0.0, e0);
+        b->need[i] = (unsigned char)c;
+        cnt[c + 1]++;
+    }
+    start = tr->start + (size_t)a * (TR_NCLS + 2);
+    start[TR_NCLS + 1] = e0;
+    start[0] = 0;
+    for (i = 0; i < TR_NCLS; i++) start[i + 1] = start[i] + cnt[i + 1];
+    memcpy(cnt, start, sizeof(int32_t) * TR_NCLS);
+    order = tr->order + (size_t)a * sn;
+    for (i = 0; i < n; i++) order[cnt[b->need[i]]++] = (int32_t)i;
+    memset(b->need, 0, sn);
     return FKM_OK;
 }
 
-static int loop_run(double *centers, int32_t *labels, double *mind,
-                       fkm_index_t *n_iter, double *inertia,
-                       const double *X, const double *w, fkm_index_t n,
-                       fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
-                       double tol_abs, int use_bounds, fkm_lloyd_trace *tr)
+/* Assignment a (< tr->len) of a rerun, from entry a (see above): labels,
+ * sums and weights.  The nw points jw have weights other than the
+ * recording's.  *changed counts the labels that differ from prev; the
+ * number of points scored is added to *n_scored.  dirty (k) and b->need
+ * are zero on entry and on exit. */
+static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, fkm_index_t *changed,
+                        fkm_index_t *n_scored, int32_t *labels, const int32_t *prev,
+                        double *sums, double *wsums, const loop_ws *ws,
+                        unsigned char *dirty, fkm_index_t *flagged, const fkm_index_t *jw,
+                        fkm_index_t nw, const double *centers, const double *X,
+                        const double *w, fkm_index_t n, fkm_index_t d, fkm_index_t k)
 {
-    fkm_index_t it, i, j, c, q, a = 0;
+    const size_t sn = (size_t)n, skd = (size_t)k * (size_t)d;
+    const int32_t *rl = tr->labels + (size_t)a * sn, *order = tr->order + (size_t)a * sn;
+    const int32_t *start = tr->start + (size_t)a * (TR_NCLS + 2);
+    const double *U = tr->U + (size_t)a * sn, *L = tr->L + (size_t)a * sn;
+    const double *Ca = tr->C + (size_t)a * skd, *Sa = tr->S + (size_t)a * (skd + (size_t)k);
+    double dl, A, h, Ms, m1 = 0.0, m2 = 0.0;
+    fkm_index_t i, j, c, q, j1 = -1, nflag = 0, count = 0, ignored;
+    int status = FKM_OK, any_dirty = 0;
+    for (j = 0; j < k; j++) {  /* moves of the centers since the recording */
+        double ss = 0.0, m;
+        for (c = 0; c < d; c++) {
+            const double t = centers[(size_t)j * (size_t)d + c] - Ca[(size_t)j * (size_t)d + c];
+            ss += t * t;
+        }
+        m = bnd_norm(ss, b->rel);
+        if (!(m <= HUGE_VAL)) m = HUGE_VAL;  /* NaN: no bound */
+        b->move[j] = m;
+        if (m > m1) { m2 = m1; m1 = m; j1 = j; }
+        else if (m > m2) m2 = m;
+    }
+    memcpy(labels, rl, sizeof(int32_t) * sn);
+    if (bnd_consts(&dl, &A, &h, &Ms, b, ws->ct, ws->shift, k, d) && m1 <= DBL_MAX) {
+        const double Emax = A * (h + tr->xnmax) + BND_ETA;
+        const double T = bnd_up(2.0 * (m1 + dl) + 2.0 * sqrt(Emax), b->rel) * (1.0 + 0x1p-20);
+        const int cT = T <= DBL_MAX ? trace_class(T, start[TR_NCLS + 1]) : TR_NCLS - 1;
+        for (q = 0; q < start[cT + 1]; q++) {
+            const fkm_index_t p = order[q];
+            const int32_t ap = rl[p];
+            const double mo = ap == j1 ? m2 : m1;
+            const double Up = bnd_up(U[p] + b->move[ap], b->rel);
+            const double Lp = L[p] > 0.0 ? bnd_lower(L[p], mo, b->rel) : 0.0;
+            const double E = A * (h + b->xn[p]) + BND_ETA;
+            if (bnd_keeps(Up, Lp, E, dl, b->rel)) continue;
+            b->need[p] = 1;
+            flagged[nflag++] = p;
+        }
+    } else {  /* nothing can be proven: score every point */
+        for (i = 0; i < n; i++) {
+            b->need[i] = 1;
+            flagged[nflag++] = i;
+        }
+    }
+    if (nflag) {
+        status = fkm_lloyd_label_f64(labels, &ignored, X, ws->P, 0, n, d, ws->ct, ws->hnorm,
+                                     k, b->need);
+        for (q = 0; q < nflag; q++) {
+            const fkm_index_t p = flagged[q];
+            b->need[p] = 0;
+            if (labels[p] != rl[p]) {
+                dirty[labels[p]] = dirty[rl[p]] = 1;
+                any_dirty = 1;
+            }
+        }
+        if (status != FKM_OK) goto out;
+    }
+    for (q = 0; q < nw; q++) {
+        dirty[labels[jw[q]]] = 1;
+        any_dirty = 1;
+    }
+    memcpy(sums, Sa, sizeof(double) * skd);
+    memcpy(wsums, Sa + skd, sizeof(double) * (size_t)k);
+    if (any_dirty)
+        fkm_lloyd_accumulate_f64(sums, wsums, ws->acc, X, w, labels, n, d, k, dirty);
+    for (i = 0; i < n; i++) count += labels[i] != prev[i];
+    *changed = count;
+    *n_scored += nflag;
+out:
+    memset(dirty, 0, (size_t)k);
+    return status;
+}
+
+/* State of one run shared by its assignments. */
+typedef struct {
+    fkm_lloyd_trace *tr;     /* NULL: untraced */
+    bnd_ws *b;               /* bounds workspace (traces, use_bounds), or NULL */
+    loop_ws *ws;
+    int replay;              /* tr holds a recording this run reruns */
+    fkm_index_t len0;        /* its entries */
+    fkm_index_t nw;          /* points whose weight is not the recording's ... */
+    fkm_index_t *jw;         /* ... listed here */
+    fkm_index_t *flagged;    /* scratch of trace_replay (n) */
+    unsigned char *dirty;    /* scratch of trace_replay (k, zero) */
+    fkm_index_t n_scored;    /* points scored by trace_replay in this run */
+    double *sums, *wsums;
+    const double *X, *w;
+    fkm_index_t n, d, k;
+} run_ctx;
+
+/* Assignment number a (iteration it; the final one has it = the number of
+ * iterations run) to centers: labels (prev: the previous ones), sums and
+ * weights; with mind, the distances and *inert too.  *changed counts the
+ * labels that differ from prev. */
+static int run_assign(run_ctx *r, fkm_index_t a, fkm_index_t it, fkm_index_t *changed,
+                      int32_t *labels, const int32_t *prev, double *mind, double *inert,
+                      const double *centers)
+{
+    const fkm_index_t n = r->n, d = r->d, k = r->k;
+    const unsigned char *need = NULL;
+    int status;
+    pack(r->ws, centers, k, d);
+    if (r->replay && a < r->len0) {
+        status = trace_replay(r->tr, r->b, a, changed, &r->n_scored, labels, prev, r->sums,
+                              r->wsums, r->ws, r->dirty, r->flagged, r->jw, r->nw, centers,
+                              r->X, r->w, n, d, k);
+        if (status == FKM_OK && mind)
+            *inert = fkm_lloyd_distances_f64(mind, r->X, r->ws->P, r->w, labels, centers, n, d);
+        return status;
+    }
+    if (!r->tr && it > 0) need = bnd_before(r->b, labels, r->ws, r->X, n, d, k);
+    status = assign(changed, labels, mind, inert, r->sums, r->wsums, r->ws, need, centers,
+                    r->X, r->w, n, d, k);
+    if (status != FKM_OK) return status;
+    if (!r->tr && r->b && it > 0)  /* tight bounds of the scored points */
+        bnd_refresh(r->b, need, labels, r->X, r->ws->ct, r->ws->shift, n, d, k);
+    if (r->tr && !r->replay)
+        status = trace_record(r->tr, r->b, a, labels, r->sums, r->wsums, r->ws, centers, r->X,
+                              n, d, k);
+    return status;
+}
+
+static int loop_run(double *centers, int32_t *labels, double *mind,
+                    fkm_index_t *n_iter, double *inertia,
+                    const double *X, const double *w, fkm_index_t n,
+                    fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
+                    double tol_abs, int use_bounds, fkm_lloyd_trace *tr)
+{
+    fkm_index_t it, i, j, c, q, a = 0, changed;
     double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
     fkm_index_t *taken = malloc(sizeof(fkm_index_t) * (size_t)k);
     int32_t *prev = malloc(sizeof(int32_t) * (size_t)n);
     unsigned char *empty = malloc((size_t)k), *lost = calloc((size_t)k, 1);
-    double *wsums, total = 0.0;
+    double total = 0.0;
     int status = FKM_OK;
     int pack_pts = d <= FKM_LLOYD_PACK_MAX_D && n >= 4;
     const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
     loop_ws ws;
-    bnd_ws bw, *b = NULL;
+    bnd_ws bw;
+    run_ctx r;
     memset(&bw, 0, sizeof bw);
+    memset(&r, 0, sizeof r);
+    if (k < 2) tr = NULL;  /* k = 1: every label is 0, nothing to prove */
+    r.ws = &ws, r.sums = sums, r.X = X, r.w = w, r.n = n, r.d = d, r.k = k;
     ws.ct = malloc(sizeof(double) * (size_t)fkm_lloyd_packed_size(k, d));
     ws.hnorm = malloc(sizeof(double) * (size_t)(np * FKM_LLOYD_PANEL));
     ws.shift = malloc(sizeof(double) * (size_t)d);
-    ws.P = pack_pts ? malloc(sizeof(double) * (size_t)(n * d)) : NULL;
+    ws.P = pack_pts && !tr ? malloc(sizeof(double) * (size_t)(n * d)) : NULL;
+    ws.acc = malloc(sizeof(double) * (size_t)fkm_lloyd_acc_scratch(k, d));
     if (!sums || !taken || !prev || !empty || !lost || !ws.ct || !ws.hnorm || !ws.shift ||
-        (pack_pts && !ws.P)) {
+        (pack_pts && !tr && !ws.P) || !ws.acc) {
         status = FKM_ENOMEM;
         goto done;
     }
-    if (k < 2) tr = NULL;  /* k = 1: every label is 0, nothing to prove */
-    if (tr) use_bounds = 1;  /* the bounds workspace (not used between iterations) */
-    if (use_bounds && k >= 2) {
+    r.wsums = sums + (size_t)(k * d);
+    if ((use_bounds || tr) && k >= 2) {
         bw.rel = (double)(d + 16) * 0x1p-49;
         bw.U = malloc(sizeof(double) * (size_t)n);
         bw.L = malloc(sizeof(double) * (size_t)n);
-        bw.xn = malloc(sizeof(double) * (size_t)n);
+        bw.xn = tr ? NULL : malloc(sizeof(double) * (size_t)n);
         bw.old = malloc(sizeof(double) * (size_t)(k * d));
         bw.move = malloc(sizeof(double) * (size_t)k);
         bw.xs = malloc(sizeof(double) * (size_t)d);
         bw.acc = malloc(sizeof(double) * (size_t)(np * FKM_LLOYD_PANEL));
-        bw.need = malloc((size_t)n);
-        if (!bw.U || !bw.L || !bw.xn || !bw.old || !bw.move || !bw.xs || !bw.acc || !bw.need) {
+        bw.need = calloc((size_t)n, 1);
+        if (!bw.U || !bw.L || !(tr || bw.xn) || !bw.old || !bw.move || !bw.xs || !bw.acc ||
+            !bw.need) {
             status = FKM_ENOMEM;
             goto done;
         }
         if (tr) {
-            status = trace_open(tr, &bw, X, n, d, k);
+            status = trace_open(tr, bw.rel, X, n, d, k, pack_pts);
             if (status != FKM_OK) goto done;
+            ws.P = tr->P;  /* owned by the trace */
+            bw.xn = tr->xn;
         } else {
             for (i = 0; i < n; i++) {
                 const double *x = X + (size_t)i * (size_t)d;
@@ -480,40 +678,45 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
             }
         }
         bnd_forget(&bw, n);
-        b = &bw;
+        r.b = &bw;
+    }
+    if (tr) {
+        r.tr = tr;
+        r.dirty = calloc((size_t)k, 1);
+        r.jw = malloc(sizeof(fkm_index_t) * (size_t)n);
+        r.flagged = malloc(sizeof(fkm_index_t) * (size_t)n);
+        if (!r.dirty || !r.jw || !r.flagged) {
+            status = FKM_ENOMEM;
+            goto done;
+        }
+        r.len0 = tr->len;
+        /* the points whose weight is not the recording's (bit for bit) */
+        for (i = 0; r.len0 > 0 && i < n; i++) {
+            const double wi = w ? w[i] : 1.0;
+            if (memcmp(&wi, tr->w + i, sizeof wi) != 0) r.jw[r.nw++] = i;
+        }
+        r.replay = r.len0 > 0 && r.nw <= n / 8;
+        if (!r.replay) {  /* this run records (its entries are valid only at the end) */
+            r.len0 = tr->len = 0;
+            for (i = 0; i < n; i++) tr->w[i] = w ? w[i] : 1.0;
+        }
     }
     if (pack_pts) fkm_lloyd_pack_points_f64(ws.P, X, 0, n, d);
-    wsums = sums + (size_t)(k * d);
     for (i = 0; i < n; i++) labels[i] = -1;
     *n_iter = 0;
     for (it = 0; it < max_iter; it++) {
-        fkm_index_t changed, n_taken = 0;
-        double shift = 0.0;
-        const unsigned char *need;
+        fkm_index_t n_taken = 0;
+        double shift = 0.0, unused;
         memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
-        pack(&ws, centers, k, d);
-        if (tr) {
-            status = trace_assign(tr, b, a++, &changed, labels, prev, NULL, sums, wsums, &ws,
-                                  centers, X, w, n, d, k);
-        } else {
-            need = it > 0 ? bnd_before(b, labels, &ws, X, n, d, k) : NULL;
-            status = assign(&changed, labels, NULL, sums, wsums, &ws, need, centers, X, w,
-                            n, d, k);
-            if (status == FKM_OK && b && it > 0)  /* tight bounds of the scored points */
-                bnd_refresh(b, need, labels, X, ws.ct, ws.shift, n, d, k);
-        }
+        status = run_assign(&r, a++, it, &changed, labels, prev, NULL, &unused, centers);
         if (status != FKM_OK) goto done;
-        for (j = 0; j < k && wsums[j] > 0.0; j++) {}
-        if (j < k) {  /* an empty cluster: redo with distances to relocate */
-            memcpy(labels, prev, sizeof(int32_t) * (size_t)n);
-            status = assign(&changed, labels, mind, sums, wsums, &ws, NULL, centers, X, w,
-                            n, d, k);
-            if (status != FKM_OK) goto done;
-        }
-        if (b) memcpy(b->old, centers, sizeof(double) * (size_t)(k * d));
+        for (j = 0; j < k && r.wsums[j] > 0.0; j++) {}
+        if (j < k)  /* an empty cluster: the distances, to relocate */
+            (void)fkm_lloyd_distances_f64(mind, X, ws.P, w, labels, centers, n, d);
+        if (r.b && !tr) memcpy(bw.old, centers, sizeof(double) * (size_t)(k * d));
         /* the clusters empty after the assignment (decided before any
          * relocation) take the farthest points, in index order */
-        for (j = 0; j < k; j++) empty[j] = !(wsums[j] > 0.0);
+        for (j = 0; j < k; j++) empty[j] = !(r.wsums[j] > 0.0);
         for (j = 0; j < k; j++) {
             fkm_index_t far = -1;
             double fd = -1.0;
@@ -542,13 +745,13 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
             double *sj = sums + (size_t)j * (size_t)d;
             if (!lost[j]) continue;
             for (c = 0; c < d; c++) sj[c] = 0.0;
-            wsums[j] = 0.0;
+            r.wsums[j] = 0.0;
             for (i = 0; i < n; i++) {
                 double wi = w ? w[i] : 1.0;
                 const double *xi = X + (size_t)i * (size_t)d;
                 if (labels[i] != (int32_t)j) continue;
                 for (c = 0; c < d; c++) sj[c] += wi * xi[c];
-                wsums[j] += wi;
+                r.wsums[j] += wi;
             }
             lost[j] = 0;
         }
@@ -557,16 +760,16 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
             int skip = 0;
             for (q = 0; q < n_taken; q++) skip |= (labels[taken[q]] == (int32_t)j);
             /* no weight left (all its points taken): keeps its center */
-            if (skip || !(wsums[j] > 0.0)) continue;
+            if (skip || !(r.wsums[j] > 0.0)) continue;
             for (c = 0; c < d; c++) {
-                double v = sums[(size_t)j * (size_t)d + c] / wsums[j];
+                double v = sums[(size_t)j * (size_t)d + c] / r.wsums[j];
                 shift += (v - m[c]) * (v - m[c]);
                 m[c] = v;
             }
         }
-        if (b && !tr) {  /* a relocated point changed label outside the bounds: start over */
-            if (n_taken) bnd_forget(b, n);
-            else bnd_move(b, labels, centers, n, d, k);
+        if (r.b && !tr) {  /* a relocated point changed label outside the bounds: start over */
+            if (n_taken) bnd_forget(r.b, n);
+            else bnd_move(r.b, labels, centers, n, d, k);
         }
         *n_iter = it + 1;
         if (it > 0) {  /* strict convergence: labels equal the previous iteration's */
@@ -577,33 +780,29 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
         }
         if (shift <= tol_abs) break;
     }
-    {
-        fkm_index_t changed;
-        const unsigned char *need;
-        pack(&ws, centers, k, d);
-        if (tr) {
-            memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
-            status = trace_assign(tr, b, a++, &changed, labels, prev, mind, sums, wsums, &ws,
-                                  centers, X, w, n, d, k);
-        } else {
-            need = *n_iter > 0 ? bnd_before(b, labels, &ws, X, n, d, k) : NULL;
-            status = assign(&changed, labels, mind, sums, wsums, &ws, need, centers, X, w,
-                            n, d, k);
-        }
-        if (status != FKM_OK) goto done;
-    }
-    for (i = 0; i < n; i++) total += (w ? w[i] : 1.0) * mind[i];
+    memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
+    status = run_assign(&r, a++, *n_iter, &changed, labels, prev, mind, &total, centers);
+    if (status != FKM_OK) goto done;
     *inertia = total;
     for (j = 0; j < k * d; j++)
         if (!isfinite(centers[j])) status = FKM_ENONFINITE;
     if (!isfinite(total)) status = FKM_ENONFINITE;
-    if (tr && status == FKM_OK) tr->len = a;  /* this run's assignments only */
+    if (tr && status == FKM_OK) {
+        if (!r.replay)
+            tr->len = a;  /* the recording is complete */
+        else if (a > r.len0 || r.n_scored > n / 8)
+            tr->len = 0;  /* longer than the recording, or too far from it: record again */
+    }
 done:
     if (tr && status != FKM_OK) tr->len = 0;
     free(ws.ct);
     free(ws.hnorm);
     free(ws.shift);
-    free(ws.P);
+    if (!tr) free(ws.P);
+    free(ws.acc);
+    free(r.dirty);
+    free(r.jw);
+    free(r.flagged);
     free(sums);
     free(taken);
     free(prev);
@@ -611,7 +810,7 @@ done:
     free(lost);
     free(bw.U);
     free(bw.L);
-    free(bw.xn);
+    if (!tr) free(bw.xn);
     free(bw.old);
     free(bw.move);
     free(bw.xs);

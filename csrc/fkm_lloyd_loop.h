@@ -45,36 +45,44 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
 
 /* A recorded Lloyd run, for rerunning it cheaply after small changes of the
  * weights (the server of federated k-means after a point is unlearned).
- *
- * Entry a (0 <= a < len) holds, for the run's assignment number a (the
- * in-loop ones, then the final one): the k x d centers it used, the labels
- * it gave, and per point an upper bound U of the distance to the assigned
- * center and a lower bound L of the distance to every other one (the
- * bounds of fkm_lloyd_loop.c).  Owned by the caller; zero it (all fields 0
- * or NULL) before first use and release it with fkm_lloyd_trace_free.
+ * Owned by the caller: zero it (all fields 0 or NULL) before first use,
+ * release it with fkm_lloyd_trace_free; the fields are private to
+ * fkm_lloyd_loop.c except len (0: nothing recorded).
  */
 typedef struct {
-    fkm_index_t n, d, k;  /* the run's shape (len is reset when it differs) */
+    fkm_index_t n, d, k;  /* the recording's shape */
     fkm_index_t len, cap; /* entries recorded, entries allocated */
-    double *C;            /* cap x k x d */
+    double *C;            /* cap x k x d: the centers of each assignment */
+    double *S;            /* cap x (k d + k): its sums, then its weights */
     int32_t *labels;      /* cap x n */
-    double *U, *L;        /* cap x n */
+    double *U, *L;        /* cap x n: distance bounds */
+    int32_t *order;       /* cap x n: point ids by class of L - U */
+    int32_t *start;       /* cap x (classes + 2): class starts, then a binade */
+    double *w;            /* n: the recording's weights (1 for unit weights) */
     double *xn;           /* n: upper bounds of ||x_i|| (inf: too large) */
+    double xnmax;         /* their maximum */
+    double *P;            /* n x d: the points packed (fkm_lloyd_pack_points_f64) */
 } fkm_lloyd_trace;
 
 void fkm_lloyd_trace_free(fkm_lloyd_trace *trace);
 
-/* fkm_lloyd_loop_f64 (use_bounds = 0) that records its assignments in
- * trace and, when trace already holds a run on the same X (same n, d, k),
- * skips the scoring of the points whose recorded bounds, moved by the
- * distance between the recorded and the current centers of the same
- * assignment, prove the recorded label (the test of fkm_lloyd_loop.c).
- * Rerunning from the same starting centers with slightly changed weights
- * then scores almost no point.  The results (centers, labels, mind,
- * inertia, n_iter) are bit for bit those of fkm_lloyd_loop_f64 whatever
- * the trace holds, provided it was recorded on the same X (unchecked: the
- * caller ties a trace to one X).  On success the trace holds this run; on
- * error its len is 0.  k = 1 records nothing.
+/* fkm_lloyd_loop_f64 (use_bounds = 0) with a trace.  When the trace holds
+ * no recording (len = 0), or one made with weights that differ from w at
+ * more than n / 8 points, the run is recorded (about twice the work of an
+ * untraced run).  Otherwise the run reuses the recording: at each
+ * assignment, only the points whose recorded distance bounds, moved by the
+ * distance between the recorded and the current centers, cannot prove the
+ * recorded label are scored, and only the clusters whose points or weights
+ * differ from the recording's are summed again (fkm_lloyd_loop.c).  A rerun
+ * from the same starting centers with a few changed weights then costs a
+ * small fraction of a run.  A rerun that scored more than n / 8 points, or
+ * ran longer than the recording, empties the trace (the next run records).
+ *
+ * The results (centers, labels, mind, inertia, n_iter) are bit for bit
+ * those of fkm_lloyd_loop_f64 whatever the trace holds, provided every run
+ * on it used the same X (unchecked: the caller ties a trace to one X; a
+ * trace whose n, d or k differ is emptied).  On error the trace is empty.
+ * k = 1 records nothing.
  */
 int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
                               fkm_index_t *n_iter, double *inertia,

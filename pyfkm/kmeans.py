@@ -63,8 +63,12 @@ def _short_shift(s, bits=16):
 class _LloydWorkspace:
     """Buffers and the fixed partition for repeated Lloyd steps on one X."""
 
-    def __init__(self, X, w, k, n_threads, pack=True):
+    def __init__(self, X, w, k, n_threads, pack=True, explicit=False):
         n, d = X.shape
+        if explicit:
+            # one part, the rules of the one-call loop (_lloyd.lloyd_loop)
+            X, n_threads = np.ascontiguousarray(X, dtype=np.float64), 1
+        self.explicit = explicit
         self.X, self.k, self.d = X, k, d
         self.w = np.empty(0) if w is None else w
         self.bounds = _lloyd.part_bounds(n, k, d)
@@ -92,6 +96,11 @@ class _LloydWorkspace:
         # Scores are computed relative to a shift near the data (the mean of
         # the centers), else they lose all precision far from the origin.
         ct, hn = _lloyd.pack_centers(centers, _short_shift(centers.mean(axis=0)))
+        if self.explicit:
+            sums, wsums, inertia, self.n_changed = _lloyd.assign_explicit(
+                self.X, self.P, self.w, ct, hn, centers, self.labels,
+                self.mind if distances else None)
+            return sums, wsums, inertia
         P = len(self.bounds) - 1
         args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
         outs = (self.labels, self.mind if distances else None, self.part_sums,
@@ -179,7 +188,9 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
                 "squared distances overflow float64 (inertia is not finite); "
                 "rescale the data")
         return C, labels, float(inertia), n_iter
-    ws = _LloydWorkspace(X, sample_weight, k, n_threads)
+    # small and verbose: step by step, by the rules of the one-call loop
+    ws = _LloydWorkspace(X, sample_weight, k, n_threads,
+                         explicit=X.shape[0] < 2 * _SMALL_N)
     labels_prev = np.empty_like(ws.labels)
     n_iter = 0
     try:

@@ -180,6 +180,22 @@ cdef extern from "fkm_race.h" nogil:
                                    fkm_index_t d, fkm_index_t k, uint64_t key,
                                    fkm_index_t n_trials)
 
+cdef extern from "fkm_lloyd.h" nogil:
+    int fkm_lloyd_label_f64(int32_t *labels, fkm_index_t *n_changed, const double *X,
+                            const double *P, fkm_index_t lo, fkm_index_t hi, fkm_index_t d,
+                            const double *ct, const double *hnorm, fkm_index_t k,
+                            const unsigned char *need)
+
+cdef extern from "fkm_lloyd_acc.h" nogil:
+    fkm_index_t fkm_lloyd_acc_scratch(fkm_index_t k, fkm_index_t d)
+    void fkm_lloyd_accumulate_f64(double *sums, double *wsums, double *scratch,
+                                  const double *X, const double *w, const int32_t *labels,
+                                  fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                                  const unsigned char *dirty)
+    double fkm_lloyd_distances_f64(double *mind, const double *X, const double *P,
+                                   const double *w, const int32_t *labels,
+                                   const double *centers, fkm_index_t n, fkm_index_t d)
+
 cdef extern from "fkm_lloyd_loop.h" nogil:
     int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                            fkm_index_t *n_iter, double *inertia,

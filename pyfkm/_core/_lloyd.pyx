@@ -14,7 +14,9 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 fkm_lloyd_assign_f32, fkm_lloyd_merge,
                                 fkm_lloyd_loop_f64, fkm_qlloyd_assign_f64,
                                 fkm_lloyd_trace, fkm_lloyd_trace_free,
-                                fkm_lloyd_loop_traced_f64)
+                                fkm_lloyd_loop_traced_f64, fkm_lloyd_label_f64,
+                                fkm_lloyd_acc_scratch, fkm_lloyd_accumulate_f64,
+                                fkm_lloyd_distances_f64)
 from libc.string cimport memset
 from pyfkm._core._common cimport check_status
 
@@ -113,6 +115,48 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
             if status != 0:
                 break
     check_status(status, "Lloyd assignment")
+
+
+def assign_explicit(const double[:, ::1] X, P, const double[::1] w_or_empty,
+                    const double[::1] ct, const double[::1] hn,
+                    const double[:, ::1] centers, int32_t[::1] labels, object mind):
+    """One assignment of all of float64 X by the rules of the one-call loop
+    (:func:`lloyd_loop`): labels by the tiled kernel, sums and weights by
+    the accumulation rule and distances by the distance rule of
+    csrc/fkm_lloyd_acc.h.  ``labels`` is INOUT; ``mind`` None skips the
+    distances.  Returns (sums float64[k, d], wsums float64[k], inertia (nan
+    without mind), n_changed)."""
+    cdef fkm_index_t n = X.shape[0], k = centers.shape[0], d = centers.shape[1]
+    cdef fkm_index_t n_changed = 0
+    cdef double inertia = float("nan")
+    cdef int status
+    sums = np.empty((k, d), dtype=np.float64)
+    wsums = np.empty(k, dtype=np.float64)
+    scratch = np.empty(fkm_lloyd_acc_scratch(k, d), dtype=np.float64)
+    cdef double[:, ::1] sv = sums
+    cdef double[::1] wv = wsums, scv = scratch
+    cdef double[::1] mv
+    cdef double *mp = NULL
+    cdef const double[::1] Pv
+    cdef const double *Pp = NULL
+    cdef const double *wp = &w_or_empty[0] if w_or_empty.shape[0] > 0 else NULL
+    if mind is not None:
+        mv = mind
+        mp = &mv[0]
+    if P is not None:
+        Pv = P
+        Pp = &Pv[0]
+    with nogil:
+        status = fkm_lloyd_label_f64(&labels[0], &n_changed, &X[0, 0], Pp, 0, n, d, &ct[0],
+                                     &hn[0], k, NULL)
+        if status == 0:
+            fkm_lloyd_accumulate_f64(&sv[0, 0], &wv[0], &scv[0], &X[0, 0], wp, &labels[0],
+                                     n, d, k, NULL)
+            if mp != NULL:
+                inertia = fkm_lloyd_distances_f64(mp, &X[0, 0], Pp, wp, &labels[0],
+                                                  &centers[0, 0], n, d)
+    check_status(status, "Lloyd assignment")
+    return sums, wsums, inertia, int(n_changed)
 
 
 def merge(const double[:, :, ::1] part_sums, const double[:, ::1] part_wsums,

@@ -1,0 +1,126 @@
+/* fkm_lloyd_acc.c -- see fkm_lloyd_acc.h.  The rounding below is part of
+ * the contract: this file must be compiled WITHOUT contraction of a * b + c
+ * into fused multiply-adds (setup.py passes -ffp-contract=off; unlike
+ * fkm_lloyd.c there is no pragma enabling it), so every product and every
+ * sum is rounded separately, in the order written. */
+#include "fkm_lloyd_acc.h"
+
+#include <string.h>
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+typedef double acc_v4d __attribute__((vector_size(32), aligned(8)));
+
+static inline fkm_index_t acc_stride(fkm_index_t d) { return (d + 4) & ~(fkm_index_t)3; }
+
+/* s[0..d) = fl(s + fl(wi x)) per coordinate and s[d] = fl(s[d] + wi), four
+ * lanes per vector operation (the padding after s[d] receives zeros). */
+static inline __attribute__((always_inline)) void add_point(double *restrict s,
+                                                            const double *restrict x,
+                                                            double wi, fkm_index_t d)
+{
+    fkm_index_t j = 0, t;
+    acc_v4d v = {0.0, 0.0, 0.0, 0.0};
+    for (; j + 4 <= d; j += 4) {
+        acc_v4d u;
+        memcpy(&u, x + j, sizeof u);
+        u = u * wi;
+        *(acc_v4d *)(s + j) = *(const acc_v4d *)(s + j) + u;
+    }
+    for (t = 0; j + t < d; t++) v[t] = wi * x[j + t];
+    v[d - j] = wi;
+    *(acc_v4d *)(s + j) = *(const acc_v4d *)(s + j) + v;
+}
+
+static inline __attribute__((always_inline)) void acc_points(
+    double *restrict s4, const double *restrict X, const double *restrict w,
+    const int32_t *restrict labels, fkm_index_t n, fkm_index_t d, fkm_index_t k,
+    const unsigned char *restrict dirty)
+{
+    const fkm_index_t ds = acc_stride(d), kd = k * ds;
+    fkm_index_t i;
+    for (i = 0; i < n; i++) {
+        const int32_t c = labels[i];
+        if (dirty && !dirty[c]) continue;
+        add_point(s4 + (i & 3) * kd + c * ds, X + i * d, w ? w[i] : 1.0, d);
+    }
+}
+
+FKM_HOT void fkm_lloyd_accumulate_f64(double *sums, double *wsums, double *scratch,
+                                      const double *X, const double *w,
+                                      const int32_t *labels, fkm_index_t n, fkm_index_t d,
+                                      fkm_index_t k, const unsigned char *dirty)
+{
+    const fkm_index_t ds = acc_stride(d), kd = k * ds;
+    fkm_index_t c, j;
+    memset(scratch, 0, sizeof(double) * (size_t)(4 * kd));
+#define FKM_ACC(D) acc_points(scratch, X, w, labels, n, D, k, dirty)
+    FKM_WITH_CONST_D(d, FKM_ACC)
+#undef FKM_ACC
+    for (c = 0; c < k; c++) {
+        const double *s = scratch + c * ds;
+        if (dirty && !dirty[c]) continue;
+        for (j = 0; j <= d; j++) {
+            const double v = ((s[j] + s[kd + j]) + s[2 * kd + j]) + s[3 * kd + j];
+            if (j < d)
+                sums[c * d + j] = v;
+            else
+                wsums[c] = v;
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) double dist_rows(
+    double *restrict mind, const double *restrict X, const double *restrict P,
+    const double *restrict w, const int32_t *restrict labels,
+    const double *restrict centers, fkm_index_t n, fkm_index_t d)
+{
+    fkm_index_t i = 0, j;
+    double inert = 0.0;
+    if (P) {
+        /* four points per vector: lane r is point i + r's own recursive sum */
+        for (; i + 4 <= n; i += 4) {
+            const double *p = P + i * d;
+            const double *m0 = centers + labels[i] * d, *m1 = centers + labels[i + 1] * d;
+            const double *m2 = centers + labels[i + 2] * d, *m3 = centers + labels[i + 3] * d;
+            acc_v4d a = {0.0, 0.0, 0.0, 0.0};
+            for (j = 0; j < d; j++) {
+                const acc_v4d m = {m0[j], m1[j], m2[j], m3[j]};
+                const acc_v4d t = *(const acc_v4d *)(p + 4 * j) - m;
+                const acc_v4d q = t * t;
+                a = a + q;
+            }
+            for (int r = 0; r < 4; r++) {
+                const double q = (w ? w[i + r] : 1.0) * a[r];
+                mind[i + r] = a[r];
+                inert = inert + q;
+            }
+        }
+    }
+    for (; i < n; i++) {
+        const double *x = X + i * d, *m = centers + labels[i] * d;
+        double a = 0.0, q;
+        for (j = 0; j < d; j++) {
+            const double t = x[j] - m[j];
+            q = t * t;
+            a = a + q;
+        }
+        mind[i] = a;
+        q = (w ? w[i] : 1.0) * a;
+        inert = inert + q;
+    }
+    return inert;
+}
+
+FKM_HOT double fkm_lloyd_distances_f64(double *mind, const double *X, const double *P,
+                                       const double *w, const int32_t *labels,
+                                       const double *centers, fkm_index_t n, fkm_index_t d)
+{
+    double inert = 0.0;
+#define FKM_DIST(D) inert = dist_rows(mind, X, P, w, labels, centers, n, D)
+    FKM_WITH_CONST_D(d, FKM_DIST)
+#undef FKM_DIST
+    return inert;
+}
