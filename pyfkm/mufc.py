@@ -429,6 +429,21 @@ class MufcServer:
     (:class:`pyfkm._core._lloyd.LloydTrace`, bit for bit a plain run).
     Any other change (a bin appears or empties, a count grows) reclusters
     from scratch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> srv = MufcServer(2, gamma=0.25, n_features=1, server_points="centers",
+    ...                  n_init=3, random_state=0)
+    >>> bins, counts = np.array([[0], [1], [3]]), np.array([4, 2, 5])
+    >>> srv.update(bins, counts)
+    True
+    >>> srv.cluster_centers_.shape
+    (2, 1)
+    >>> srv.update(bins, np.array([3, 2, 5]))   # a removal: the coupled update
+    True
+    >>> srv.counts_.tolist()
+    [3, 2, 5]
     """
 
     def __init__(self, n_clusters, *, gamma, n_features, lower=-0.5,
