@@ -105,6 +105,48 @@ def test_corrupt_seeds_and_unknown_versions_are_refused(tmp_path):
         FederatedKMeans.load(tmp_path / "c.npz")
 
 
+@pytest.mark.parametrize("path", ["coupled", "full"])
+def test_an_update_that_fails_changes_nothing(path, monkeypatch):
+    """A Lloyd run that raises midway (the third one) leaves the server as it
+    was: the next update gives what a server that never failed gives."""
+    import pyfkm.mufc as mufc
+    rng = np.random.default_rng(13)
+    bins, counts = random_aggregate(rng, 25, 2, max_count=5)
+    counts[:4] = 5
+    a, b = server(3, 2, 5, 6), server(3, 2, 5, 6)
+    for srv in (a, b):                  # a first decrement: traces recorded
+        srv.update(bins, counts)
+        srv.update(bins, counts - np.eye(25, dtype=np.int64)[3])
+    counts = a.counts_.copy()
+    assert any(t is not None for t in a._traces)
+    new = counts.copy()
+    new[:3] -= 4                        # big decrements: some inits reseed
+    if path == "full":
+        new[5] += 1
+    real, calls = mufc._lloyd_run, []
+
+    def failing(*args, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise mufc.NumericalError("injected")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(mufc, "_lloyd_run", failing)
+    state = a._rng.bit_generator.state
+    seeds, centers = a._seeds.copy(), a.cluster_centers_.copy()
+    with pytest.raises(InvalidInputError, match="injected"):
+        a.update(bins, new)
+    assert a._rng.bit_generator.state == state
+    assert np.array_equal(a._seeds, seeds) and np.array_equal(a.cluster_centers_, centers)
+    assert np.array_equal(a.counts_, counts)
+    monkeypatch.setattr(mufc, "_lloyd_run", real)
+    a.update(bins, new)
+    b.update(bins, new)
+    assert np.array_equal(a._seeds, b._seeds)
+    assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
+    assert a._rng.bit_generator.state == b._rng.bit_generator.state
+
+
 # -- a fresh recluster is KMeans ---------------------------------------------------
 
 @pytest.mark.parametrize("n_bins,d,k,n_init,seed", [
