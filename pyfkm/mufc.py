@@ -18,7 +18,10 @@ last round (zero for all but the removing client), under masks sized for
 the number of bins that changed (one for a removal that moves no center),
 and the server adds the decoded change to its aggregate; a full round (every participant's whole vector) runs when that
 does not fit or the participants changed.  The server reclusters when the
-aggregate changed.  For ``"uniform"`` the server keeps
+aggregate changed; for ``"centers"``, a change that only lowers counts (a
+removal that moves no client center) keeps each init's seeds unless a
+coupled draw says a seed was a removed copy (:class:`MufcServer`), and
+reruns Lloyd from them.  For ``"uniform"`` the server keeps
 its samples and drops uniformly chosen samples of the bins that lost counts
 (and draws new ones for bins that gained), so its dataset is distributed
 exactly as a fresh draw.  After any sequence of removals the model (client
