@@ -18,7 +18,10 @@ last round (zero for all but the removing client), under masks sized for
 the number of bins that changed (one for a removal that moves no center),
 and the server adds the decoded change to its aggregate; a full round (every participant's whole vector) runs when that
 does not fit or the participants changed.  The server reclusters when the
-aggregate changed.  For ``"uniform"`` the server keeps
+aggregate changed; for ``"centers"``, a change that only lowers counts (a
+removal that moves no client center) keeps each init's seeds unless a
+coupled draw says a seed was a removed copy (:class:`MufcServer`), and
+reruns Lloyd from them.  For ``"uniform"`` the server keeps
 its samples and drops uniformly chosen samples of the bins that lost counts
 (and draws new ones for bins that gained), so its dataset is distributed
 exactly as a fresh draw.  After any sequence of removals the model (client
@@ -44,9 +47,10 @@ import numpy as np
 from ._base import BaseEstimator
 from ._validation import check_array, check_clients, check_features, check_ids, check_int
 from .exceptions import (CapacityError, DecodeError, InvalidIdError, InvalidInputError,
-                         NotFittedError, ProtocolError)
+                         NotFittedError, NumericalError, ProtocolError)
 from .field import DEFAULT_PRIME
-from .kmeans import KMeans, lloyd, nearest_center
+from ._core import _lloyd, _seeding
+from .kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
 from .lattice import Lattice, row_keys
 from .rng import as_generator, spawn
 from .seeding import RemovableSeeding
@@ -312,6 +316,78 @@ class MufcClient:
                                    time.perf_counter() - t0)
 
 
+def _seed_from_prefix(P, w, prefix, k, rng):
+    """Weighted D^2 seeding of the rows of ``P`` continued from ``prefix``.
+
+    Pure-numpy twin of the seeding kernel's resume (csrc/fkm_seeding.h) for
+    a server's small weighted dataset: keeps the row ids ``prefix`` and draws
+    the remaining ``k - len(prefix)`` centers, each with one
+    ``rng.random()``: the first center (empty prefix) with probability
+    proportional to ``w``, every later one proportional to ``w_i D_i^2``
+    (``D_i`` the distance to the nearest center chosen so far); when all that
+    mass vanishes, proportionally to ``w`` among the rows not chosen yet.
+    No input validation: ``P`` float64 (n, d), ``w`` float64 (n,) nonnegative,
+    ``prefix`` distinct row ids, at least ``k`` rows of positive weight.
+
+    Returns
+    -------
+    ids : ndarray of int64, shape (k,)
+        ``prefix`` followed by the new centers, in seeding order.
+    """
+    prefix = np.asarray(prefix, dtype=np.int64)
+    m = prefix.size
+    out = np.empty(k, dtype=np.int64)
+    out[:m] = prefix
+    chosen = np.zeros(P.shape[0], dtype=bool)
+    chosen[prefix] = True
+    mind = None
+    for c in prefix.tolist():
+        d2 = ((P - P[c]) ** 2).sum(axis=1)
+        mind = d2 if mind is None else np.minimum(mind, d2)
+    for j in range(m, k):
+        mass = w if mind is None else w * mind
+        cs = np.cumsum(mass)
+        if not cs[-1] > 0:
+            # every remaining D^2 mass is zero: by weight among rows not chosen
+            cs = np.cumsum(np.where(chosen, 0.0, w))
+        if not (cs[-1] > 0 and np.isfinite(cs[-1])):
+            raise NumericalError(
+                "k-means++ seeding: no point left to sample or squared distances "
+                "overflow float64; rescale the data")
+        # first row whose cumulative mass exceeds the target: it has positive
+        # mass; rounding at the very end takes the last row of positive mass
+        i = int(np.searchsorted(cs, rng.random() * cs[-1], side="right"))
+        if i >= cs.size:
+            i = int(np.flatnonzero(np.diff(cs, prepend=0.0) > 0)[-1])
+        out[j] = i
+        chosen[i] = True
+        d2 = ((P - P[i]) ** 2).sum(axis=1)
+        mind = d2 if mind is None else np.minimum(mind, d2)
+    return out
+
+
+def _lloyd_run(P, c0, w, max_iter, tol_abs, trace=None):
+    """One init's Lloyd run: ``(centers, inertia, n_iter)``.
+
+    Without ``trace``: :func:`pyfkm.kmeans.lloyd`, exactly as
+    :meth:`pyfkm.kmeans.KMeans.fit` runs it.  With a
+    :class:`pyfkm._core._lloyd.LloydTrace` on ``P`` (only for
+    ``P.shape[0] < 2 * _SMALL_N``, where ``lloyd`` is one ``lloyd_loop``
+    call): the same results bit for bit, cheap when rerun from the same
+    centers with slightly changed weights.
+    """
+    if trace is None:
+        C, _, inertia, n_iter = lloyd(P, c0, sample_weight=w, max_iter=max_iter,
+                                      tol_abs=tol_abs)
+        return C, inertia, n_iter
+    C, _, _, inertia, n_iter = trace.run(c0, w, max_iter, tol_abs)
+    if not (np.isfinite(inertia) and np.isfinite(C).all()):
+        raise NumericalError(
+            "squared distances overflow float64 (inertia is not finite); "
+            "rescale the data")
+    return C, float(inertia), n_iter
+
+
 class MufcServer:
     """Server side of MUFC: clusters the dataset it builds from the aggregate.
 
@@ -323,6 +399,54 @@ class MufcServer:
     server_points : {"uniform", "centers"}
     n_init, max_iter, tol : k-means parameters.
     random_state : None, int or Generator
+
+    Notes
+    -----
+    With ``server_points="centers"`` the server runs the ``n_init``
+    initialisations of :class:`pyfkm.kmeans.KMeans` itself (same generator
+    use, same results for the same generator state) and keeps each init's
+    seeds (row positions in its point array, in seeding order).
+
+    *Coupled update.*  When a new aggregate has the same bins in the same
+    order and only smaller counts, none reaching 0 (what a removal that
+    moves no client center does), the server does not recluster from
+    scratch.  A bin ``b`` of weight ``q_b`` is ``q_b`` identical copies of its
+    centre, and each seeding step drew one copy: uniformly at random among
+    the copies of the bin it chose.  For each init, its seeds are walked in
+    order; at a position whose bin lost ``r_b = q_b - q'_b`` copies, one
+    ``rng.random()`` decides with probability ``r_b / q_b`` that the draw
+    hit a removed copy; then the positions from there on are reseeded from
+    the kept prefix by D^2 sampling on the new weights (the walk stops),
+    otherwise the seed stands.  This is exact: with ``a_c`` the new D^2 mass
+    of copy ``c`` given the prefix, ``A`` the kept and ``a_R`` the removed
+    mass, a kept seed is ``c`` with probability ``a_c / (A + a_R)`` and a
+    redraw happens with probability ``a_R / (A + a_R)``, so
+    ``P(c) = a_c/(A + a_R) + a_R/(A + a_R) * a_c/A = a_c/A``, the new D^2
+    law (the same argument as :class:`pyfkm.seeding.RemovableSeeding`'s; the
+    first step, proportional to weight, and the zero-mass fallback, by
+    weight among unchosen bins, are the case ``D = 1``).  Each init's seeds
+    are therefore distributed as a fresh seeding of the new aggregate, the
+    inits stay independent, and Lloyd from the seeds (a deterministic
+    function) gives the model a fresh recluster would, in distribution.
+    Lloyd reruns from unchanged seeds reuse a recorded run
+    (:class:`pyfkm._core._lloyd.LloydTrace`, bit for bit a plain run).
+    Any other change (a bin appears or empties, a count grows) reclusters
+    from scratch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> srv = MufcServer(2, gamma=0.25, n_features=1, server_points="centers",
+    ...                  n_init=3, random_state=0)
+    >>> bins, counts = np.array([[0], [1], [3]]), np.array([4, 2, 5])
+    >>> srv.update(bins, counts)
+    True
+    >>> srv.cluster_centers_.shape
+    (2, 1)
+    >>> srv.update(bins, np.array([3, 2, 5]))   # a removal: the coupled update
+    True
+    >>> srv.counts_.tolist()
+    [3, 2, 5]
     """
 
     def __init__(self, n_clusters, *, gamma, n_features, lower=-0.5,
@@ -331,6 +455,10 @@ class MufcServer:
         if server_points not in ("uniform", "centers"):
             raise InvalidInputError(
                 f"server_points={server_points!r} must be 'uniform' or 'centers'")
+        check_int(n_init, "n_init", 1)
+        check_int(max_iter, "max_iter", 1)
+        if not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
+            raise InvalidInputError(f"tol={tol!r} must be a finite number >= 0")
         self.n_clusters = int(n_clusters)
         self.gamma, self.lower, self.d = float(gamma), float(lower), int(n_features)
         self.server_points = server_points
@@ -340,6 +468,14 @@ class MufcServer:
         self.bins_ = np.zeros((0, self.d), dtype=np.int64)
         self.counts_ = np.zeros(0, dtype=np.int64)
         self._samples = {}
+        self._clear_inits()
+
+    def _clear_inits(self):
+        """Forget the per-init state (``"centers"``): the next update reclusters."""
+        self._seeds = None      # (n_init, k) int64 seeds of each init, or None
+        self._traces = None     # per-init LloydTrace (or None), built lazily
+        self._P = None          # the point array the seeds and traces refer to
+        self._tol_abs = None
 
     def _export(self, arrays):
         arrays["s.bins"], arrays["s.counts"] = self.bins_, self.counts_
@@ -347,13 +483,19 @@ class MufcServer:
         keys = list(map(tuple, self.bins_.tolist()))
         arrays["s.samples"] = (np.vstack([self._samples[k] for k in keys])
                                if self._samples else np.zeros((0, self.d)))
+        if self._seeds is not None:
+            arrays["s.seeds"] = self._seeds
         return {"n_clusters": self.n_clusters, "gamma": self.gamma, "lower": self.lower,
                 "d": self.d, "server_points": self.server_points, "n_init": self.n_init,
                 "max_iter": self.max_iter, "tol": self.tol, "rng": _rng_state(self._rng),
-                "inertia": self.inertia_, "n_iter": self.n_iter_}
+                "inertia": self.inertia_, "n_iter": self.n_iter_,
+                "seeds": self._seeds is not None}
 
     @classmethod
     def _restore(cls, head, arrays):
+        """Rebuild a server written by :meth:`_export`.  A ``"centers"``
+        server saved without seeds (format version 1) reclusters from scratch
+        at its next update, as the pyfkm that wrote it did."""
         obj = cls(head["n_clusters"], gamma=head["gamma"], n_features=head["d"],
                   lower=head["lower"], server_points=head["server_points"],
                   n_init=head["n_init"], max_iter=head["max_iter"], tol=head["tol"],
@@ -367,6 +509,21 @@ class MufcServer:
             for b, q in zip(map(tuple, obj.bins_.tolist()), obj.counts_.tolist()):
                 obj._samples[b] = samples[off:off + q]
                 off += q
+        elif head.get("seeds"):
+            seeds = np.ascontiguousarray(arrays["s.seeds"], dtype=np.int64)
+            k = min(obj.n_clusters, int(np.count_nonzero(obj.counts_ > 0)))
+            n = obj.bins_.shape[0]
+            if seeds.shape != (obj.n_init, k) or (seeds.size and (
+                    seeds.min() < 0 or seeds.max() >= n or
+                    any(np.unique(r).size != k for r in seeds))):
+                raise InvalidInputError(
+                    f"server seeds have shape {seeds.shape} or values inconsistent with "
+                    f"n_init={obj.n_init}, k={k} and {n} bins; the model file is corrupt")
+            if k:
+                obj._P = obj.points()[0]
+                obj._tol_abs = _tolerance(obj._P, obj.tol)
+                obj._seeds = seeds
+                obj._traces = [None] * obj.n_init
         return obj
 
     def _sample(self, bin_row, n):
@@ -375,50 +532,139 @@ class MufcServer:
 
     def update(self, bins, counts):
         """Take a new aggregate and recluster if it changed.  Returns whether
-        the model changed."""
+        the model changed.
+
+        With ``server_points="centers"``, an aggregate with the same bins and
+        smaller counts (none reaching 0) takes the coupled update (see the
+        class notes); its model is distributed exactly as a recluster's.
+        On error the server's state (generator included) is unchanged.
+        """
         bins = np.asarray(bins, dtype=np.int64).reshape(-1, self.d)
         counts = np.asarray(counts, dtype=np.int64)
         if np.array_equal(bins, self.bins_) and np.array_equal(counts, self.counts_) \
                 and hasattr(self, "cluster_centers_"):
             return False
-        if self.server_points == "uniform":
-            new = {}
-            for b, q in zip(map(tuple, bins.tolist()), counts.tolist()):
-                old = self._samples.get(b)
-                if old is None:
-                    new[b] = self._sample(b, q)
-                elif old.shape[0] >= q:
-                    # drop old - q uniformly chosen samples: the rest stay iid uniform
-                    keep = np.sort(self._rng.choice(old.shape[0], size=q, replace=False))
-                    new[b] = old[keep]
-                else:
-                    new[b] = np.vstack([old, self._sample(b, q - old.shape[0])])
-            self._samples = new
+        rng_state = self._rng.bit_generator.state
+        try:
+            if self.server_points == "uniform":
+                samples = self._resample(bins, counts)
+                model = self._recluster_points(*self._points_of(bins, counts, samples))
+                self._samples = samples
+            elif self._decrement_only(bins, counts):
+                model = self._coupled_update(counts)
+            else:
+                model = self._recluster_centers(bins, counts)
+        except BaseException:
+            self._rng.bit_generator.state = rng_state
+            if self.server_points == "centers":
+                self._traces = None if self._seeds is None else [None] * self.n_init
+            raise
         self.bins_, self.counts_ = bins, counts
-        self._recluster()
+        self.cluster_centers_, self.inertia_, self.n_iter_ = model
         return True
+
+    def _resample(self, bins, counts):
+        new = {}
+        for b, q in zip(map(tuple, bins.tolist()), counts.tolist()):
+            old = self._samples.get(b)
+            if old is None:
+                new[b] = self._sample(b, q)
+            elif old.shape[0] >= q:
+                # drop old - q uniformly chosen samples: the rest stay iid uniform
+                keep = np.sort(self._rng.choice(old.shape[0], size=q, replace=False))
+                new[b] = old[keep]
+            else:
+                new[b] = np.vstack([old, self._sample(b, q - old.shape[0])])
+        return new
+
+    def _points_of(self, bins, counts, samples):
+        if self.server_points == "centers":
+            return self._lattice.centers(bins) + self.lower, counts.astype(np.float64)
+        if not samples:
+            return np.zeros((0, self.d)), None
+        keys = list(map(tuple, bins.tolist()))
+        return np.vstack([samples[k] for k in keys]), None
 
     def points(self):
         """The server's dataset and weights (None for unit weights)."""
-        if self.server_points == "centers":
-            return self._lattice.centers(self.bins_) + self.lower, self.counts_.astype(np.float64)
-        if not self._samples:
-            return np.zeros((0, self.d)), None
-        keys = list(map(tuple, self.bins_.tolist()))
-        return np.vstack([self._samples[k] for k in keys]), None
+        return self._points_of(self.bins_, self.counts_, self._samples)
 
-    def _recluster(self):
-        X, w = self.points()
+    def _empty_model(self):
+        return np.zeros((0, self.d)), 0.0, 0
+
+    def _recluster_points(self, X, w):
+        """``"uniform"``: KMeans on the samples; returns (centers, inertia, n_iter)."""
         n_pos = X.shape[0] if w is None else int(np.count_nonzero(w > 0))
         k = min(self.n_clusters, n_pos)
         if k == 0:
-            self.cluster_centers_ = np.zeros((0, self.d))
-            self.inertia_, self.n_iter_ = 0.0, 0
-            return
+            return self._empty_model()
         km = KMeans(k, n_init=self.n_init, max_iter=self.max_iter, tol=self.tol,
                     random_state=self._rng).fit(X, sample_weight=w)
-        self.cluster_centers_ = km.cluster_centers_
-        self.inertia_, self.n_iter_ = km.inertia_, km.n_iter_
+        return km.cluster_centers_, km.inertia_, km.n_iter_
+
+    def _recluster_centers(self, bins, counts):
+        """``"centers"``: a fresh recluster, the loop of
+        :meth:`pyfkm.kmeans.KMeans.fit` with each init's seeds kept.  The
+        per-init state is replaced only on success."""
+        P, w = self._points_of(bins, counts, None)
+        k = min(self.n_clusters, int(np.count_nonzero(w > 0)))
+        if k == 0:
+            self._clear_inits()
+            return self._empty_model()
+        P = np.ascontiguousarray(P, dtype=np.float64)
+        tol_abs = _tolerance(P, self.tol)
+        seeds = np.empty((self.n_init, k), dtype=np.int64)
+        best = None
+        for i in range(self.n_init):
+            ids, _, _ = _seeding.seed(P, w, k, self._rng)
+            seeds[i] = ids
+            res = _lloyd_run(P, P[ids], w, self.max_iter, tol_abs)
+            if best is None or res[1] < best[1]:
+                best = res
+        self._P, self._tol_abs, self._seeds = P, tol_abs, seeds
+        self._traces = [None] * self.n_init
+        return best
+
+    def _decrement_only(self, bins, counts):
+        """Same support (bins and order) as now, counts <= now and > 0."""
+        return (self._seeds is not None and bins.shape == self.bins_.shape
+                and np.array_equal(bins, self.bins_) and bool((counts > 0).all())
+                and bool((counts <= self.counts_).all()))
+
+    def _coupled_update(self, counts):
+        """The coupled update of the class notes; returns the new model and
+        replaces the per-init state only on success."""
+        P, k = self._P, self._seeds.shape[1]
+        old = self.counts_
+        w = counts.astype(np.float64)
+        lost = old - counts
+        seeds = self._seeds.copy()
+        reseeded = np.zeros(self.n_init, dtype=bool)
+        for i in range(self.n_init):
+            s = seeds[i]
+            for p in np.flatnonzero(lost[s] > 0).tolist():
+                b = s[p]
+                if self._rng.random() < lost[b] / old[b]:
+                    # this draw hit a removed copy: redraw from the kept prefix
+                    s[:] = _seed_from_prefix(P, w, s[:p], k, self._rng)
+                    reseeded[i] = True
+                    break
+        traces = list(self._traces)
+        traced = P.shape[0] < 2 * _SMALL_N
+        best = None
+        for i in range(self.n_init):
+            if reseeded[i] or not traced:
+                traces[i] = None
+                res = _lloyd_run(P, P[seeds[i]], w, self.max_iter, self._tol_abs)
+            else:
+                if traces[i] is None:
+                    traces[i] = _lloyd.LloydTrace(P)
+                res = _lloyd_run(P, P[seeds[i]], w, self.max_iter, self._tol_abs,
+                                 traces[i])
+            if best is None or res[1] < best[1]:
+                best = res
+        self._seeds, self._traces = seeds, traces
+        return best
 
 
 def _fit_client_task(X, n_clusters, kw, rng_state):
@@ -786,7 +1032,10 @@ class FederatedKMeans(BaseEstimator):
         return self._reaggregate([], [], 0.0)
 
     _FORMAT = "pyfkm.FederatedKMeans"
-    _VERSION = 1
+    # 2: a "centers" server also stores its inits' seeds (s.seeds); version 1
+    # files load too, their server reclusters from scratch at its next update
+    _VERSION = 2
+    _READS = (1, 2)
 
     def save(self, path):
         """Write the fitted model (client states included) to ``path``.
@@ -839,10 +1088,10 @@ class FederatedKMeans(BaseEstimator):
             raise InvalidInputError(f"{path}: not a pyfkm model file ({e})") from None
         if head.get("format") != cls._FORMAT:
             raise InvalidInputError(f"{path}: not a {cls._FORMAT} file")
-        if head.get("version") != cls._VERSION:
+        if head.get("version") not in cls._READS:
             raise InvalidInputError(
                 f"{path}: format version {head.get('version')} is not supported "
-                f"(this pyfkm reads version {cls._VERSION})")
+                f"(this pyfkm reads versions {', '.join(map(str, cls._READS))})")
         p = dict(head["params"])
         p["bounds"] = tuple(p["bounds"])
         obj = cls(**p)
