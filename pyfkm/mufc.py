@@ -316,56 +316,6 @@ class MufcClient:
                                    time.perf_counter() - t0)
 
 
-def _seed_from_prefix(P, w, prefix, k, rng):
-    """Weighted D^2 seeding of the rows of ``P`` continued from ``prefix``.
-
-    Pure-numpy twin of the seeding kernel's resume (csrc/fkm_seeding.h) for
-    a server's small weighted dataset: keeps the row ids ``prefix`` and draws
-    the remaining ``k - len(prefix)`` centers, each with one
-    ``rng.random()``: the first center (empty prefix) with probability
-    proportional to ``w``, every later one proportional to ``w_i D_i^2``
-    (``D_i`` the distance to the nearest center chosen so far); when all that
-    mass vanishes, proportionally to ``w`` among the rows not chosen yet.
-    No input validation: ``P`` float64 (n, d), ``w`` float64 (n,) nonnegative,
-    ``prefix`` distinct row ids, at least ``k`` rows of positive weight.
-
-    Returns
-    -------
-    ids : ndarray of int64, shape (k,)
-        ``prefix`` followed by the new centers, in seeding order.
-    """
-    prefix = np.asarray(prefix, dtype=np.int64)
-    m = prefix.size
-    out = np.empty(k, dtype=np.int64)
-    out[:m] = prefix
-    chosen = np.zeros(P.shape[0], dtype=bool)
-    chosen[prefix] = True
-    mind = None
-    for c in prefix.tolist():
-        d2 = ((P - P[c]) ** 2).sum(axis=1)
-        mind = d2 if mind is None else np.minimum(mind, d2)
-    for j in range(m, k):
-        mass = w if mind is None else w * mind
-        cs = np.cumsum(mass)
-        if not cs[-1] > 0:
-            # every remaining D^2 mass is zero: by weight among rows not chosen
-            cs = np.cumsum(np.where(chosen, 0.0, w))
-        if not (cs[-1] > 0 and np.isfinite(cs[-1])):
-            raise NumericalError(
-                "k-means++ seeding: no point left to sample or squared distances "
-                "overflow float64; rescale the data")
-        # first row whose cumulative mass exceeds the target: it has positive
-        # mass; rounding at the very end takes the last row of positive mass
-        i = int(np.searchsorted(cs, rng.random() * cs[-1], side="right"))
-        if i >= cs.size:
-            i = int(np.flatnonzero(np.diff(cs, prepend=0.0) > 0)[-1])
-        out[j] = i
-        chosen[i] = True
-        d2 = ((P - P[i]) ** 2).sum(axis=1)
-        mind = d2 if mind is None else np.minimum(mind, d2)
-    return out
-
-
 def _lloyd_run(P, c0, w, max_iter, tol_abs, trace=None):
     """One init's Lloyd run: ``(centers, inertia, n_iter)``.
 
@@ -646,7 +596,7 @@ class MufcServer:
                 b = s[p]
                 if self._rng.random() < lost[b] / old[b]:
                     # this draw hit a removed copy: redraw from the kept prefix
-                    s[:] = _seed_from_prefix(P, w, s[:p], k, self._rng)
+                    s[:] = _seeding.seed_from(P, w, s[:p], k, self._rng)
                     reseeded[i] = True
                     break
         traces = list(self._traces)

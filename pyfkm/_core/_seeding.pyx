@@ -77,6 +77,30 @@ def seed(object X, object sample_weight, fkm_index_t k, object generator):
     return centers, mind, labels
 
 
+def seed_from(object X, object sample_weight, object prefix, fkm_index_t k,
+              object generator):
+    """D^2 seeding of all rows of C-contiguous float X that keeps the row ids
+    ``prefix`` (distinct, of positive weight, at most k; unchecked) as its
+    first centers and draws the others, as a run resumed after them would.
+
+    Returns center_ids int64[k].
+    """
+    cdef fkm_index_t n = X.shape[0]
+    ids = np.asarray(prefix, dtype=np.int64)
+    cdef fkm_index_t m = ids.shape[0]
+    centers = np.zeros(k, dtype=np.int64)
+    centers[:m] = ids
+    mind = np.empty(n, dtype=np.float64)
+    labels = np.empty(n, dtype=np.int32)
+    cdef const double[::1] w
+    cdef const double *wp = NULL
+    if sample_weight is not None:
+        w = sample_weight
+        wp = &w[0]
+    _run(generator, centers, mind, labels, X, wp, NULL, k, m)
+    return centers
+
+
 def race_seeding(object X, const int64_t[::1] ids, fkm_index_t k, uint64_t key,
                  object excluded=None, fkm_index_t n_trials=1):
     """Exponential-race D^2 seeding keyed by ``ids`` (csrc/fkm_race.h).
