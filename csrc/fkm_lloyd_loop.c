@@ -356,10 +356,12 @@ void fkm_lloyd_trace_free(fkm_lloyd_trace *tr)
 {
     free(tr->C);
     free(tr->S);
+    free(tr->S2);
     free(tr->labels);
     free(tr->U);
     free(tr->L);
     free(tr->order);
+    free(tr->cls);
     free(tr->start);
     free(tr->w);
     free(tr->xn);
@@ -387,10 +389,12 @@ static int trace_reserve(fkm_lloyd_trace *tr, fkm_index_t m)
     if (cap < 8) cap = 8;
     if (grow((void **)&tr->C, sizeof(double) * cap * kd) ||
         grow((void **)&tr->S, sizeof(double) * cap * (kd + (size_t)tr->k)) ||
+        grow((void **)&tr->S2, sizeof(double) * cap * (kd + (size_t)tr->k)) ||
         grow((void **)&tr->labels, sizeof(int32_t) * cap * n) ||
         grow((void **)&tr->U, sizeof(double) * cap * n) ||
         grow((void **)&tr->L, sizeof(double) * cap * n) ||
         grow((void **)&tr->order, sizeof(int32_t) * cap * n) ||
+        grow((void **)&tr->cls, cap * n) ||
         grow((void **)&tr->start, sizeof(int32_t) * cap * (TR_NCLS + 2)))
         return FKM_ENOMEM;
     tr->cap = (fkm_index_t)cap;
@@ -438,6 +442,29 @@ static inline int trace_class(double g, int e0)
     return c < 0 ? 0 : (c > TR_NCLS - 1 ? TR_NCLS - 1 : c);
 }
 
+/* Class of a point with bounds U, L (gap L - U rounded down). */
+static inline int trace_gap_class(double U, double L, int e0, double rel)
+{
+    const double gap = L - U;
+    return trace_class(gap > 0.0 ? bnd_down(gap, rel) : 0.0, e0);
+}
+
+/* Order the points of entry a by class (counting sort of tr->cls). */
+static void trace_sort(fkm_lloyd_trace *tr, fkm_index_t a)
+{
+    const size_t sn = (size_t)tr->n;
+    const unsigned char *cls = tr->cls + (size_t)a * sn;
+    int32_t *start = tr->start + (size_t)a * (TR_NCLS + 2);
+    int32_t *order = tr->order + (size_t)a * sn, cnt[TR_NCLS + 1];
+    fkm_index_t i;
+    memset(cnt, 0, sizeof cnt);
+    for (i = 0; i < tr->n; i++) cnt[cls[i] + 1]++;
+    start[0] = 0;
+    for (i = 0; i < TR_NCLS; i++) start[i + 1] = start[i] + cnt[i + 1];
+    memcpy(cnt, start, sizeof(int32_t) * TR_NCLS);
+    for (i = 0; i < tr->n; i++) order[cnt[cls[i]]++] = (int32_t)i;
+}
+
 /* Record entry a: centers, labels, sums of the assignment just made, and
  * tight bounds of every point ordered by gap class (start[0..TR_NCLS]:
  * class boundaries in order; start[TR_NCLS + 1]: the binade of the
@@ -449,7 +476,7 @@ static int trace_record(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, const int
 {
     const size_t sn = (size_t)n, skd = (size_t)k * (size_t)d;
     fkm_index_t i;
-    int32_t *order, *start, cnt[TR_NCLS + 1];
+    unsigned char *cls;
     double umax = 0.0;
     int e0 = 0, status = trace_reserve(tr, a + 1);
     if (status != FKM_OK) return status;
@@ -461,34 +488,74 @@ static int trace_record(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, const int
     memcpy(tr->labels + (size_t)a * sn, labels, sizeof(int32_t) * sn);
     memcpy(tr->U + (size_t)a * sn, b->U, sizeof(double) * sn);
     memcpy(tr->L + (size_t)a * sn, b->L, sizeof(double) * sn);
-    /* counting sort of the points by gap class (need[] holds the classes) */
     for (i = 0; i < n; i++)
         if (b->U[i] > umax && b->U[i] <= DBL_MAX) umax = b->U[i];
     if (umax > 0.0) (void)frexp(umax, &e0);
-    memset(cnt, 0, sizeof cnt);
-    for (i = 0; i < n; i++) {
-        const double gap = b->L[i] - b->U[i];
-        const int c = trace_class(gap > 0.0 ? bnd_down(gap, b->rel) : 0.0, e0);
-        b->need[i] = (unsigned char)c;
-        cnt[c + 1]++;
-    }
-    start = tr->start + (size_t)a * (TR_NCLS + 2);
-    start[TR_NCLS + 1] = e0;
-    start[0] = 0;
-    for (i = 0; i < TR_NCLS; i++) start[i + 1] = start[i] + cnt[i + 1];
-    memcpy(cnt, start, sizeof(int32_t) * TR_NCLS);
-    order = tr->order + (size_t)a * sn;
-    for (i = 0; i < n; i++) order[cnt[b->need[i]]++] = (int32_t)i;
-    memset(b->need, 0, sn);
+    cls = tr->cls + (size_t)a * sn;
+    for (i = 0; i < n; i++) cls[i] = (unsigned char)trace_gap_class(b->U[i], b->L[i], e0, b->rel);
+    tr->start[(size_t)a * (TR_NCLS + 2) + TR_NCLS + 1] = e0;
+    trace_sort(tr, a);
     return FKM_OK;
+}
+
+/* Entry a after a rerun scored the nf points flagged (labels: their new
+ * labels): their recorded labels become the new ones and their bounds tight
+ * ones for the current centers, moved back to the entry's centers (U + the
+ * move of the new center, L - the largest move of the others: bounds for
+ * the entry's centers by the triangle inequality), so that the entry keeps
+ * proving them.  Their classes follow (the order is rebuilt when one
+ * changed).  The entry's sums no longer match its labels: the caller
+ * rebases them (or empties the trace). */
+FKM_HOT static void trace_refit(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
+                        const fkm_index_t *flagged, fkm_index_t nf, const int32_t *labels,
+                        const loop_ws *ws, const double *X, fkm_index_t d, fkm_index_t k,
+                        fkm_index_t j1, double m1, double m2)
+{
+    const size_t sn = (size_t)tr->n;
+    int32_t *rl = tr->labels + (size_t)a * sn;
+    double *U = tr->U + (size_t)a * sn, *L = tr->L + (size_t)a * sn;
+    unsigned char *cls = tr->cls + (size_t)a * sn;
+    const int e0 = tr->start[(size_t)a * (TR_NCLS + 2) + TR_NCLS + 1];
+    double dl, A, h, Ms;
+    fkm_index_t q, c;
+    int resort = 0;
+    if (!bnd_consts(&dl, &A, &h, &Ms, b, ws->ct, ws->shift, k, d)) {
+        /* no bounds for these centers: the flagged points prove nothing */
+        for (q = 0; q < nf; q++) {
+            const fkm_index_t p = flagged[q];
+            rl[p] = labels[p];
+            U[p] = HUGE_VAL;
+            L[p] = 0.0;
+            resort |= cls[p] != 0;
+            cls[p] = 0;
+        }
+    } else {
+        for (q = 0; q < nf; q++) {
+            const fkm_index_t p = flagged[q];
+            const int32_t ap = labels[p];
+            const double *x = X + (size_t)p * (size_t)d;
+            const double mo = ap == j1 ? m2 : m1;
+            unsigned char cp;
+            for (c = 0; c < d; c++) b->xs[c] = x[c] - ws->shift[c];
+            bnd_full(b, p, ap, 0x1p-50 * (b->xn[p] + Ms) + BND_TAU, ws->ct, k, d);
+            rl[p] = ap;
+            U[p] = bnd_up(b->U[p] + b->move[ap], b->rel);
+            L[p] = b->L[p] > 0.0 ? bnd_lower(b->L[p], mo, b->rel) : 0.0;
+            cp = (unsigned char)trace_gap_class(U[p], L[p], e0, b->rel);
+            resort |= cp != cls[p];
+            cls[p] = cp;
+        }
+    }
+    if (resort) trace_sort(tr, a);
 }
 
 /* Assignment a (< tr->len) of a rerun, from entry a (see above): labels,
  * sums and weights.  The nw points jw have weights other than the
  * recording's.  *changed counts the labels that differ from prev; the
- * number of points scored is added to *n_scored.  dirty (k) and b->need
- * are zero on entry and on exit. */
-static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, fkm_index_t *changed,
+ * number of points scored is added to *n_scored; the scored points are
+ * refitted in entry a (trace_refit).  The sums are also kept in S2 (entry
+ * a).  dirty (k) and b->need are zero on entry and on exit. */
+FKM_HOT static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, fkm_index_t *changed,
                         fkm_index_t *n_scored, int32_t *labels, const int32_t *prev,
                         double *sums, double *wsums, const loop_ws *ws,
                         unsigned char *dirty, fkm_index_t *flagged, const fkm_index_t *jw,
@@ -549,6 +616,7 @@ static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, fkm_index
             }
         }
         if (status != FKM_OK) goto out;
+        trace_refit(tr, b, a, flagged, nflag, labels, ws, X, d, k, j1, m1, m2);
     }
     for (q = 0; q < nw; q++) {
         dirty[labels[jw[q]]] = 1;
@@ -556,8 +624,12 @@ static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, fkm_index
     }
     memcpy(sums, Sa, sizeof(double) * skd);
     memcpy(wsums, Sa + skd, sizeof(double) * (size_t)k);
-    if (any_dirty)
+    if (any_dirty) {
         fkm_lloyd_accumulate_f64(sums, wsums, ws->acc, X, w, labels, n, d, k, dirty);
+        for (j = 0; j < k; j++) tr->last_summed += dirty[j];
+    }
+    memcpy(tr->S2 + (size_t)a * (skd + (size_t)k), sums, sizeof(double) * skd);
+    memcpy(tr->S2 + (size_t)a * (skd + (size_t)k) + skd, wsums, sizeof(double) * (size_t)k);
     for (i = 0; i < n; i++) count += labels[i] != prev[i];
     *changed = count;
     *n_scored += nflag;
@@ -596,8 +668,8 @@ static int run_assign(run_ctx *r, fkm_index_t a, fkm_index_t it, fkm_index_t *ch
     int status;
     pack(r->ws, centers, k, d);
     if (r->replay && a < r->len0) {
-        status = trace_replay(r->tr, r->b, a, changed, &r->n_scored, labels, prev, r->sums,
-                              r->wsums, r->ws, r->dirty, r->flagged, r->jw, r->nw, centers,
+        status = trace_replay(r->tr, r->b, a, changed, &r->n_scored, labels, prev,
+                              r->sums, r->wsums, r->ws, r->dirty, r->flagged, r->jw, r->nw, centers,
                               r->X, r->w, n, d, k);
         if (status == FKM_OK && mind)
             *inert = fkm_lloyd_distances_f64(mind, r->X, r->ws->P, r->w, labels, centers, n, d);
@@ -695,13 +767,14 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
             const double wi = w ? w[i] : 1.0;
             if (memcmp(&wi, tr->w + i, sizeof wi) != 0) r.jw[r.nw++] = i;
         }
-        r.replay = r.len0 > 0 && r.nw <= n / 8;
+        r.replay = r.len0 > 0;
+        tr->last_scored = tr->last_summed = r.replay ? 0 : -1;
         if (!r.replay) {  /* this run records (its entries are valid only at the end) */
             r.len0 = tr->len = 0;
             for (i = 0; i < n; i++) tr->w[i] = w ? w[i] : 1.0;
         }
     }
-    if (pack_pts) fkm_lloyd_pack_points_f64(ws.P, X, 0, n, d);
+    if (pack_pts && !tr) fkm_lloyd_pack_points_f64(ws.P, X, 0, n, d);
     for (i = 0; i < n; i++) labels[i] = -1;
     *n_iter = 0;
     for (it = 0; it < max_iter; it++) {
@@ -788,10 +861,20 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
         if (!isfinite(centers[j])) status = FKM_ENONFINITE;
     if (!isfinite(total)) status = FKM_ENONFINITE;
     if (tr && status == FKM_OK) {
+        if (r.replay) tr->last_scored = r.n_scored;
         if (!r.replay)
             tr->len = a;  /* the recording is complete */
-        else if (a > r.len0 || r.n_scored > n / 8)
+        else if (a > r.len0 || r.n_scored > a * (n / 8))
             tr->len = 0;  /* longer than the recording, or too far from it: record again */
+        else {
+            /* the entries now hold this run's labels (trace_refit): their sums
+             * for this run's weights are this run's (rebase the recording on
+             * them; its entries past this run's are dropped) */
+            const size_t row = (size_t)k * (size_t)d + (size_t)k;
+            memcpy(tr->S, tr->S2, sizeof(double) * row * (size_t)a);
+            for (i = 0; i < n; i++) tr->w[i] = w ? w[i] : 1.0;
+            tr->len = a;
+        }
     }
 done:
     if (tr && status != FKM_OK) tr->len = 0;

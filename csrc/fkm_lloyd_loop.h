@@ -54,14 +54,19 @@ typedef struct {
     fkm_index_t len, cap; /* entries recorded, entries allocated */
     double *C;            /* cap x k x d: the centers of each assignment */
     double *S;            /* cap x (k d + k): its sums, then its weights */
+    double *S2;           /* the same for the current run (scratch) */
     int32_t *labels;      /* cap x n */
     double *U, *L;        /* cap x n: distance bounds */
     int32_t *order;       /* cap x n: point ids by class of L - U */
+    unsigned char *cls;   /* cap x n: the class of each point */
     int32_t *start;       /* cap x (classes + 2): class starts, then a binade */
     double *w;            /* n: the recording's weights (1 for unit weights) */
     double *xn;           /* n: upper bounds of ||x_i|| (inf: too large) */
     double xnmax;         /* their maximum */
     double *P;            /* n x d: the points packed (fkm_lloyd_pack_points_f64) */
+    /* statistics of the last run: points scored, and clusters summed again,
+     * over its assignments (-1, -1: the run recorded or ran untraced) */
+    fkm_index_t last_scored, last_summed;
 } fkm_lloyd_trace;
 
 void fkm_lloyd_trace_free(fkm_lloyd_trace *trace);

@@ -203,7 +203,7 @@ cdef extern from "fkm_lloyd_loop.h" nogil:
                            fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
                            double tol_abs, int use_bounds)
     ctypedef struct fkm_lloyd_trace:
-        fkm_index_t n, d, k, len, cap
+        fkm_index_t n, d, k, len, cap, last_scored, last_summed
     void fkm_lloyd_trace_free(fkm_lloyd_trace *trace)
     int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
                                   fkm_index_t *n_iter, double *inertia,

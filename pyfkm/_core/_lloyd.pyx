@@ -243,6 +243,12 @@ cdef class LloydTrace:
     def len(self):
         return int(self.tr.len)
 
+    @property
+    def last_stats(self):
+        """(points scored, clusters summed again) over the last run's
+        assignments; (-1, -1) when it recorded."""
+        return int(self.tr.last_scored), int(self.tr.last_summed)
+
     def run(self, object centers, object sample_weight, fkm_index_t max_iter,
             double tol_abs):
         cdef const double[:, ::1] X = self.X
