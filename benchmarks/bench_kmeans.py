@@ -132,3 +132,46 @@ class TestFit:
                       tol=0, algorithm="lloyd")
         benchmark(km.fit, self.X)
         benchmark.extra_info["n_iter"] = int(km.n_iter_)
+
+
+class TestServerRerun:
+    """``lloyd rerun``: the MUFC server's problem (1000 weighted bins, d = 10,
+    k = 10: the aggregate of ``compare_mufc.py``'s Gaussian federation is
+    replaced by 1000 points of 10 blobs with integer weights ~30), one init.
+    ``lloyd_loop`` (a whole run) against ``LloydTrace.run`` rerunning the
+    same start after one weight changed by 1 (a non-center removal; the
+    change alternates -1/+1 so that every call is a rerun of a recorded
+    run).  Both return the same results bit for bit."""
+
+    @pytest.fixture(scope="class")
+    def problem(self):
+        rng = np.random.default_rng(0)
+        centers = rng.uniform(-0.4, 0.4, size=(10, 10))
+        X = centers[rng.integers(0, 10, 1000)] + rng.normal(scale=0.03, size=(1000, 10))
+        w = rng.integers(20, 40, 1000).astype(np.float64)
+        from pyfkm._core import _seeding
+        C0 = X[_seeding.seed(X, w, 10, np.random.default_rng(1))[0]]
+        return X, w, C0
+
+    def test_lloyd_loop(self, benchmark, problem):
+        from pyfkm._core import _lloyd
+        X, w, C0 = problem
+        benchmark.group = "lloyd rerun server n=1000 d=10 k=10"
+        benchmark(_lloyd.lloyd_loop, X, C0, w, 300, 0.0)
+
+    def test_trace_rerun(self, benchmark, problem):
+        from pyfkm._core import _lloyd
+        X, w, C0 = problem
+        benchmark.group = "lloyd rerun server n=1000 d=10 k=10"
+        tr = _lloyd.LloydTrace(X)
+        tr.run(C0, w, 300, 0.0)
+        ws = [w.copy(), w.copy()]
+        ws[1][17] -= 1
+        state = {"i": 0}
+
+        def rerun():
+            state["i"] ^= 1
+            return tr.run(C0, ws[state["i"]], 300, 0.0)
+
+        benchmark(rerun)
+        benchmark.extra_info["last_stats"] = list(tr.last_stats)
