@@ -590,7 +590,9 @@ class MufcServer:
         lost = old - counts
         seeds = self._seeds.copy()
         reseeded = np.zeros(self.n_init, dtype=bool)
-        for i in range(self.n_init):
+        # the inits with a seed in a bin that lost copies, in order (one
+        # array operation: most inits have none)
+        for i in np.flatnonzero((lost[seeds] > 0).any(axis=1)).tolist():
             s = seeds[i]
             for p in np.flatnonzero(lost[s] > 0).tolist():
                 b = s[p]
