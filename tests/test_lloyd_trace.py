@@ -1,0 +1,256 @@
+"""Traced Lloyd reruns (csrc/fkm_lloyd_loop.c, ``_lloyd.LloydTrace``) against
+the untraced one-call loop (``_lloyd.lloyd_loop``), and the prefix-keeping D^2
+seeding ``_seeding.seed_from`` against ``_seeding.seed``.
+
+A trace only changes how much work a rerun does: every output (centers,
+labels, squared distances, inertia, iteration count) must be bit for bit the
+untraced run's, whatever sequence of runs the trace has seen.  The untraced
+loop itself is checked against a numpy reference in tests/test_kmeans.py and
+tests/test_lloyd_bounds.py; here it is the oracle.
+"""
+import numpy as np
+import pytest
+
+from pyfkm._core import _lloyd, _seeding
+
+
+def _assert_same(ref, got, what=""):
+    Cr, lr, mr, ir, nr = ref
+    Cg, lg, mg, ig, ng = got
+    assert Cr.tobytes() == Cg.tobytes(), f"centers differ {what}"
+    np.testing.assert_array_equal(lr, lg, err_msg=f"labels differ {what}")
+    assert mr.tobytes() == mg.tobytes(), f"mind differs {what}"
+    assert float(ir).hex() == float(ig).hex(), f"inertia differs {what}"
+    assert nr == ng, f"n_iter differs {what}"
+
+
+def _both(tr, X, C0, w, max_iter, tol_abs, what=""):
+    ref = _lloyd.lloyd_loop(X, C0, w, max_iter, tol_abs)
+    got = tr.run(C0, w, max_iter, tol_abs)
+    _assert_same(ref, got, what)
+    return got
+
+
+# --- errors first ----------------------------------------------------------------
+
+def test_trace_bad_input_raises_and_trace_stays_usable():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 3))
+    w = rng.integers(1, 20, 40).astype(float)
+    C0 = X[:4].copy()
+    tr = _lloyd.LloydTrace(X)
+    _both(tr, X, C0, w, 50, 0.0)
+    n_rec = tr.len
+    assert n_rec >= 2
+    bad = [
+        (np.zeros((4, 2)), w, 10),          # centers of the wrong dimension
+        (np.zeros((0, 3)), w, 10),          # no centers
+        (C0, w[:-1], 10),                   # weights too short
+        (C0, np.ones(41), 10),              # weights too long
+        (C0, w, -1),                        # negative max_iter
+    ]
+    for C, ww, mi in bad:
+        with pytest.raises(ValueError):
+            tr.run(C, ww, mi, 0.0)
+        assert tr.len == n_rec  # the recording survives a rejected call
+    with pytest.raises(ValueError):
+        tr.run(np.zeros(3), w, 10, 0.0)  # 1-d centers
+    assert tr.len == n_rec
+    # still usable, and still exact, after the errors
+    w2 = w.copy()
+    w2[3] -= 1.0
+    _both(tr, X, C0, w2, 50, 0.0)
+    assert tr.last_stats != (-1, -1)  # this rerun used the recording
+
+
+def test_trace_overflow_error_then_exact():
+    # a run that fails (non-finite centers) leaves a trace that records again
+    X = np.array([[1e200], [-1e200], [3e199], [0.5]])
+    C0 = np.array([[0.0], [1.0]])
+    tr = _lloyd.LloydTrace(X)
+    with pytest.raises(ValueError):
+        _lloyd.lloyd_loop(X, C0, None, 5, 0.0)
+    with pytest.raises(ValueError):
+        tr.run(C0, None, 5, 0.0)
+    assert tr.len == 0
+    Y = np.ascontiguousarray(X / 1e190)
+    tr2 = _lloyd.LloydTrace(Y)
+    _both(tr2, Y, C0, None, 5, 0.0)
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    _both(tr2, Y, C0, w, 5, 0.0)
+
+
+def test_trace_change_of_k_on_one_trace():
+    # the only shape change reachable from Python: k (the trace re-records)
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(120, 4))
+    w = rng.integers(1, 9, 120).astype(float)
+    tr = _lloyd.LloydTrace(X)
+    for k in (3, 5, 3, 1, 2, 9, 9):
+        C0 = X[rng.choice(120, k, replace=False)].copy()
+        _both(tr, X, C0, w, 30, 0.0, f"k={k}")
+        w[rng.integers(120)] += 1.0
+        _both(tr, X, C0, w, 30, 0.0, f"k={k} rerun")
+
+
+# --- bit-identity over random rerun sequences -------------------------------------
+
+def _data(rng, kind, n, d):
+    if kind == "blobs":  # well separated
+        cen = rng.normal(scale=20.0, size=(5, d))
+        return cen[rng.integers(0, 5, n)] + rng.normal(scale=0.5, size=(n, d))
+    if kind == "overlap":  # many near-ties
+        return rng.normal(size=(n, d))
+    if kind == "grid":  # duplicates and exact distance ties
+        return rng.integers(0, 3, size=(n, d)).astype(float)
+    if kind == "far":  # 1e6 from the origin
+        return rng.normal(size=(n, d)) + 1e6
+    if kind == "huge":  # norms above 2**400: no bounds at all
+        return rng.normal(size=(n, d)) * 1e130
+    raise AssertionError(kind)
+
+
+# (kind, n, d, k): every data kind, n < 4, n not a multiple of 4 or 8, d = 1,
+# d = 17 (no packing of the points), k = 1, 2, 9 and k > 8
+_CASES = [
+    ("blobs", 200, 5, 5), ("blobs", 203, 17, 9), ("blobs", 3, 2, 2), ("blobs", 61, 1, 3),
+    ("blobs", 150, 8, 12), ("blobs", 77, 3, 1),
+    ("overlap", 180, 2, 9), ("overlap", 97, 17, 4), ("overlap", 2, 3, 2), ("overlap", 45, 1, 12),
+    ("overlap", 130, 6, 2),
+    ("grid", 150, 2, 5), ("grid", 101, 3, 9), ("grid", 33, 1, 2), ("grid", 60, 17, 12),
+    ("grid", 3, 1, 3),
+    ("far", 120, 3, 4), ("far", 75, 17, 9), ("far", 50, 1, 2),
+    ("huge", 60, 3, 4), ("huge", 41, 1, 9), ("huge", 1, 2, 1),
+]
+
+
+def _scenario(seed, kind, n, d, k):
+    rng = np.random.default_rng(seed)
+    X = np.ascontiguousarray(_data(rng, kind, n, d))
+
+    def new_c0():
+        C = X[rng.integers(0, n, k)].copy()
+        if rng.random() < 0.3:  # a far-away center: an empty cluster, relocated
+            C[rng.integers(k)] += 1e3 * (np.abs(X).max() + 1.0)
+        return C
+
+    C0 = new_c0()
+    w = rng.integers(0, 40, n).astype(float)
+    w[rng.integers(n)] = 5.0
+    tr = _lloyd.LloydTrace(X)
+    replayed = 0
+    for r in range(int(rng.integers(5, 31))):
+        if r > 0:
+            u = rng.random()
+            if u < 0.65:  # the server case: a few counts move by a little
+                for i in rng.integers(0, n, int(rng.integers(1, 4))):
+                    w[i] = max(0.0, w[i] + rng.choice([-2.0, -1.0, 1.0, 2.0]))
+            elif u < 0.75:
+                C0 = new_c0()
+            elif u < 0.85:  # large changes
+                idx = rng.integers(0, n, max(1, n // 3))
+                w[idx] = rng.integers(0, 100, idx.size)
+            elif u < 0.92:
+                w[rng.integers(n)] = 0.0
+            if not (w > 0).any():
+                w[rng.integers(n)] = 1.0
+        max_iter = int(rng.choice([0, 1, 2, 3, 100, 100]))
+        tol = float(rng.choice([0.0, 0.0, 1e-6, 0.5]))
+        _both(tr, X, C0, w, max_iter, tol, f"seed={seed} run={r}")
+        replayed += tr.last_stats != (-1, -1)
+    return replayed
+
+
+@pytest.mark.parametrize("case", range(len(_CASES)))
+@pytest.mark.parametrize("rep", range(2))
+def test_trace_bit_identical_random_sequences(case, rep):
+    kind, n, d, k = _CASES[case]
+    replayed = _scenario(1000 * rep + case, kind, n, d, k)
+    if k > 1 and kind != "huge":
+        assert replayed > 0  # the sequence did exercise reruns from the recording
+
+
+def test_trace_unit_weights_and_none():
+    # w = None is unit weights; switching between None and ones is no change
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 2))
+    C0 = X[:6].copy()
+    tr = _lloyd.LloydTrace(X)
+    _both(tr, X, C0, None, 100, 0.0)
+    _both(tr, X, C0, np.ones(90), 100, 0.0)
+    assert tr.last_stats[1] == 0  # same weights, same labels: nothing re-summed
+    w = np.ones(90)
+    w[7] = 0.0
+    _both(tr, X, C0, w, 100, 0.0)
+    _both(tr, X, C0, None, 100, 0.0)
+
+
+def test_trace_all_clusters_relocated_path():
+    # centers far from all data: every cluster but one empties at once
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(64, 3))
+    C0 = np.vstack([X[:1], 1e4 + rng.normal(size=(4, 3))])
+    w = rng.integers(1, 5, 64).astype(float)
+    tr = _lloyd.LloydTrace(X)
+    for r in range(12):
+        _both(tr, X, C0, w, 100 if r % 2 else 2, 0.0, f"run={r}")
+        w[rng.integers(64)] += rng.choice([-1.0, 1.0])
+        w = np.maximum(w, 0.0)
+
+
+# --- the work saved is real (deterministic counts, not timing) --------------------
+
+def test_trace_stats_small_change_is_cheap():
+    rng = np.random.default_rng(2024)
+    n, d, k = 1000, 10, 10
+    cen = rng.normal(scale=8.0, size=(k, d))
+    X = cen[rng.integers(0, k, n)] + rng.normal(size=(n, d))
+    w = rng.integers(20, 41, n).astype(float)
+    C0 = X[rng.choice(n, k, replace=False)].copy()
+    tr = _lloyd.LloydTrace(X)
+    _both(tr, X, C0, w, 100, 0.0)
+    assert tr.last_stats == (-1, -1) and tr.len >= 2  # recorded
+    w[123] -= 1.0
+    got = _both(tr, X, C0, w, 100, 0.0)
+    scored, summed = tr.last_stats
+    n_assign = got[4] + 1  # iterations plus the final assignment
+    assert tr.len == n_assign
+    assert 0 <= scored < 0.05 * n * n_assign
+    assert 1 <= summed <= 2 * n_assign
+    # a totally different start: still the untraced result
+    C1 = X[rng.choice(n, k, replace=False)] + 3.0
+    _both(tr, X, C1, w, 100, 0.0)
+    _both(tr, X, C0, w, 100, 0.0)
+
+
+# --- prefix-keeping seeding --------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_seed_from_empty_prefix_is_seed(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(150, 3))
+    w = rng.integers(1, 10, 150).astype(float)
+    k = 7
+    ids, _, _ = _seeding.seed(X, w, k, np.random.default_rng(seed + 50))
+    got = _seeding.seed_from(X, w, np.empty(0, dtype=np.int64), k,
+                             np.random.default_rng(seed + 50))
+    np.testing.assert_array_equal(got, ids)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("m", [1, 3, 6])
+def test_seed_from_prefix_resumes_seed(seed, m):
+    rng = np.random.default_rng(seed)
+    n, k = 120, 8
+    X = rng.normal(size=(n, 2)) * (1 + 3 * rng.random((n, 1)))
+    w = rng.integers(1, 6, n).astype(float)
+    full, _, _ = _seeding.seed(X, w, k, np.random.default_rng(seed + 10))
+    gb = np.random.default_rng(seed + 10)
+    head, _, _ = _seeding.seed(X, w, m, gb)  # consumes what the first m centers do
+    np.testing.assert_array_equal(head, full[:m])
+    got = _seeding.seed_from(X, w, full[:m], k, gb)
+    np.testing.assert_array_equal(got, full)
+    # and the prefix is kept even when the generator is unrelated
+    other = _seeding.seed_from(X, w, full[:m], k, np.random.default_rng(999))
+    np.testing.assert_array_equal(other[:m], full[:m])
+    assert len(set(other.tolist())) == k
