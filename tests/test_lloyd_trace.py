@@ -254,3 +254,67 @@ def test_seed_from_prefix_resumes_seed(seed, m):
     other = _seeding.seed_from(X, w, full[:m], k, np.random.default_rng(999))
     np.testing.assert_array_equal(other[:m], full[:m])
     assert len(set(other.tolist())) == k
+
+
+# --- regression tests for defects found in review (fail on 09c1c5b) ----------------
+
+def test_trace_does_not_alias_callers_X():
+    # REGRESSION (defect 1): LloydTrace(X) keeps a view of the caller's array
+    # (np.asarray, no copy) while the C trace keeps the points packed and their
+    # norms from the first run; a caller that reuses its buffer then gets a
+    # result equal to neither the run on the old X nor on the new one.  The
+    # trace must be tied to the X it was built with.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    X_built = X.copy()
+    C0 = X[:3].copy()
+    w = np.ones(50)
+    tr = _lloyd.LloydTrace(X)
+    _both(tr, X_built, C0, w, 50, 0.0)
+    X[:] = rng.normal(size=(50, 2)) * 5.0  # the caller reuses its buffer
+    w[1] = 2.0
+    _both(tr, X_built, C0, w, 50, 0.0)
+
+
+_THREADS_SCRIPT = r"""
+import threading, numpy as np
+from pyfkm._core import _lloyd
+rng = np.random.default_rng(0)
+n, d, k = 3000, 8, 10
+X = rng.normal(size=(n, d)) + rng.normal(scale=6, size=(k, d))[rng.integers(0, k, n)]
+C0 = X[:k].copy()
+tr = _lloyd.LloydTrace(X)
+bad = []
+def worker(seed):
+    r = np.random.default_rng(seed)
+    w = r.integers(1, 30, n).astype(float)
+    for it in range(25):
+        w[r.integers(n)] += 1
+        mi = int(r.choice([3, 100]))
+        got = tr.run(C0, w, mi, 0.0)
+        ref = _lloyd.lloyd_loop(X, C0, w, mi, 0.0)
+        if got[0].tobytes() != ref[0].tobytes() or float(got[3]).hex() != float(ref[3]).hex():
+            bad.append((seed, it))
+ts = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print("BAD", len(bad))
+"""
+
+
+def test_trace_concurrent_runs_on_one_trace():
+    # REGRESSION (defect 2): LloydTrace.run releases the GIL while it rewrites
+    # the shared trace (entries refitted, sums rebased, arrays reallocated when
+    # recording); runs from several threads on one trace must still each
+    # return lloyd_loop's result (serialised by a lock, as the seeding
+    # wrappers do with the generator's lock).  Run in a subprocess: the race
+    # can corrupt memory.
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], capture_output=True,
+                         text=True, timeout=120, env=env, cwd=root)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "BAD 0" in out.stdout, out.stdout
