@@ -192,10 +192,36 @@ def test_trace_all_clusters_relocated_path():
     C0 = np.vstack([X[:1], 1e4 + rng.normal(size=(4, 3))])
     w = rng.integers(1, 5, 64).astype(float)
     tr = _lloyd.LloydTrace(X)
+    replayed = 0
     for r in range(12):
         _both(tr, X, C0, w, 100 if r % 2 else 2, 0.0, f"run={r}")
+        replayed += tr.last_stats != (-1, -1)
         w[rng.integers(64)] += rng.choice([-1.0, 1.0])
         w = np.maximum(w, 0.0)
+    assert replayed > 0
+
+
+def test_trace_shorter_rerun_then_longer():
+    # a rerun shorter than the recording keeps only its own assignments; a
+    # later longer run records again; all exact
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(300, 3))
+    w = rng.integers(1, 30, 300).astype(float)
+    C0 = X[:7].copy()
+    tr = _lloyd.LloydTrace(X)
+    full = _both(tr, X, C0, w, 100, 0.0)
+    assert full[4] >= 4 and tr.len == full[4] + 1
+    w[5] += 1.0
+    _both(tr, X, C0, w, 2, 0.0)
+    assert tr.last_stats != (-1, -1) and tr.len == 3
+    w[6] += 1.0
+    again = _both(tr, X, C0, w, 100, 0.0)
+    assert tr.len == 0 or tr.len == again[4] + 1
+    w[5] -= 1.0
+    _both(tr, X, C0, w, 100, 0.0)
+    _both(tr, X, C0, w, 1, 0.0)
+    _both(tr, X, C0, w, 0, 0.0)
+    _both(tr, X, C0, w, 100, 1e9)
 
 
 # --- the work saved is real (deterministic counts, not timing) --------------------
@@ -318,3 +344,20 @@ def test_trace_concurrent_runs_on_one_trace():
                          text=True, timeout=120, env=env, cwd=root)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "BAD 0" in out.stdout, out.stdout
+
+
+def test_trace_last_stats_after_untraced_k1_run():
+    # REGRESSION (defect 3, minor): a k = 1 run is untraced
+    # (fkm_lloyd_loop_traced_f64 ignores the trace), and the header documents
+    # last_stats = (-1, -1) for a run that "recorded or ran untraced"; the
+    # wrapper reports the previous run's counts instead.
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 2))
+    w = np.ones(40)
+    tr = _lloyd.LloydTrace(X)
+    _both(tr, X, X[:3].copy(), w, 50, 0.0)
+    w[0] = 2.0
+    _both(tr, X, X[:3].copy(), w, 50, 0.0)
+    assert tr.last_stats != (-1, -1)
+    _both(tr, X, X[:1].copy(), w, 50, 0.0)
+    assert tr.last_stats == (-1, -1)
