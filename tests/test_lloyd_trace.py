@@ -361,3 +361,22 @@ def test_trace_last_stats_after_untraced_k1_run():
     assert tr.last_stats != (-1, -1)
     _both(tr, X, X[:1].copy(), w, 50, 0.0)
     assert tr.last_stats == (-1, -1)
+
+
+def test_seed_from_full_prefix_draws_nothing():
+    # fkm_seeding.h: the generator is drawn from exactly k - n_prefix times
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 2))
+    w = rng.integers(1, 4, 60).astype(float)
+    full, _, _ = _seeding.seed(X, w, 5, np.random.default_rng(1))
+    g = np.random.default_rng(2)
+    before = g.bit_generator.state
+    got = _seeding.seed_from(X, w, full, 5, g)
+    np.testing.assert_array_equal(got, full)
+    assert g.bit_generator.state == before
+    # one more center: exactly one draw's worth of state is consumed, the same
+    # as seed() consumes for its first center
+    g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
+    _seeding.seed_from(X, w, full[:4], 5, g1)
+    _seeding.seed(X, w, 1, g2)
+    assert g1.bit_generator.state == g2.bit_generator.state
