@@ -300,6 +300,13 @@ def test_trace_does_not_alias_callers_X():
     X[:] = rng.normal(size=(50, 2)) * 5.0  # the caller reuses its buffer
     w[1] = 2.0
     _both(tr, X_built, C0, w, 50, 0.0)
+    # the same hole through a second __init__ with another X of the same shape:
+    # the C recording of the first X is kept and replayed
+    Y = np.ascontiguousarray(rng.normal(size=(50, 2)) * 5.0)
+    tr2 = _lloyd.LloydTrace(X_built)
+    _both(tr2, X_built, C0, w, 50, 0.0)
+    tr2.__init__(Y)
+    _both(tr2, Y, C0, w, 50, 0.0)
 
 
 _THREADS_SCRIPT = r"""
