@@ -387,3 +387,100 @@ def test_seed_from_full_prefix_draws_nothing():
     _seeding.seed_from(X, w, full[:4], 5, g1)
     _seeding.seed(X, w, 1, g2)
     assert g1.bit_generator.state == g2.bit_generator.state
+
+
+# --- sequences found by fuzzing against deliberately broken builds -------------------
+# (scratch mutants of fkm_lloyd_loop.c: a refit that keeps the entry's old label,
+# and a refit that does not move the bounds back to the entry's centers, pass
+# every test above but fail these sequences)
+
+def _fuzz_small(seed):
+    rng = np.random.default_rng(seed)
+    kinds = ["blobs", "overlap", "grid", "far", "huge", "tiny", "halfint"]
+    kind = kinds[rng.integers(len(kinds))]
+    n = int(rng.choice([1, 2, 3, 5, 7, 9, 13, 17, 31, 50, 64, 100, 203]))
+    d = int(rng.choice([1, 2, 3, 5, 8, 16, 17]))
+    k = int(rng.choice([1, 2, 3, 5, 8, 9, 12]))
+    if kind == "blobs":
+        cen = rng.normal(scale=10, size=(rng.integers(1, 6), d))
+        X = cen[rng.integers(0, cen.shape[0], n)] + rng.normal(size=(n, d))
+    elif kind == "overlap":
+        X = rng.normal(size=(n, d))
+    elif kind == "grid":
+        X = rng.integers(0, 3, size=(n, d)).astype(float)
+    elif kind == "far":
+        X = rng.normal(size=(n, d)) + 1e6
+    elif kind == "huge":
+        X = rng.normal(size=(n, d)) * 1e130
+    elif kind == "tiny":
+        X = rng.normal(size=(n, d)) * 1e-160
+    else:
+        X = rng.integers(-4, 5, size=(n, d)) / 2.0
+    X = np.ascontiguousarray(X)
+
+    def new_c0():
+        r = rng.random()
+        if r < 0.6:
+            return X[rng.integers(0, n, k)].copy()
+        if r < 0.8:
+            C = X[rng.integers(0, n, k)].copy()
+            C[rng.integers(0, k)] += 1e3 * (np.abs(X).max() + 1)
+            return C
+        return X[rng.integers(0, n, k)] + rng.normal(size=(k, d)) * (np.abs(X).std() + 1e-300) * 0.1
+
+    C0 = new_c0()
+    w = rng.integers(0, 40, n).astype(float)
+    if rng.random() < 0.2:
+        w = None
+    tr = _lloyd.LloydTrace(X)
+    for r in range(int(rng.integers(5, 31))):
+        max_iter = int(rng.choice([0, 1, 2, 3, 5, 100]))
+        tol = float(rng.choice([0.0, 0.0, 1e-4, 1e-1, 1.0]))
+        if r > 0:
+            u = rng.random()
+            if w is None:
+                w = np.ones(n)
+            if u < 0.6:
+                for _ in range(rng.integers(1, 4)):
+                    i = rng.integers(n)
+                    w[i] = max(0.0, w[i] + rng.choice([-1, 1, -2, 2]))
+            elif u < 0.7:
+                C0 = new_c0()
+            elif u < 0.8:
+                i = rng.integers(0, n, max(1, n // 3))
+                w[i] = rng.integers(0, 100, len(i))
+            elif u < 0.85:
+                w[rng.integers(n)] = 0.0
+            elif u < 0.9:
+                w = w * rng.choice([0.5, 3.0, 1e-3])
+        if w is not None and not (w > 0).any():
+            w[0] = 1.0
+        try:
+            ref = _lloyd.lloyd_loop(X, C0, w, max_iter, tol)
+        except ValueError:
+            with pytest.raises(ValueError):
+                tr.run(C0, w, max_iter, tol)
+            continue
+        _assert_same(ref, tr.run(C0, w, max_iter, tol), f"seed={seed} run={r}")
+
+
+@pytest.mark.parametrize("seed", [1159, 1499] + list(range(12)))
+def test_trace_fuzz_sequences(seed):
+    _fuzz_small(seed)
+
+
+def test_trace_long_server_sequence():
+    rng = np.random.default_rng(0)
+    n, d, k = int(rng.integers(300, 2000)), int(rng.integers(1, 21)), int(rng.integers(2, 21))
+    X = np.ascontiguousarray(rng.normal(size=(n, d)))
+    C0 = X[rng.choice(n, k, replace=False)].copy()
+    w = rng.integers(1, 40, n).astype(float)
+    tr = _lloyd.LloydTrace(X)
+    for r in range(12):
+        if r:
+            for i in rng.integers(0, n, int(rng.integers(1, 4))):
+                w[i] = max(0.0, w[i] + rng.choice([-1.0, 1.0]))
+            if rng.random() < 0.03:
+                C0 = X[rng.choice(n, k, replace=False)].copy()
+        mi = 300 if rng.random() < 0.9 else int(rng.integers(1, 6))
+        _both(tr, X, C0, w, mi, 0.0, f"run={r}")
