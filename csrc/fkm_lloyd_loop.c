@@ -707,7 +707,11 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
     run_ctx r;
     memset(&bw, 0, sizeof bw);
     memset(&r, 0, sizeof r);
-    if (k < 2) tr = NULL;  /* k = 1: every label is 0, nothing to prove */
+    if (tr && k < 2) {  /* k = 1: every label is 0, nothing to prove or record */
+        tr->len = 0;
+        tr->last_scored = tr->last_summed = -1;
+        tr = NULL;
+    }
     r.ws = &ws, r.sums = sums, r.X = X, r.w = w, r.n = n, r.d = d, r.k = k;
     ws.ct = malloc(sizeof(double) * (size_t)fkm_lloyd_packed_size(k, d));
     ws.hnorm = malloc(sizeof(double) * (size_t)(np * FKM_LLOYD_PANEL));

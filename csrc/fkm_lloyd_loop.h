@@ -72,16 +72,18 @@ typedef struct {
 void fkm_lloyd_trace_free(fkm_lloyd_trace *trace);
 
 /* fkm_lloyd_loop_f64 (use_bounds = 0) with a trace.  When the trace holds
- * no recording (len = 0), or one made with weights that differ from w at
- * more than n / 8 points, the run is recorded (about twice the work of an
+ * no recording (len = 0), the run is recorded (a few times the work of an
  * untraced run).  Otherwise the run reuses the recording: at each
  * assignment, only the points whose recorded distance bounds, moved by the
  * distance between the recorded and the current centers, cannot prove the
  * recorded label are scored, and only the clusters whose points or weights
  * differ from the recording's are summed again (fkm_lloyd_loop.c).  A rerun
  * from the same starting centers with a few changed weights then costs a
- * small fraction of a run.  A rerun that scored more than n / 8 points, or
- * ran longer than the recording, empties the trace (the next run records).
+ * small fraction of a run.  Each rerun rebases the recording on itself
+ * (its weights, sums and the scored points' labels and bounds), so the
+ * next rerun compares with it.  A rerun that scored more than n / 8 points
+ * per assignment, or ran longer than the recording, empties the trace (the
+ * next run records).
  *
  * The results (centers, labels, mind, inertia, n_iter) are bit for bit
  * those of fkm_lloyd_loop_f64 whatever the trace holds, provided every run

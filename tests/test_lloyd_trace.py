@@ -63,6 +63,15 @@ def test_trace_bad_input_raises_and_trace_stays_usable():
     assert tr.last_stats != (-1, -1)  # this rerun used the recording
 
 
+def test_zero_features_refused():
+    # the C loop assumes d >= 1 (found by review): both entry points refuse d = 0
+    X = np.zeros((5, 0))
+    with pytest.raises(ValueError, match="shapes"):
+        _lloyd.lloyd_loop(X, np.zeros((2, 0)), None, 5, 0.0)
+    with pytest.raises(ValueError, match="shapes"):
+        _lloyd.LloydTrace(X).run(np.zeros((2, 0)), None, 5, 0.0)
+
+
 def test_trace_overflow_error_then_exact():
     # a run that fails (non-finite centers) leaves a trace that records again
     X = np.array([[1e200], [-1e200], [3e199], [0.5]])

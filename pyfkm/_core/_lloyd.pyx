@@ -4,6 +4,8 @@
 No input validation: pyfkm.kmeans passes C-contiguous float32/float64 X,
 float64 weights (or None) and float64 centers of matching shapes.
 """
+import threading
+
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t
@@ -193,7 +195,7 @@ def lloyd_loop(const double[:, ::1] X, object centers, object sample_weight,
     C = np.array(centers, dtype=np.float64, order="C", copy=True)
     cdef double[:, ::1] cv = C
     cdef fkm_index_t k = cv.shape[0]
-    if cv.shape[1] != d or n < 1 or k < 1 or max_iter < 0:
+    if cv.shape[1] != d or n < 1 or d < 1 or k < 1 or max_iter < 0:
         raise ValueError("lloyd_loop: inconsistent shapes")
     labels = np.empty(n, dtype=np.int32)
     mind = np.empty(n, dtype=np.float64)
@@ -226,15 +228,25 @@ cdef class LloydTrace:
     changed weights, skips the scoring of the points whose recorded distance
     bounds prove their labels.  The first run records (about twice the work
     of :func:`lloyd_loop`).  ``len`` is the number of assignments recorded.
+
+    The trace keeps a read-only copy of X (a recording is only valid for
+    the X it was made on); (re-)initialising forgets the recording.  Runs
+    on one trace are serialised by a lock (they update the recording).
     """
     cdef fkm_lloyd_trace tr
     cdef readonly object X
+    cdef object _lock
 
     def __cinit__(self):
         memset(&self.tr, 0, sizeof(self.tr))
+        self._lock = threading.Lock()
 
     def __init__(self, const double[:, ::1] X):
-        self.X = np.asarray(X)
+        Xc = np.array(X, dtype=np.float64, order="C", copy=True)
+        Xc.setflags(write=False)
+        with self._lock:
+            fkm_lloyd_trace_free(&self.tr)
+            self.X = Xc
 
     def __dealloc__(self):
         fkm_lloyd_trace_free(&self.tr)
@@ -256,7 +268,7 @@ cdef class LloydTrace:
         C = np.array(centers, dtype=np.float64, order="C", copy=True)
         cdef double[:, ::1] cv = C
         cdef fkm_index_t k = cv.shape[0]
-        if cv.shape[1] != d or n < 1 or k < 1 or max_iter < 0:
+        if cv.shape[1] != d or n < 1 or d < 1 or k < 1 or max_iter < 0:
             raise ValueError("LloydTrace.run: inconsistent shapes")
         labels = np.empty(n, dtype=np.int32)
         mind = np.empty(n, dtype=np.float64)
@@ -272,10 +284,11 @@ cdef class LloydTrace:
             if wv.shape[0] != n:
                 raise ValueError("LloydTrace.run: sample_weight has the wrong length")
             wp = &wv[0]
-        with nogil:
-            status = fkm_lloyd_loop_traced_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter,
-                                               &inertia, &X[0, 0], wp, n, d, k, max_iter,
-                                               tol_abs, &self.tr)
+        with self._lock:
+            with nogil:
+                status = fkm_lloyd_loop_traced_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter,
+                                                   &inertia, &X[0, 0], wp, n, d, k,
+                                                   max_iter, tol_abs, &self.tr)
         check_status(status, "Lloyd")
         return C, labels, mind, inertia, int(n_iter)
 
