@@ -253,24 +253,35 @@ FKM_HOT static void bnd_refresh(bnd_ws *b, const unsigned char *need, const int3
     }
 }
 
-/* Move the bounds by the center displacements old -> centers. */
-static void bnd_move(bnd_ws *b, const int32_t *labels, const double *centers,
-                     fkm_index_t n, fkm_index_t d, fkm_index_t k)
+/* Upper bounds b->move[j] of the distances from old[j] to centers[j] (inf
+ * for NaN); *j1 gets the center of the largest, *m1 and *m2 the largest and
+ * the second largest. */
+static void bnd_moves(bnd_ws *b, const double *old, const double *centers, fkm_index_t k,
+                      fkm_index_t d, fkm_index_t *j1, double *m1, double *m2)
 {
-    double m1 = 0.0, m2 = 0.0;
-    fkm_index_t i, j, c, j1 = -1;
+    fkm_index_t j, c;
+    *j1 = -1, *m1 = 0.0, *m2 = 0.0;
     for (j = 0; j < k; j++) {
         double ss = 0.0, m;
         for (c = 0; c < d; c++) {
-            double t = centers[(size_t)j * (size_t)d + c] - b->old[(size_t)j * (size_t)d + c];
+            double t = centers[(size_t)j * (size_t)d + c] - old[(size_t)j * (size_t)d + c];
             ss += t * t;
         }
         m = bnd_norm(ss, b->rel);
         if (!(m <= HUGE_VAL)) m = HUGE_VAL;  /* NaN: no bound */
         b->move[j] = m;
-        if (m > m1) { m2 = m1; m1 = m; j1 = j; }
-        else if (m > m2) m2 = m;
+        if (m > *m1) { *m2 = *m1; *m1 = m; *j1 = j; }
+        else if (m > *m2) *m2 = m;
     }
+}
+
+/* Move the bounds by the center displacements old -> centers. */
+static void bnd_move(bnd_ws *b, const int32_t *labels, const double *centers,
+                     fkm_index_t n, fkm_index_t d, fkm_index_t k)
+{
+    double m1, m2;
+    fkm_index_t i, j1;
+    bnd_moves(b, b->old, centers, k, d, &j1, &m1, &m2);
     for (i = 0; i < n; i++) {
         const fkm_index_t a = labels[i];
         const double mo = a == j1 ? m2 : m1;
@@ -568,20 +579,9 @@ FKM_HOT static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, f
     const double *U = tr->U + (size_t)a * sn, *L = tr->L + (size_t)a * sn;
     const double *Ca = tr->C + (size_t)a * skd, *Sa = tr->S + (size_t)a * (skd + (size_t)k);
     double dl, A, h, Ms, m1 = 0.0, m2 = 0.0;
-    fkm_index_t i, j, c, q, j1 = -1, nflag = 0, count = 0, ignored;
+    fkm_index_t i, j, q, j1 = -1, nflag = 0, count = 0, ignored;
     int status = FKM_OK, any_dirty = 0;
-    for (j = 0; j < k; j++) {  /* moves of the centers since the recording */
-        double ss = 0.0, m;
-        for (c = 0; c < d; c++) {
-            const double t = centers[(size_t)j * (size_t)d + c] - Ca[(size_t)j * (size_t)d + c];
-            ss += t * t;
-        }
-        m = bnd_norm(ss, b->rel);
-        if (!(m <= HUGE_VAL)) m = HUGE_VAL;  /* NaN: no bound */
-        b->move[j] = m;
-        if (m > m1) { m2 = m1; m1 = m; j1 = j; }
-        else if (m > m2) m2 = m;
-    }
+    bnd_moves(b, Ca, centers, k, d, &j1, &m1, &m2);  /* since the recording */
     memcpy(labels, rl, sizeof(int32_t) * sn);
     if (bnd_consts(&dl, &A, &h, &Ms, b, ws->ct, ws->shift, k, d) && m1 <= DBL_MAX) {
         const double Emax = A * (h + tr->xnmax) + BND_ETA;

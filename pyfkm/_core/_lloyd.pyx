@@ -177,26 +177,17 @@ def merge(const double[:, :, ::1] part_sums, const double[:, ::1] part_wsums,
     return sums, wsums, inertia
 
 
-def lloyd_loop(const double[:, ::1] X, object centers, object sample_weight,
-               fkm_index_t max_iter, double tol_abs, bint bounds=False):
-    """A whole weighted Lloyd run in C (csrc/fkm_lloyd_loop.h), for small n.
-
-    ``bounds`` skips the scoring of points whose label distance bounds prove
-    unchanged; the results are bit for bit those of ``bounds=False`` (the
-    full scan of every point at every iteration).  Off by default: the
-    accumulation of the sums, which must stay the kernel's to keep the bits,
-    is about half of a pass, so the bounds did not pay on the measured
-    problems (federated server k-means, DC-k-means nodes).
-
-    Returns (centers float64[k, d] (a new array), labels int32[n],
-    mind float64[n], inertia, n_iter).
-    """
+cdef object _loop(str name, const double[:, ::1] X, object centers, object sample_weight,
+                  fkm_index_t max_iter, double tol_abs, bint bounds, fkm_lloyd_trace *tr,
+                  object lock):
+    """The one-call loop, untraced (tr NULL, with bounds or not) or traced
+    (under lock); see lloyd_loop."""
     cdef fkm_index_t n = X.shape[0], d = X.shape[1]
     C = np.array(centers, dtype=np.float64, order="C", copy=True)
     cdef double[:, ::1] cv = C
     cdef fkm_index_t k = cv.shape[0]
     if cv.shape[1] != d or n < 1 or d < 1 or k < 1 or max_iter < 0:
-        raise ValueError("lloyd_loop: inconsistent shapes")
+        raise ValueError(f"{name}: inconsistent shapes")
     labels = np.empty(n, dtype=np.int32)
     mind = np.empty(n, dtype=np.float64)
     cdef int32_t[::1] lv = labels
@@ -209,13 +200,39 @@ def lloyd_loop(const double[:, ::1] X, object centers, object sample_weight,
     if sample_weight is not None:
         wv = np.ascontiguousarray(sample_weight, dtype=np.float64)
         if wv.shape[0] != n:
-            raise ValueError("lloyd_loop: sample_weight has the wrong length")
+            raise ValueError(f"{name}: sample_weight has the wrong length")
         wp = &wv[0]
-    with nogil:
-        status = fkm_lloyd_loop_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter, &inertia,
-                                    &X[0, 0], wp, n, d, k, max_iter, tol_abs, bounds)
+    if tr == NULL:
+        with nogil:
+            status = fkm_lloyd_loop_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter, &inertia,
+                                        &X[0, 0], wp, n, d, k, max_iter, tol_abs, bounds)
+    else:
+        with lock:
+            with nogil:
+                status = fkm_lloyd_loop_traced_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter,
+                                                   &inertia, &X[0, 0], wp, n, d, k,
+                                                   max_iter, tol_abs, tr)
     check_status(status, "Lloyd")
     return C, labels, mind, inertia, int(n_iter)
+
+
+def lloyd_loop(const double[:, ::1] X, object centers, object sample_weight,
+               fkm_index_t max_iter, double tol_abs, bint bounds=False):
+    """A whole weighted Lloyd run in C (csrc/fkm_lloyd_loop.h), for small n.
+
+    ``bounds`` skips the scoring of points whose label distance bounds prove
+    unchanged between iterations; the results are bit for bit those of
+    ``bounds=False`` (the full scan of every point at every iteration).  Off
+    by default: within one run the centers move too much for enough points
+    to be proven, so the bounds did not pay on the measured problems
+    (federated server k-means, DC-k-means nodes).  Across runs they do: see
+    :class:`LloydTrace`.
+
+    Returns (centers float64[k, d] (a new array), labels int32[n],
+    mind float64[n], inertia, n_iter).
+    """
+    return _loop("lloyd_loop", X, centers, sample_weight, max_iter, tol_abs, bounds, NULL,
+                 None)
 
 
 cdef class LloydTrace:
@@ -263,34 +280,8 @@ cdef class LloydTrace:
 
     def run(self, object centers, object sample_weight, fkm_index_t max_iter,
             double tol_abs):
-        cdef const double[:, ::1] X = self.X
-        cdef fkm_index_t n = X.shape[0], d = X.shape[1]
-        C = np.array(centers, dtype=np.float64, order="C", copy=True)
-        cdef double[:, ::1] cv = C
-        cdef fkm_index_t k = cv.shape[0]
-        if cv.shape[1] != d or n < 1 or d < 1 or k < 1 or max_iter < 0:
-            raise ValueError("LloydTrace.run: inconsistent shapes")
-        labels = np.empty(n, dtype=np.int32)
-        mind = np.empty(n, dtype=np.float64)
-        cdef int32_t[::1] lv = labels
-        cdef double[::1] mv = mind
-        cdef const double[::1] wv
-        cdef const double *wp = NULL
-        cdef fkm_index_t n_iter = 0
-        cdef double inertia = 0.0
-        cdef int status
-        if sample_weight is not None:
-            wv = np.ascontiguousarray(sample_weight, dtype=np.float64)
-            if wv.shape[0] != n:
-                raise ValueError("LloydTrace.run: sample_weight has the wrong length")
-            wp = &wv[0]
-        with self._lock:
-            with nogil:
-                status = fkm_lloyd_loop_traced_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter,
-                                                   &inertia, &X[0, 0], wp, n, d, k,
-                                                   max_iter, tol_abs, &self.tr)
-        check_status(status, "Lloyd")
-        return C, labels, mind, inertia, int(n_iter)
+        return _loop("LloydTrace.run", self.X, centers, sample_weight, max_iter, tol_abs,
+                     False, &self.tr, self._lock)
 
 
 cdef class QAssign:

@@ -59,32 +59,8 @@ cdef int _run(object generator, fkm_index_t[::1] centers, double[::1] mind,
     return 0
 
 
-def seed(object X, object sample_weight, fkm_index_t k, object generator):
-    """D^2 seeding of all rows of C-contiguous float X (float32/float64).
-
-    Returns (center_ids int64[k], min_sq_dist float64[n], labels int32[n]).
-    """
-    cdef fkm_index_t n = X.shape[0]
-    centers = np.zeros(k, dtype=np.int64)
-    mind = np.empty(n, dtype=np.float64)
-    labels = np.empty(n, dtype=np.int32)
-    cdef const double[::1] w
-    cdef const double *wp = NULL
-    if sample_weight is not None:
-        w = sample_weight
-        wp = &w[0]
-    _run(generator, centers, mind, labels, X, wp, NULL, k, 0)
-    return centers, mind, labels
-
-
-def seed_from(object X, object sample_weight, object prefix, fkm_index_t k,
-              object generator):
-    """D^2 seeding of all rows of C-contiguous float X that keeps the row ids
-    ``prefix`` (distinct, of positive weight, at most k; unchecked) as its
-    first centers and draws the others, as a run resumed after them would.
-
-    Returns center_ids int64[k].
-    """
+cdef tuple _seed(object X, object sample_weight, object prefix, fkm_index_t k,
+                 object generator):
     cdef fkm_index_t n = X.shape[0]
     ids = np.asarray(prefix, dtype=np.int64)
     cdef fkm_index_t m = ids.shape[0]
@@ -98,7 +74,26 @@ def seed_from(object X, object sample_weight, object prefix, fkm_index_t k,
         w = sample_weight
         wp = &w[0]
     _run(generator, centers, mind, labels, X, wp, NULL, k, m)
-    return centers
+    return centers, mind, labels
+
+
+def seed(object X, object sample_weight, fkm_index_t k, object generator):
+    """D^2 seeding of all rows of C-contiguous float X (float32/float64).
+
+    Returns (center_ids int64[k], min_sq_dist float64[n], labels int32[n]).
+    """
+    return _seed(X, sample_weight, (), k, generator)
+
+
+def seed_from(object X, object sample_weight, object prefix, fkm_index_t k,
+              object generator):
+    """D^2 seeding of all rows of C-contiguous float X that keeps the row ids
+    ``prefix`` (distinct, of positive weight, at most k; unchecked) as its
+    first centers and draws the others, as a run resumed after them would.
+
+    Returns center_ids int64[k].
+    """
+    return _seed(X, sample_weight, prefix, k, generator)[0]
 
 
 def race_seeding(object X, const int64_t[::1] ids, fkm_index_t k, uint64_t key,
