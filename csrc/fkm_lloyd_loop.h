@@ -3,10 +3,11 @@
  * overhead of the Python-driven blocked kernels (fkm_lloyd.h) dominates:
  * the nodes of DC-k-means, the server step of federated k-means.
  *
- * Assignments use the tiled kernel of fkm_lloyd.h (shift = the centers'
- * mean rounded to 16 bits, so exact ties of simple data stay ties, broken by
- * the lowest center index); the reported squared distances are direct,
- * sum_c (x_c - m_c)^2.
+ * Labels come from the tiled kernel of fkm_lloyd.h (fkm_lloyd_label; shift =
+ * the centers' mean rounded to 16 bits, so exact ties of simple data stay
+ * ties, broken by the lowest center index); the sums and weights of the new
+ * centers and the reported squared distances follow the explicit rounding
+ * rules of fkm_lloyd_acc.h (a cluster's sums depend on its points only).
  */
 #ifndef FKM_LLOYD_LOOP_H
 #define FKM_LLOYD_LOOP_H
