@@ -297,6 +297,25 @@ static inline __attribute__((always_inline)) void FKM_NAME(accum_packed)(
     }
 }
 
+/* Rows i.. (at most 4, up to hi) of X into rows[4]; a tail of fewer than 4
+ * repeats the last row of X (*pad, allocated once; extra results are
+ * ignored).  Returns FKM_OK or FKM_ENOMEM. */
+static inline int FKM_NAME(row_group)(const FKM_REAL **rows, FKM_REAL **pad,
+                                      const FKM_REAL *X, fkm_index_t i, fkm_index_t hi,
+                                      fkm_index_t d)
+{
+    const fkm_index_t m = hi - i < 4 ? hi - i : 4;
+    if (m < 4 && !*pad) {
+        *pad = malloc((size_t)(d > 0 ? d : 1) * sizeof(FKM_REAL));
+        if (!*pad)
+            return FKM_ENOMEM;
+        memcpy(*pad, X + (hi - 1) * d, (size_t)d * sizeof(FKM_REAL));
+    }
+    for (int r = 0; r < 4; ++r)
+        rows[r] = r < m ? X + (i + r) * d : *pad;
+    return FKM_OK;
+}
+
 /* Whether any of need[0..m) is nonzero. */
 static inline __attribute__((always_inline)) int FKM_NAME(any_need)(
     const unsigned char *need, int m)
@@ -395,21 +414,9 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
     for (; i < hi; i += 4) {
         const FKM_REAL *rows[4];
         fkm_index_t m = hi - i < 4 ? hi - i : 4;
-        if (m == 4) {
-            for (int r = 0; r < 4; ++r)
-                rows[r] = X + (i + r) * d;
-        } else {
-            /* Tail: repeat the last row; extra results are ignored. */
-            if (!pad) {
-                pad = malloc((size_t)(d > 0 ? d : 1) * sizeof(FKM_REAL));
-                if (!pad) {
-                    free(accbuf);
-                    return FKM_ENOMEM;
-                }
-                memcpy(pad, X + (hi - 1) * d, (size_t)d * sizeof(FKM_REAL));
-            }
-            for (int r = 0; r < 4; ++r)
-                rows[r] = r < m ? X + (i + r) * d : pad;
+        if (FKM_NAME(row_group)(rows, &pad, X, i, hi, d) != FKM_OK) {
+            free(accbuf);
+            return FKM_ENOMEM;
         }
         fkm_index_t best[4];
         if (!need || FKM_NAME(any_need)(need + i, (int)m)) {
@@ -508,21 +515,9 @@ FKM_HOT int FKM_NAME(fkm_lloyd_label)(
         fkm_index_t m = hi - i < 4 ? hi - i : 4;
         if (need && !FKM_NAME(any_need)(need + i, (int)m))
             continue;
-        if (m == 4) {
-            for (int r = 0; r < 4; ++r)
-                rows[r] = X + (i + r) * d;
-        } else {
-            /* Tail: repeat the last row; extra results are ignored. */
-            if (!pad) {
-                pad = malloc((size_t)(d > 0 ? d : 1) * sizeof(FKM_REAL));
-                if (!pad) {
-                    free(accbuf);
-                    return FKM_ENOMEM;
-                }
-                memcpy(pad, X + (hi - 1) * d, (size_t)d * sizeof(FKM_REAL));
-            }
-            for (int r = 0; r < 4; ++r)
-                rows[r] = r < m ? X + (i + r) * d : pad;
+        if (FKM_NAME(row_group)(rows, &pad, X, i, hi, d) != FKM_OK) {
+            free(accbuf);
+            return FKM_ENOMEM;
         }
         FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm, k, accbuf);
         FKM_NAME(set_labels)(labels, &nchg, i, best, (int)m);
