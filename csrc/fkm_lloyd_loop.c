@@ -35,9 +35,9 @@ static void short_shift(double *shift, const double *centers, fkm_index_t k, fkm
  * i to its assigned center a, one lower bound L_i on its distance to every
  * other center, moved by the centers' displacements each iteration).  A
  * point whose bounds prove that the tiled kernel would give it label a again
- * is not scored; fkm_lloyd_assign_masked then scores only the groups with a
- * point that is not proven, with the same code as the full scan, and
- * accumulates every point in the same order.  So labels, sums, centers, mind,
+ * is not scored; fkm_lloyd_label then scores only the groups with a point
+ * that is not proven, with the same code as the full scan, and the sums and
+ * distances follow from the labels alone (fkm_lloyd_acc.h).  So labels, sums, centers, mind,
  * inertia and n_iter are bit for bit those of the full scan.
  *
  * Why a proven point keeps its label.  Let u = 2^-53, s the shift, c_j the
