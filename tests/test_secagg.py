@@ -1767,3 +1767,57 @@ def test_found_by_review_masks_messages_and_roster_replay():
     assert clients[0]._last_round == last
     fresh, fc = make_run(params, [0, 1], seed=84)
     fc[0].receive_roster(wire(fresh.roster()))        # before any round: accepted
+
+
+# ---------------------------------------------------------------------------
+# the scalar decode of a single bin (Codec._solve_one)
+
+def _solve_outcome(codec, msg, one_bin):
+    try:
+        nodes, q, bins = codec._solve(msg, one_bin=one_bin)
+    except DecodeError as e:
+        return ("error", str(e))
+    for a in (nodes, q, bins):
+        assert a.flags.c_contiguous
+    return (nodes.dtype, nodes.tolist(), q.dtype, q.tolist(), bins.dtype, bins.tolist())
+
+
+@pytest.mark.parametrize("d, B, M, p", [(10, 173, 1, P), (10, 173, 6, P), (3, 2000, 2, P31),
+                                        (2, 100_000, 1, P20), (1, 5000, 3, P20)])
+def test_single_bin_decode_equals_the_general_decode(d, B, M, p):
+    # Oracles: the input itself (decode(encode(b, q)) = (b, q)) and the
+    # general decode (roots + Vandermonde solves + vector checks), which the
+    # scalar path of one bin must match result for result and error for
+    # error: on valid one-bin messages (count 1, random, p - 1 as in a
+    # removal), with one word replaced by another value (every position),
+    # and on random messages of linear complexity 1 (S_1 = x S_0 with
+    # random payload words).
+    from pyfkm.secagg._codec import Codec
+    rng = np.random.default_rng(d * 1000 + M)
+    params = make_params(d, B, M, modulus=p, mode="hashed", seed=M)
+    assert params.mode == "hashed"
+    codec = Codec(params)
+    W = params.message_words
+    n_ok = n_err = 0
+    for trial in range(12):
+        b = rng.integers(0, B, size=(1, d))
+        q = [1, p - 1, int(rng.integers(1, p))][trial % 3]
+        msg = codec.encode(b, np.array([q], dtype=np.uint64))
+        fast = _solve_outcome(codec, msg, True)
+        assert fast == _solve_outcome(codec, msg, False)
+        assert fast[3] == [q] and fast[5] == b.tolist()
+        n_ok += 1
+        for pos in range(W):
+            bad = msg.copy()
+            bad[pos] = (int(bad[pos]) + int(rng.integers(1, p))) % p
+            fast = _solve_outcome(codec, bad, True)
+            assert fast == _solve_outcome(codec, bad, False), (trial, pos)
+            n_err += fast[0] == "error"
+        # linear complexity 1 with junk payload rows
+        x, s0 = int(rng.integers(1, p)), int(rng.integers(1, p))
+        junk = rng.integers(0, p, size=W, dtype=np.uint64)
+        junk[:2 * M] = [s0 * pow(x, i, p) % p for i in range(2 * M)]
+        assert _solve_outcome(codec, junk, True) == _solve_outcome(codec, junk, False)
+    # corruptions of a payload word are always caught (the S words may turn
+    # the message into another valid one only by moving the node)
+    assert n_ok == 12 and n_err >= 12 * (W - 2 * M)

@@ -17,6 +17,7 @@ must hash back to its node, pass the check hash, and every coordinate must
 be in range, which detects hash collisions and inconsistent input
 (:class:`DecodeError`); the redundant syndromes are verified too.
 """
+import operator
 import secrets
 from dataclasses import dataclass
 
@@ -27,6 +28,13 @@ from ..lattice import row_keys
 from ..exceptions import DecodeError
 from ._crypto import hash_coefficients
 
+
+_OUT_OF_RANGE = ("decoded coordinates out of range: a hash collision or "
+                 "inconsistent messages; rerun with a fresh hash seed")
+_NODE_MISMATCH = ("decoded bins do not hash to their nodes: a hash collision "
+                  "or inconsistent messages; rerun with a fresh hash seed")
+_CHECK_FAILS = ("decoded bins fail the check hash: a hash collision or "
+                "inconsistent messages; rerun with a fresh hash seed")
 
 # The codec's arithmetic calls the kernels directly: its arrays are uint64,
 # contiguous and reduced by construction (the public pyfkm.field API checks
@@ -87,6 +95,8 @@ class Codec:
             self.g0, self.g = hash_coefficients(P.hash_seed, P.n_dims, P.modulus, 1)
             c = P.coords_per_element
             self.chunks = [(s, min(s + c, P.n_dims)) for s in range(0, P.n_dims, c)]
+            # the hashes' coefficients as Python ints (scalar path of _solve_one)
+            self._hash_ints = (int(self.a0), self.a.tolist(), int(self.g0), self.g.tolist())
 
     # -- nodes ------------------------------------------------------------
 
@@ -257,9 +267,11 @@ class Codec:
                 "or a node with two bins)")
         return got
 
-    def _solve(self, agg):
+    def _solve(self, agg, one_bin=True):
         """The sparse vector behind the syndromes ``agg``: (nodes, counts as
-        field elements, bins), every check applied; raises DecodeError."""
+        field elements, bins), every check applied; raises DecodeError.
+        ``one_bin=False`` turns off the scalar path of a single bin (for
+        tests: both paths give the same results and errors)."""
         P = self.params
         M, p = P.max_nonzeros, self.p
         S = np.ascontiguousarray(agg[:2 * M])
@@ -267,7 +279,7 @@ class Codec:
         m = C.size - 1
         empty = np.zeros((0, P.n_dims), dtype=np.int64)
         if m == 0:
-            if np.any(agg):
+            if agg.any():
                 raise DecodeError("inconsistent syndromes: no bins but a nonzero payload")
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.uint64), empty
         if m > M:
@@ -276,6 +288,8 @@ class Codec:
                 f"(linear complexity {m} of the syndromes)")
         if C[-1] == 0:
             raise DecodeError("inconsistent syndromes: a node at zero")
+        if m == 1 and one_bin and P.mode == "hashed":
+            return self._solve_one(agg, C)
         nodes = self._roots(C)
         # one node: the 1 x 1 system c * x**0 = rhs is its own solution
         solve = (lambda R: np.array(R, dtype=np.uint64)) if m == 1 else \
@@ -300,26 +314,55 @@ class Codec:
             rows -= 1
             if any(int(v[t].max()) >= P.bins_per_dim ** (e - s)
                    for t, (s, e) in enumerate(self.chunks)):
-                raise DecodeError(
-                    "decoded coordinates out of range: a hash collision or "
-                    "inconsistent messages; rerun with a fresh hash seed")
+                raise DecodeError(_OUT_OF_RANGE)
             bins = self._unpack(v)
             if not np.array_equal(self.nodes(bins), nodes):
-                raise DecodeError(
-                    "decoded bins do not hash to their nodes: a hash collision "
-                    "or inconsistent messages; rerun with a fresh hash seed")
+                raise DecodeError(_NODE_MISMATCH)
             values = self._rows(bins)
             if not np.array_equal(values[-1], check):
-                raise DecodeError(
-                    "decoded bins fail the check hash: a hash collision or "
-                    "inconsistent messages; rerun with a fresh hash seed")
-            # the rows i >= m were not used by the solves: check them too
-            _, Tc = self._combined_payload(agg)
-            if not self._follows(C, Tc, m):
-                raise DecodeError(
-                    "inconsistent payload syndromes: the messages do not come "
-                    "from one multiset")
+                raise DecodeError(_CHECK_FAILS)
+            self._check_payload_rows(agg, C, m)
         return nodes, q, bins
+
+    def _check_payload_rows(self, agg, C, m):
+        """The payload rows i >= m were not used by the solves: check that
+        they follow the recurrence too."""
+        _, Tc = self._combined_payload(agg)
+        if not self._follows(C, Tc, m):
+            raise DecodeError(
+                "inconsistent payload syndromes: the messages do not come "
+                "from one multiset")
+
+    def _solve_one(self, agg, C):
+        """:meth:`_solve` of hashed-mode syndromes of linear complexity 1
+        (``C = 1 - x z``): one bin, the usual change of a single-point
+        removal.  The closed form in Python integers, with the same checks
+        and errors: node ``x``, count ``q = S_0``, payloads ``T_{t,0} / q``."""
+        P, p = self.params, self.p
+        M, B = P.max_nonzeros, P.bins_per_dim
+        x = (p - int(C[1])) % p
+        q = int(agg[0])                          # != 0: complexity 1
+        qinv = pow(q, p - 2, p)
+        T0 = agg[2 * M::M].tolist()              # T_{t,0}, t < rows
+        v = [t * qinv % p for t in T0]
+        check = v.pop()
+        coords = []
+        for val, (s, e) in zip(v, self.chunks):
+            if val >= B ** (e - s):
+                raise DecodeError(_OUT_OF_RANGE)
+            for _ in range(e - s):
+                val, c = divmod(val, B)
+                coords.append(c)
+        a0, a, g0, g = self._hash_ints
+        if (a0 + sum(map(operator.mul, a, coords))) % p != x:
+            raise DecodeError(_NODE_MISMATCH)
+        h = (g0 + sum(map(operator.mul, g, coords))) % p
+        if h * h % p != check:
+            raise DecodeError(_CHECK_FAILS)
+        if M > 1:
+            self._check_payload_rows(agg, C, 1)
+        return (np.array([x], dtype=np.uint64), np.array([q], dtype=np.uint64),
+                np.array([coords], dtype=np.int64))
 
     def _roots(self, C):
         """Ascending nodes x_j with C(z) = prod (1 - x_j z), C[0] = 1 (the
