@@ -838,6 +838,34 @@ def test_incremental_decode_of_a_moved_bin_with_the_same_hash(collision_setup):
     assert_aggregate(res.bins, res.counts, plain_sum(data.values(), 2), 2)
 
 
+def test_difference_round_adding_a_bin_on_a_taken_node_raises(collision_setup):
+    # Round 1: client 0 holds b.  Round 2 (a difference round of one bin):
+    # client 1 adds b' (same hash as b).  The new aggregate would put two
+    # bins on one node, which no decode can represent: DecodeError, and the
+    # server keeps the round open.  Then a change of b's own count (the
+    # in-place path of a one-bin change) and its removal decode correctly.
+    params, oracle = collision_setup
+    b, b2 = _collision(oracle, params.bins_per_dim, even=False)
+    server, clients = make_run(params, [0, 1], seed=75)
+    data = {0: (np.array([b, [7, 7]]), np.array([2, 1])), 1: (np.array([[9, 9]]), np.array([4]))}
+    for i in (0, 1):
+        clients[i].set_data(*data[i])
+    play_round(server, clients)
+    clients[1].set_data(np.array([[9, 9], b2]), np.array([4, 1]))
+    with pytest.raises(DecodeError, match="two bins"):
+        _difference_round(server, clients, 1)
+    for new0 in [(np.array([b, [7, 7]]), np.array([5, 1])), (np.array([[7, 7]]), np.array([1]))]:
+        data = {0: new0, 1: (np.array([[9, 9]]), np.array([4]))}
+        for i in (0, 1):
+            clients[i].set_data(*data[i])
+        res = play_round(server, clients)[0]        # a full round clears the failed one
+        assert_aggregate(res.bins, res.counts, plain_sum(data.values(), 2), 2)
+        data[0] = (data[0][0], data[0][1] + np.eye(1, len(data[0][1]), dtype=np.int64)[0])
+        clients[0].set_data(*data[0])
+        res, _ = _difference_round(server, clients, 1)
+        assert_aggregate(res.bins, res.counts, plain_sum(data.values(), 2), 2)
+
+
 # ---------------------------------------------------------------------------
 # correctness: decoded aggregate == plain sum
 

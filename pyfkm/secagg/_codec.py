@@ -61,10 +61,11 @@ class DecodeState:
     and its message, computed only when a later decode needs it (it is the
     encoding of the support, by linearity).  Immutable once built."""
 
-    __slots__ = ("_agg", "nodes", "bins", "q", "_lex")
+    __slots__ = ("_agg", "nodes", "bins", "q", "_lex", "_lex_bins")
 
-    def __init__(self, agg, nodes, bins, q, lex=None):
+    def __init__(self, agg, nodes, bins, q, lex=None, lex_bins=None):
         self._agg, self.nodes, self.bins, self.q, self._lex = agg, nodes, bins, q, lex
+        self._lex_bins = lex_bins       # bins[lex], shared by states of one support
 
     def message(self, codec):
         if self._agg is None:
@@ -76,7 +77,13 @@ class DecodeState:
         """(bins, counts as int64) with the rows sorted lexicographically."""
         if self._lex is None:
             self._lex = _lex_order(self.bins)
-        return self.bins[self._lex], self.q[self._lex].astype(np.int64)
+        if self._lex_bins is None:
+            self._lex_bins = self.bins[self._lex]
+        return self._lex_bins.copy(), self.q[self._lex].astype(np.int64)
+
+    def with_counts(self, agg, q):
+        """The state of the same support with counts ``q`` (its orders kept)."""
+        return DecodeState(agg, self.nodes, self.bins, q, self._lex, self._lex_bins)
 
 
 @dataclass
@@ -229,6 +236,18 @@ class Codec:
         judge."""
         nodes, bins, q = state.nodes, state.bins, state.q
         m = nodes.size
+        if nodes_d.size == 1 and m:
+            # one changed bin (a single-point removal): in place when it
+            # stays in the support
+            j = int(np.searchsorted(nodes, nodes_d[0]))
+            if j < m and nodes[j] == nodes_d[0]:
+                if bins[j].tolist() != bins_d[0].tolist():
+                    return None
+                v = (int(q[j]) + int(q_d[0])) % self.p
+                if v:
+                    q_new = q.copy()
+                    q_new[j] = v
+                    return state.with_counts(agg, q_new)
         pos = np.searchsorted(nodes, nodes_d) if m else np.zeros(nodes_d.size, dtype=np.intp)
         hit = pos < m
         hit[hit] = nodes[pos[hit]] == nodes_d[hit]
@@ -239,7 +258,7 @@ class Codec:
         q_new[ph] = _ew("add", q[ph], q_d[hit], self.p)
         if hit.all() and q_new[ph].all():
             # the same support: counts change in place, the orders stay
-            return DecodeState(agg, nodes, bins, q_new, state._lex)
+            return state.with_counts(agg, q_new)
         nodes_new = np.concatenate([nodes, nodes_d[~hit]])
         bins_new = np.concatenate([bins, bins_d[~hit]])
         q_new = np.concatenate([q_new, q_d[~hit]])

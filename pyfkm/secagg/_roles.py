@@ -530,9 +530,9 @@ class ScmaServer:
             raise ProtocolError(f"round {rmsg.round}: no message from clients {missing}")
         P = self.params
         dn = rmsg.delta_nonzeros
-        agg = np.zeros(next(iter(got.values())).size, dtype=np.uint64)
-        for payload in got.values():      # validated: uint64, contiguous, reduced
-            _field.add_inplace(agg, payload, P.modulus)
+        # validated payloads (uint64, reduced, one size): the column sums
+        cols = np.ascontiguousarray(np.array(list(got.values()), dtype=np.uint64).T)
+        agg = _field.affine_rows(cols, np.ones(cols.shape[1], dtype=np.uint64), 0, P.modulus)
         t0 = time.perf_counter()
         if dn:
             state = self._codec.decode_difference(agg, self._delta_codec(dn), self._state)
