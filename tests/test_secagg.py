@@ -1849,3 +1849,37 @@ def test_single_bin_decode_equals_the_general_decode(d, B, M, p):
     # corruptions of a payload word are always caught (the S words may turn
     # the message into another valid one only by moving the node)
     assert n_ok == 12 and n_err >= 12 * (W - 2 * M)
+
+
+@pytest.mark.parametrize("d, B, M, p", [(10, 173, 1, P), (10, 173, 3, P), (3, 2000, 2, P31),
+                                        (2, 100_000, 1, P20), (1, P20 - 1, 2, P20),
+                                        (62, 2, 1, P)])
+def test_small_encode_equals_the_kernel_encode(d, B, M, p):
+    # Oracle: the kernel encode (power sums of the nodes, the HashedOracle
+    # tests pin its layout), word for word, for 1-3 bins with counts 1,
+    # random and p - 1; a bin hashing to 0 raises the same error both ways.
+    from pyfkm.secagg._codec import _SMALL_ENCODE, Codec
+    rng = np.random.default_rng(d + 10 * M)
+    params = make_params(d, B, M, modulus=p, mode="hashed", seed=M + 1)
+    codec = Codec(params)
+    n_small = 0
+    for trial in range(20):
+        k = 1 + trial % 3
+        bins = np.unique(rng.integers(0, B, size=(k, d)), axis=0)
+        counts = rng.integers(1, p, size=bins.shape[0], dtype=np.uint64)
+        counts[0] = [1, p - 1, counts[0]][trial % 3]
+        want = codec.encode(bins, counts, small=False)
+        got = codec.encode(bins, counts)
+        assert got.dtype == np.uint64 and got.tolist() == want.tolist()
+        n_small += bins.shape[0] * params.message_words <= _SMALL_ENCODE
+    assert n_small >= 10
+    # a bin on node 0: a0 + a . b = 0 -- take a0 = -a . b for a chosen b
+    b = rng.integers(0, B, size=(1, d))
+    codec.a0 = (-int(np.dot(codec.a.astype(object), b[0].astype(object)))) % p
+    codec._hash_ints = (codec.a0,) + codec._hash_ints[1:]
+    errors = []
+    for small in (True, False):
+        with pytest.raises(DecodeError, match="hashes to 0") as e:
+            codec.encode(b, np.array([1], dtype=np.uint64), small=small)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]

@@ -36,13 +36,17 @@ _NODE_MISMATCH = ("decoded bins do not hash to their nodes: a hash collision "
 _CHECK_FAILS = ("decoded bins fail the check hash: a hash collision or "
                 "inconsistent messages; rerun with a fresh hash seed")
 
+# messages of at most this many words times bins are encoded in Python ints
+_SMALL_ENCODE = 32
+
 # The codec's arithmetic calls the kernels directly: its arrays are uint64,
 # contiguous and reduced by construction (the public pyfkm.field API checks
 # all of that, and the prime, on every call).
 
 def _ew(op, a, b, p):
     """Elementwise ``op`` of equal-shape (or broadcastable) reduced arrays."""
-    a, b = np.broadcast_arrays(a, b)
+    if a.shape != b.shape:
+        a, b = np.broadcast_arrays(a, b)
     out = _field.elementwise(op, np.ascontiguousarray(a).ravel(),
                              np.ascontiguousarray(b).ravel(), p)
     return out.reshape(a.shape)
@@ -150,11 +154,16 @@ class Codec:
 
     # -- client side ---------------------------------------------------------
 
-    def encode(self, bins, counts):
-        """Unmasked message of distinct ``bins`` with counts (uint64, < p)."""
+    def encode(self, bins, counts, small=True):
+        """Unmasked message of distinct ``bins`` with counts (uint64, < p).
+        Short messages of a few bins (a difference round's change) are
+        computed in Python integers; ``small=False`` forces the kernels
+        (for tests: both give the same words)."""
         P = self.params
+        if small and P.mode == "hashed" and bins.shape[0] * P.message_words <= _SMALL_ENCODE:
+            return self._encode_small(bins, counts)
         x = self.nodes(bins)
-        if np.any(x == 0):
+        if not x.all():
             j = int(np.flatnonzero(x == 0)[0])
             raise DecodeError(
                 f"bin {bins[j].tolist()} hashes to 0; rerun with a fresh hash seed")
@@ -163,9 +172,35 @@ class Codec:
         M = P.max_nonzeros
         out[:2 * M] = _field.power_sums(x, q[None, :], 2 * M, self.p)[0]
         if P.mode == "hashed":
-            W = _ew("mul", self._rows(bins), q[None, :], self.p)
+            R = self._rows(bins)
+            W = _ew("mul", R, np.broadcast_to(q, R.shape), self.p)
             out[2 * M:] = _field.power_sums(x, W, M, self.p).ravel()
         return out
+
+    def _encode_small(self, bins, counts):
+        """:meth:`encode` (hashed mode) word by word in Python integers."""
+        P, p = self.params, self.p
+        M, B = P.max_nonzeros, P.bins_per_dim
+        a0, a, g0, g = self._hash_ints
+        S = [0] * (2 * M)
+        T = [[0] * M for _ in range(len(self.chunks) + 1)]
+        for b, q in zip(np.asarray(bins).tolist(), np.asarray(counts).tolist()):
+            x = (a0 + sum(map(operator.mul, a, b))) % p
+            if x == 0:
+                raise DecodeError(f"bin {b} hashes to 0; rerun with a fresh hash seed")
+            h = (g0 + sum(map(operator.mul, g, b))) % p
+            # payload values: packed coordinates (base B, low digit first), check
+            v = [sum(b[u] * B ** (u - s) for u in range(s, e)) for s, e in self.chunks]
+            v.append(h * h % p)
+            w = q % p                                     # q x**i
+            for i in range(2 * M):
+                S[i] += w
+                if i < M:
+                    for t, vt in enumerate(v):
+                        T[t][i] += w * vt
+                w = w * x % p
+        out = [s % p for s in S] + [y % p for row in T for y in row]
+        return np.array(out, dtype=np.uint64)
 
     # -- server side -----------------------------------------------------------
 

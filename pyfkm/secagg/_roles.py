@@ -10,6 +10,7 @@ import numpy as np
 
 from .._core import _field
 from ..exceptions import CapacityError, InvalidInputError, ProtocolError
+from ..lattice import row_keys
 from ._codec import Codec
 from ._crypto import (SCMA_TAG, _stream_limit, add_mod, new_private_key, public_bytes,
                       roster_seeds)
@@ -42,8 +43,9 @@ def _sorted_ids(ids):
 
 
 def check_sparse(bins, counts, params, name="client"):
-    """Validated (distinct bins int64 (k, d), counts uint64 (k,)); duplicate
-    bins are merged by adding their counts."""
+    """Validated (distinct bins int64 (k, d) sorted lexicographically,
+    positive integer counts (k,)); duplicate bins are merged by adding their
+    counts (as Python ints: they may exceed 64 bits)."""
     d, B = params.n_dims, params.bins_per_dim
     bins = np.asarray(bins)
     counts = np.asarray(counts)
@@ -61,9 +63,11 @@ def check_sparse(bins, counts, params, name="client"):
         raise InvalidInputError(f"{name}: bin coordinates must lie in [0, {B})")
     if counts.size and int(counts.min()) < 1:
         raise InvalidInputError(f"{name}: counts must be positive")
-    bins = np.ascontiguousarray(bins, dtype=np.int64)
-    rows = bins.view(np.dtype((np.void, 8 * d))).ravel()
-    _, first, inv = np.unique(rows, return_index=True, return_inverse=True)
+    bins = np.array(bins, dtype=np.int64, order="C")     # a copy: the caller's may change
+    rows = bins.tolist()
+    if all(map(operator.lt, rows, rows[1:])):
+        return bins, counts          # distinct and sorted already (the usual input)
+    _, first, inv = np.unique(row_keys(bins), return_index=True, return_inverse=True)
     merged = np.zeros(first.size, dtype=object)
     np.add.at(merged, inv.ravel(), counts.astype(object))
     return bins[first], merged
@@ -101,7 +105,7 @@ class ScmaClient:
         self._delta_codecs = {}
         self._last_round = 0
         self._pairs = self._mask_cache = self._checked = self._member_of = None
-        self._roster_run = None
+        self._roster_run = self._last_change = None
 
     def key_message(self, run_id):
         """The key message that opens run ``run_id`` (16 bytes)."""
@@ -127,7 +131,7 @@ class ScmaClient:
         # everything derived from the previous run's seeds, parameters or
         # rounds goes: data is set again for this run
         self._pairs = self._mask_cache = self._encoded = self._data = None
-        self._checked = self._member_of = None
+        self._checked = self._member_of = self._last_change = None
         self._stream_limit = _stream_limit(roster.params.modulus)
         self._delta_codecs, self._answered, self._last_round = {}, {}, 0
 
@@ -152,14 +156,15 @@ class ScmaClient:
                 f"client {self.client_id}: {bins.shape[0]} nonzero bins exceed "
                 f"max_client_nonzeros = {P.max_client_nonzeros}")
         budget = (P.modulus - 1) // max(len(self._roster), 1)
-        if counts.size and int(sum(counts)) > budget:
+        total = sum(counts.tolist())          # Python ints: no wrap-around
+        if total > budget:
             raise CapacityError(
-                f"client {self.client_id}: total count {int(sum(counts))} exceeds "
+                f"client {self.client_id}: total count {total} exceeds "
                 f"(p - 1) / n_clients = {budget}, so the aggregate could wrap modulo p")
         counts = counts.astype(np.uint64)
         # checked now (a bin hashing to 0 raises here); encoded when a full
         # round asks for it (difference rounds send changes only)
-        if np.any(self._codec.nodes(bins) == 0):
+        if not self._codec.nodes(bins).all():
             self._codec.encode(bins, counts)
         self._encoded = None
         self._data = (bins, counts)
@@ -261,7 +266,17 @@ class ScmaClient:
         return c
 
     def _change(self, base):
-        """(bins, counts as field elements) of (data now) - ``base``."""
+        """(bins, counts as field elements) of (data now) - ``base`` (the
+        last answer is kept: a driver asks :meth:`changed_bins` and then
+        :meth:`respond` for the same change)."""
+        last = self._last_change
+        if last is not None and last[0] is base and last[1] is self._data:
+            return last[2]
+        out = self._compute_change(base)
+        self._last_change = (base, self._data, out)
+        return out
+
+    def _compute_change(self, base):
         d, p = self.params.n_dims, self.params.modulus
         data = self._data
         if base is data:
