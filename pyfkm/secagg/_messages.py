@@ -356,17 +356,10 @@ class SyndromeMessage:
         return HEADER_BYTES + 4 + 8 * n_words
 
 
-def _syndrome_dtype(n_words):
-    """The wire layout of a syndrome message of ``n_words`` words as a numpy
-    record (little-endian, packed: 48 + 8 n_words bytes)."""
-    return np.dtype([("magic", "S4"), ("version", "u1"), ("type", "u1"),
-                     ("reserved", "<u2"), ("run_id", "V16"), ("round", "<u8"),
-                     ("sender", "<u4"), ("modulus", "<u8"), ("count", "<u4"),
-                     ("payload", "<u8", (n_words,))])
-
-
-# the record above and the header struct describe one layout
-assert _syndrome_dtype(0).itemsize == HEADER_BYTES + 4
+# a syndrome message: header (sender at _SENDER_AT), then the word count
+# and the payload; every other header field is the same for one round
+_SENDER_AT = _HEADER.size - 12
+assert struct.calcsize("<4sBBH16sQ") == _SENDER_AT
 
 
 def parse_syndromes(datas, run_id, round_, modulus, n_words):
@@ -381,25 +374,24 @@ def parse_syndromes(datas, run_id, round_, modulus, n_words):
     n = len(datas)
     if n == 0:
         return [], np.zeros((0, n_words), dtype=np.uint64)
+    if round_ < 1 or not 2 < modulus < 1 << 63:
+        return None
     size = SyndromeMessage.size(n_words)
+    # the fields before the sender, and modulus + word count after it, are
+    # this round's in every message
+    head = _HEADER.pack(MAGIC, VERSION, _SYNDROMES, 0, run_id, round_, 0, modulus)
+    before, after = head[:_SENDER_AT], head[_SENDER_AT + 4:] + struct.pack("<I", n_words)
     for x in datas:
-        if type(x) is not bytes or len(x) != size:
+        if type(x) is not bytes or len(x) != size or not x.startswith(before) \
+                or not x.startswith(after, _SENDER_AT + 4):
             return None
-    rec = np.frombuffer(b"".join(datas), dtype=_syndrome_dtype(n_words), count=n)
-    ok = ((rec["magic"] == MAGIC).all() and (rec["version"] == VERSION).all()
-          and (rec["type"] == _SYNDROMES).all() and not rec["reserved"].any()
-          and (rec["round"] == round_).all() and (rec["modulus"] == modulus).all()
-          and (rec["count"] == n_words).all() and (rec["sender"] != SERVER_ID).all()
-          and bytes(rec["run_id"][0]) == run_id and (rec["run_id"] == rec["run_id"][0]).all())
-    if not ok or round_ < 1 or not 2 < modulus < 1 << 63:
+    rows = np.frombuffer(b"".join(datas), dtype=np.uint8).reshape(n, size)
+    senders = rows[:, _SENDER_AT:_SENDER_AT + 4].copy().view("<u4").ravel()
+    payloads = rows[:, HEADER_BYTES + 4:].copy().view("<u8").astype(np.uint64, copy=False)
+    if (senders == SERVER_ID).any() or (payloads.size and int(payloads.max()) >= modulus):
         return None
-    payloads = rec["payload"].astype(np.uint64, copy=False)
-    if payloads.size and int(payloads.max()) >= modulus:
-        return None
-    if not payloads.flags.c_contiguous:
-        payloads = np.ascontiguousarray(payloads)
     payloads.setflags(write=False)
-    return rec["sender"].tolist(), payloads
+    return senders.tolist(), payloads
 
 
 def check_round_message(msg, cls, run_id, open_round):
