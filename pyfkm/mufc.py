@@ -96,6 +96,11 @@ def _rng_from_state(state):
     return np.random.Generator(bitgen)
 
 
+# merge_sparse sums at most this many rows in Python (the vector path's
+# fixed cost is larger)
+_SMALL_MERGE = 64
+
+
 def merge_sparse(parts, d):
     """Sum sparse count vectors ``[(bins, counts), ...]`` in the clear.
 
@@ -108,6 +113,14 @@ def merge_sparse(parts, d):
         return np.zeros((0, d), dtype=np.int64), np.zeros(0, dtype=np.int64)
     B = np.concatenate(bins)
     C = np.concatenate(counts)
+    if B.shape[0] <= _SMALL_MERGE:
+        # a few rows (one client's centers): a dict of Python ints
+        tot = {}
+        for row, c in zip(map(tuple, B.tolist()), C.tolist()):
+            tot[row] = tot.get(row, 0) + c
+        items = sorted(kv for kv in tot.items() if kv[1] != 0)
+        return (np.array([kv[0] for kv in items], dtype=np.int64).reshape(-1, d),
+                np.array([kv[1] for kv in items], dtype=np.int64))
     if B.size and B.min() >= 0:
         _, first, inv = np.unique(row_keys(B), return_index=True, return_inverse=True)
         uniq = B[first]

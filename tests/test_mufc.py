@@ -378,3 +378,29 @@ def test_uniform_server_keeps_a_uniform_subset_of_its_samples():
         assert np.all((after >= -0.5) & (after < 0.0))
     _, pval = stats.chisquare([drops[i] for i in range(4)])
     assert pval > 1e-3
+
+
+def test_merge_sparse_sums_counts_per_bin_in_lexicographic_order():
+    # Oracle: a Counter over row tuples, sorted.  Few rows (the Python path)
+    # and many (the vector path), negative coordinates, repeated bins within
+    # and across parts, and counts cancelling to zero (dropped).
+    from collections import Counter
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        d = int(rng.integers(1, 4))
+        n_parts = int(rng.integers(1, 4))
+        lo = -3 if trial % 2 else 0
+        parts = []
+        for _ in range(n_parts):
+            k = int(rng.integers(0, 5 if trial < 20 else 60))
+            parts.append((rng.integers(lo, 3, size=(k, d)), rng.integers(-3, 4, size=k)))
+        want = Counter()
+        for b, c in parts:
+            for row, q in zip(map(tuple, b.tolist()), c.tolist()):
+                want[row] += q
+        items = sorted((r, q) for r, q in want.items() if q != 0)
+        bins, counts = merge_sparse(parts, d)
+        assert bins.dtype == np.int64 and counts.dtype == np.int64
+        assert bins.shape == (len(items), d)
+        assert [tuple(r) for r in bins.tolist()] == [r for r, _ in items]
+        assert counts.tolist() == [q for _, q in items]
