@@ -47,7 +47,7 @@ import numpy as np
 from ._base import BaseEstimator
 from ._validation import check_array, check_clients, check_features, check_ids, check_int
 from .exceptions import (CapacityError, DecodeError, InvalidIdError, InvalidInputError,
-                         NotFittedError, NumericalError, ProtocolError)
+                         NotFittedError, ProtocolError)
 from .field import DEFAULT_PRIME
 from ._core import _lloyd, _seeding
 from .kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
@@ -343,12 +343,9 @@ def _lloyd_run(P, c0, w, max_iter, tol_abs, trace=None):
         C, _, inertia, n_iter = lloyd(P, c0, sample_weight=w, max_iter=max_iter,
                                       tol_abs=tol_abs)
         return C, inertia, n_iter
+    # the kernel raises NumericalError on non-finite centers or inertia
     C, _, _, inertia, n_iter = trace.run(c0, w, max_iter, tol_abs)
-    if not (np.isfinite(inertia) and np.isfinite(C).all()):
-        raise NumericalError(
-            "squared distances overflow float64 (inertia is not finite); "
-            "rescale the data")
-    return C, float(inertia), n_iter
+    return C, inertia, n_iter
 
 
 class MufcServer:
@@ -504,7 +501,8 @@ class MufcServer:
         """
         bins = np.asarray(bins, dtype=np.int64).reshape(-1, self.d)
         counts = np.asarray(counts, dtype=np.int64)
-        if np.array_equal(bins, self.bins_) and np.array_equal(counts, self.counts_) \
+        same_bins = np.array_equal(bins, self.bins_)
+        if same_bins and np.array_equal(counts, self.counts_) \
                 and hasattr(self, "cluster_centers_"):
             return False
         rng_state = self._rng.bit_generator.state
@@ -513,7 +511,7 @@ class MufcServer:
                 samples = self._resample(bins, counts)
                 model = self._recluster_points(*self._points_of(bins, counts, samples))
                 self._samples = samples
-            elif self._decrement_only(bins, counts):
+            elif self._decrement_only(same_bins, counts):
                 model = self._coupled_update(counts)
             else:
                 model = self._recluster_centers(bins, counts)
@@ -588,10 +586,10 @@ class MufcServer:
         self._traces = [None] * self.n_init
         return best
 
-    def _decrement_only(self, bins, counts):
-        """Same support (bins and order) as now, counts <= now and > 0."""
-        return (self._seeds is not None and bins.shape == self.bins_.shape
-                and np.array_equal(bins, self.bins_) and bool((counts > 0).all())
+    def _decrement_only(self, same_bins, counts):
+        """Same support (bins and order: ``same_bins``) as now, counts <= now
+        and > 0."""
+        return (self._seeds is not None and same_bins and bool((counts > 0).all())
                 and bool((counts <= self.counts_).all()))
 
     def _coupled_update(self, counts):
@@ -617,15 +615,15 @@ class MufcServer:
         traces = list(self._traces)
         traced = P.shape[0] < 2 * _SMALL_N
         best = None
+        starts = P[seeds]                   # (n_init, k, d): every init's seeds
         for i in range(self.n_init):
             if reseeded[i] or not traced:
                 traces[i] = None
-                res = _lloyd_run(P, P[seeds[i]], w, self.max_iter, self._tol_abs)
+                res = _lloyd_run(P, starts[i], w, self.max_iter, self._tol_abs)
             else:
                 if traces[i] is None:
                     traces[i] = _lloyd.LloydTrace(P)
-                res = _lloyd_run(P, P[seeds[i]], w, self.max_iter, self._tol_abs,
-                                 traces[i])
+                res = _lloyd_run(P, starts[i], w, self.max_iter, self._tol_abs, traces[i])
             if best is None or res[1] < best[1]:
                 best = res
         self._seeds, self._traces = seeds, traces

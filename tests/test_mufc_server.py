@@ -11,7 +11,7 @@ from scipy import stats
 
 from pyfkm._core import _lloyd
 from pyfkm.datasets import make_gaussian_mixture, split_non_iid
-from pyfkm.exceptions import InvalidInputError
+from pyfkm.exceptions import InvalidInputError, NumericalError
 from pyfkm.kmeans import KMeans, _tolerance
 from pyfkm.mufc import FederatedKMeans, MufcServer
 
@@ -128,7 +128,7 @@ def test_an_update_that_fails_changes_nothing(path, monkeypatch):
     def failing(*args, **kw):
         calls.append(1)
         if len(calls) == 3:
-            raise mufc.NumericalError("injected")
+            raise NumericalError("injected")
         return real(*args, **kw)
 
     monkeypatch.setattr(mufc, "_lloyd_run", failing)
