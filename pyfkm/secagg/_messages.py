@@ -21,6 +21,7 @@ anything else; it never allocates more than the input's size suggests.
 """
 import operator
 import struct
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,8 @@ _HEADER = struct.Struct("<4sBBH16sQIQ")
 HEADER_BYTES = _HEADER.size
 _KEY, _ROSTER, _ROUND, _SYNDROMES = 1, 2, 3, 4
 _PARAMS = struct.Struct("<IQIIB32s")
+_SYNDROME_HEAD = struct.Struct(_HEADER.format + "I")    # header + word count
+_LITTLE = sys.byteorder == "little"
 
 
 def _pack_header(kind, run_id, round_, sender, modulus):
@@ -322,9 +325,10 @@ class SyndromeMessage:
                       modulus=int(modulus), payload=payload)
 
     def to_bytes(self):
-        return (_pack_header(_SYNDROMES, self.run_id, self.round, self.sender, self.modulus)
-                + struct.pack("<I", self.payload.size)
-                + self.payload.astype("<u8", copy=False).tobytes())
+        payload = self.payload
+        return (_SYNDROME_HEAD.pack(MAGIC, VERSION, _SYNDROMES, 0, self.run_id, self.round,
+                                    self.sender, self.modulus, payload.size)
+                + (payload.tobytes() if _LITTLE else payload.astype("<u8").tobytes()))
 
     @classmethod
     def from_bytes(cls, data):

@@ -362,9 +362,10 @@ class ScmaClient:
             mask = self.mask(round_msg.round, round_msg.participants, W)
         masked = mask if encoded is None else add_mod(mask, encoded, self.params.modulus)
         self._last_round = round_msg.round
-        self._answered[round_msg.round] = self._data
-        if len(self._answered) > _KEEP_ANSWERED:
-            del self._answered[min(self._answered)]
+        answered = self._answered
+        answered[round_msg.round] = self._data
+        if len(answered) > _KEEP_ANSWERED:
+            del answered[next(iter(answered))]     # the oldest: rounds only increase
         return SyndromeMessage._trusted(self._run_id, round_msg.round, self.client_id,
                                         self.params.modulus, masked)
 
