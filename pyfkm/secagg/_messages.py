@@ -242,6 +242,11 @@ class RoundMessage:
         object.__setattr__(self, "delta_nonzeros", int(dn))
         object.__setattr__(self, "base_round", int(br))
 
+    @staticmethod
+    def size(n_participants):
+        """Bytes of a round message with ``n_participants`` participants."""
+        return HEADER_BYTES + 4 + 4 * n_participants + 12
+
     def to_bytes(self):
         ids = np.asarray(self.participants, dtype="<u4").tobytes()
         return (_pack_header(_ROUND, self.run_id, self.round, SERVER_ID, 0)

@@ -14,7 +14,7 @@ from ..lattice import row_keys
 from ._codec import Codec
 from ._crypto import (SCMA_TAG, _stream_limit, add_mod, new_private_key, public_bytes,
                       roster_seeds)
-from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage,
+from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage, _built,
                         check_key_message, check_round_message, parse_syndromes)
 
 
@@ -414,6 +414,7 @@ class ScmaServer:
         self._state = None         # previous decode (for incremental decode)
         self._finished = None      # (round, participants) of the last decode
         self._delta_codecs = {}
+        self._valid_ids = None     # participants checked against the roster
 
     @property
     def run_id(self):
@@ -453,12 +454,14 @@ class ScmaServer:
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
         ids = self._roster.client_ids if participants is None else participants
-        ids = _sorted_ids(ids)
-        unknown = set(ids) - set(self._roster.client_ids)
-        if unknown:
-            raise ProtocolError(f"participants not in the roster: {sorted(unknown)}")
-        if len(set(ids)) != len(ids) or not ids:
-            raise ProtocolError("participants must be distinct and non-empty")
+        if ids is not self._valid_ids:     # a driver passes the same tuple each round
+            ids = _sorted_ids(ids)
+            unknown = set(ids) - set(self._roster.client_ids)
+            if unknown:
+                raise ProtocolError(f"participants not in the roster: {sorted(unknown)}")
+            if len(set(ids)) != len(ids) or not ids:
+                raise ProtocolError("participants must be distinct and non-empty")
+            self._valid_ids = ids
         base = 0
         if delta_nonzeros:
             if not isinstance(delta_nonzeros, (int, np.integer)) or \
@@ -471,7 +474,9 @@ class ScmaServer:
                 raise ProtocolError(
                     "a difference round needs a decoded round with the same participants")
             base = self._finished[0]
-        msg = RoundMessage(self.run_id, self._round + 1, ids, int(delta_nonzeros), base)
+        # every field checked above (ids: distinct sorted roster ids)
+        msg = _built(RoundMessage, run_id=self.run_id, round=self._round + 1, participants=ids,
+                     delta_nonzeros=int(delta_nonzeros), base_round=base)
         self._round += 1
         self._open = (msg, {})
         return msg
@@ -566,7 +571,7 @@ class ScmaServer:
             mode=P.mode, modulus=P.modulus, round=rmsg.round, n_participants=n,
             message_words=agg.size,
             bytes_per_client=SyndromeMessage.size(agg.size),
-            server_bytes=len(rmsg.to_bytes()) * n, decode_seconds=dt,
+            server_bytes=RoundMessage.size(n) * n, decode_seconds=dt,
             incremental=used_inc,
             paper_bits_per_client=2 * P.max_nonzeros * logp,
             dense_bits_per_client=P.bins_per_dim ** P.n_dims * logp)
