@@ -9,9 +9,15 @@
 
 #include <string.h>
 
-/* The vector form needs GCC vector extensions (GCC, clang) on a
- * little-endian host; FKM_CHACHA_PORTABLE forces the portable form. */
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && \
+/* The vector form needs GCC vector extensions with __builtin_shufflevector
+ * (GCC >= 12, clang) on a little-endian host; FKM_CHACHA_PORTABLE forces
+ * the portable form. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define FKM_CHACHA_HAS_SHUFFLEVECTOR 1
+#endif
+#endif
+#if defined(__GNUC__) && defined(FKM_CHACHA_HAS_SHUFFLEVECTOR) && defined(__BYTE_ORDER__) && \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !defined(FKM_CHACHA_PORTABLE)
 #define FKM_CHACHA_VEC 1
 #else
@@ -96,18 +102,16 @@ typedef uint8_t fkm_v32u8 __attribute__((vector_size(32)));
 
 /* rotations by 16 and 8 bits of each 32-bit lane as byte permutations */
 #define VROT16(v, shuf)                                                       \
-    ((shuf) ? (fkm_v8u32)__builtin_shuffle(                                   \
-                  (fkm_v32u8)(v),                                             \
-                  (fkm_v32u8){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15,  \
-                              12, 13, 18, 19, 16, 17, 22, 23, 20, 21, 26, 27, \
-                              24, 25, 30, 31, 28, 29})                        \
+    ((shuf) ? (fkm_v8u32)__builtin_shufflevector(                             \
+                  (fkm_v32u8)(v), (fkm_v32u8)(v), 2, 3, 0, 1, 6, 7, 4, 5, 10, \
+                  11, 8, 9, 14, 15, 12, 13, 18, 19, 16, 17, 22, 23, 20, 21,   \
+                  26, 27, 24, 25, 30, 31, 28, 29)                             \
             : VROTL(v, 16))
 #define VROT8(v, shuf)                                                        \
-    ((shuf) ? (fkm_v8u32)__builtin_shuffle(                                   \
-                  (fkm_v32u8)(v),                                             \
-                  (fkm_v32u8){3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12,  \
-                              13, 14, 19, 16, 17, 18, 23, 20, 21, 22, 27, 24, \
-                              25, 26, 31, 28, 29, 30})                        \
+    ((shuf) ? (fkm_v8u32)__builtin_shufflevector(                             \
+                  (fkm_v32u8)(v), (fkm_v32u8)(v), 3, 0, 1, 2, 7, 4, 5, 6, 11, \
+                  8, 9, 10, 15, 12, 13, 14, 19, 16, 17, 18, 23, 20, 21, 22,   \
+                  27, 24, 25, 26, 31, 28, 29, 30)                             \
             : VROTL(v, 8))
 
 #define VQR(a, b, c, d, shuf)                           \
@@ -146,24 +150,21 @@ static inline __attribute__((always_inline)) void vec_block8(fkm_v8u32 x[16],
  * (unpack 32, unpack 64, then 128-bit halves; AVX2 builds only). */
 static inline __attribute__((always_inline)) void vec_transpose8(fkm_v8u32 r[8])
 {
-    const fkm_v8u32 lo32 = {0, 8, 1, 9, 4, 12, 5, 13}, hi32 = {2, 10, 3, 11, 6, 14, 7, 15};
-    const fkm_v8u32 lo64 = {0, 1, 8, 9, 4, 5, 12, 13}, hi64 = {2, 3, 10, 11, 6, 7, 14, 15};
-    const fkm_v8u32 lo128 = {0, 1, 2, 3, 8, 9, 10, 11}, hi128 = {4, 5, 6, 7, 12, 13, 14, 15};
     fkm_v8u32 t[8], u[8];
     for (int i = 0; i < 8; i += 2) {
-        t[i] = __builtin_shuffle(r[i], r[i + 1], lo32);
-        t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi32);
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
     }
     for (int h = 0; h < 8; h += 4) {
         /* u[h + c] = rows h..h+3 of columns c (low half) and c + 4 (high) */
-        u[h + 0] = __builtin_shuffle(t[h], t[h + 2], lo64);
-        u[h + 1] = __builtin_shuffle(t[h], t[h + 2], hi64);
-        u[h + 2] = __builtin_shuffle(t[h + 1], t[h + 3], lo64);
-        u[h + 3] = __builtin_shuffle(t[h + 1], t[h + 3], hi64);
+        u[h + 0] = __builtin_shufflevector(t[h], t[h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[h + 1] = __builtin_shufflevector(t[h], t[h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[h + 2] = __builtin_shufflevector(t[h + 1], t[h + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[h + 3] = __builtin_shufflevector(t[h + 1], t[h + 3], 2, 3, 10, 11, 6, 7, 14, 15);
     }
     for (int c = 0; c < 4; c++) {
-        r[c] = __builtin_shuffle(u[c], u[c + 4], lo128);
-        r[c + 4] = __builtin_shuffle(u[c], u[c + 4], hi128);
+        r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
     }
 }
 
@@ -373,8 +374,17 @@ void fkm_chacha_refill(fkm_chacha_t *st)
 
 int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
 {
-    for (fkm_index_t i = 0; i < n; i++)
-        out[i] = fkm_chacha_u64(st);
+    /* the buffered words in runs (the same words fkm_chacha_u64 returns) */
+    for (fkm_index_t i = 0; i < n;) {
+        if (st->pos >= FKM_CHACHA_NWORDS)
+            fkm_chacha_refill(st);
+        fkm_index_t run = FKM_CHACHA_NWORDS - st->pos;
+        if (run > n - i)
+            run = n - i;
+        memcpy(out + i, st->buf + st->pos, (size_t)run * sizeof *out);
+        st->pos += (int)run;
+        i += run;
+    }
     return st->failed ? FKM_EOVERFLOW : FKM_OK;
 }
 
