@@ -134,6 +134,22 @@ def test_keystream_matches_cryptography(seed, counter, n):
     assert (got == keystream_words(key, nonce, counter, n)).all()
 
 
+@pytest.mark.parametrize("nk", [1, 7, 8, 9, 99])
+def test_first_blocks_match_cryptography(nk):
+    # fkm_chacha_first_blocks runs 8 (key, block) lanes at a time: key counts
+    # around a multiple of 8 lanes, nb blocks per key from 1 to 9 (groups
+    # straddle keys), every word compared with the `cryptography` keystream.
+    rng = np.random.default_rng(900 + nk)
+    for nb in (1, 2, 5, 8, 9):
+        keys = np.frombuffer(rng.bytes(32 * nk), np.uint8).reshape(nk, 32)
+        nonce = rng.bytes(12)
+        got = _noise.chacha_first_blocks(keys, np.frombuffer(nonce, np.uint8), nb)
+        assert got.shape == (nk, 8 * nb)
+        for j in range(nk):
+            want = keystream_words(bytes(keys[j]), nonce, 0, 8 * nb)
+            assert np.array_equal(got[j], want), (nk, nb, j)
+
+
 def masked_sum_reference(acc, keys, negate, nonce, lim, p):
     """acc + sum_j (-1)**negate[j] * stream_j mod p in pure Python: stream j
     is the `cryptography` keystream of keys[j] from block 0, read as 64-bit
