@@ -1,9 +1,11 @@
 /* fkm_chacha.c -- ChaCha20 block function and buffered keystream.
  *
  * Written from the specification (RFC 8439, sections 2.1-2.3).  The refill
- * computes FKM_CHACHA_NBLK blocks side by side with the state laid out as
- * x[word][lane], so that the compiler vectorizes the quarter rounds across
- * blocks; fkm_chacha_block is the one-block reference form.
+ * and fkm_chacha_first_blocks compute FKM_CHACHA_NBLK blocks side by side
+ * with the state laid out as x[word][lane]: with GCC/clang as 16 vector
+ * variables of 8 lanes (an AVX2 form chosen at run time on x86-64, a
+ * generic one elsewhere), otherwise as an array whose lane loop the
+ * compiler may vectorize.  fkm_chacha_block is the one-block reference form.
  */
 #include "fkm_chacha.h"
 
