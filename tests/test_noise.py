@@ -134,6 +134,69 @@ def test_keystream_matches_cryptography(seed, counter, n):
     assert (got == keystream_words(key, nonce, counter, n)).all()
 
 
+@pytest.mark.parametrize("nk", [1, 7, 8, 9, 99])
+def test_first_blocks_match_cryptography(nk):
+    # fkm_chacha_first_blocks runs 8 (key, block) lanes at a time: key counts
+    # around a multiple of 8 lanes, nb blocks per key from 1 to 9 (groups
+    # straddle keys), every word compared with the `cryptography` keystream.
+    rng = np.random.default_rng(900 + nk)
+    for nb in (1, 2, 5, 8, 9):
+        keys = np.frombuffer(rng.bytes(32 * nk), np.uint8).reshape(nk, 32)
+        nonce = rng.bytes(12)
+        got = _noise.chacha_first_blocks(keys, np.frombuffer(nonce, np.uint8), nb)
+        assert got.shape == (nk, 8 * nb)
+        for j in range(nk):
+            want = keystream_words(bytes(keys[j]), nonce, 0, 8 * nb)
+            assert np.array_equal(got[j], want), (nk, nb, j)
+
+
+def masked_sum_reference(acc, keys, negate, nonce, lim, p):
+    """acc + sum_j (-1)**negate[j] * stream_j mod p in pure Python: stream j
+    is the `cryptography` keystream of keys[j] from block 0, read as 64-bit
+    words, keeping w < lim and mapping w -> w mod p."""
+    out = [int(a) for a in acc]
+    n = len(out)
+    for key, neg in zip(keys, negate):
+        words = keystream_words(bytes(key), bytes(nonce), 0, 2 * n + 16)
+        kept = [int(w) % p for w in words if int(w) < lim][:n]
+        assert len(kept) == n  # the oracle drew enough words
+        for i, v in enumerate(kept):
+            out[i] = (out[i] - v) % p if neg else (out[i] + v) % p
+    return np.array(out, dtype=np.uint64)
+
+
+@pytest.mark.parametrize("nk", [1, 7, 8, 9, 99])
+def test_add_streams_rounds_matches_cryptography_keystream(nk):
+    # add_streams_rounds computes streams of <= 64 words with
+    # fkm_chacha_first_blocks (8 (key, block) lanes at a time, n -> nb =
+    # ceil(n / 8) blocks per key), longer ones with the buffered stream.
+    # Key counts around the 8 lanes, nb from 1 to 8 (n = 64) and past (65),
+    # both signs, two nonces per call.  With their limits (the largest
+    # multiples of p below 2**64), p1 keeps every word but with probability
+    # ~2**-58 (each word is checked mod p1, i.e. but for its top bit), p0
+    # rejects ~2**-16 of the words and q ~25%, so some streams need blocks
+    # past the first nb.
+    from pyfkm._core import _field
+
+    rng = np.random.default_rng(1000 + nk)
+    p0, q = 4611615649683210241, 4611686018428387861  # primes below / just above 2**62
+    p1 = (1 << 63) - 25  # lim = 2 p1 = 2**64 - 50 keeps nearly every word
+    cases = [(p1, 2 * p1), (p0, 4 * p0), (q, 3 * q)]
+    for n in (1, 5, 8, 9, 40, 64, 65):
+        for p, lim in cases:
+            keys = np.frombuffer(rng.bytes(32 * nk), np.uint8).reshape(nk, 32)
+            negate = rng.integers(0, 2, size=nk).astype(np.uint8)
+            negate[0], negate[-1] = 0, 1  # both signs (one key: the sign alternates by n)
+            if nk == 1:
+                negate[0] = n % 2
+            nonces = np.frombuffer(rng.bytes(24), np.uint8).reshape(2, 12)
+            acc0 = rng.integers(0, p, size=(2, n), dtype=np.uint64)
+            got = _field.add_streams_rounds(acc0.copy(), keys, negate, nonces, lim, p)
+            for r in range(2):
+                want = masked_sum_reference(acc0[r], keys, negate, nonces[r], lim, p)
+                assert np.array_equal(got[r], want), (nk, n, p, r)
+
+
 def polar_reference(words, n, sigma):
     """Marsaglia's polar method on 54-bit-grid uniforms, in pure Python."""
     out, i = [], 0

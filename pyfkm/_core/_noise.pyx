@@ -10,7 +10,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (fkm_index_t, fkm_rng_t, fkm_chacha_t,
                                 fkm_chacha_block, fkm_chacha_init,
-                                fkm_chacha_words, fkm_noise_src_t, fkm_dgauss_t,
+                                fkm_chacha_words, fkm_chacha_first_blocks, fkm_noise_src_t, fkm_dgauss_t,
                                 fkm_dgauss_init, fkm_noise_gaussian,
                                 fkm_noise_laplace, fkm_noise_discrete_gaussian,
                                 fkm_noise_discrete_laplace,
@@ -34,6 +34,21 @@ def chacha_block(const uint32_t[::1] state):
     fkm_chacha_block(&ov[0], &state[0])
     return out
 
+
+
+def chacha_first_blocks(const uint8_t[:, ::1] keys, const uint8_t[::1] nonce, uint32_t nb):
+    """Blocks 0 .. nb-1 of the keystreams of ``keys`` (k, 32) with one 12-byte
+    ``nonce``: row j holds the 8 * nb little-endian 64-bit words of key j
+    (fkm_chacha_first_blocks; for tests)."""
+    if keys.shape[1] != 32 or nonce.shape[0] != 12 or nb < 1:
+        raise ValueError("keys must be (k, 32), nonce 12 bytes, nb >= 1")
+    cdef fkm_index_t nk = keys.shape[0]
+    out = np.zeros((nk, 8 * nb), dtype=np.uint64)
+    cdef uint64_t[:, ::1] ov = out
+    if nk > 0:
+        with nogil:
+            fkm_chacha_first_blocks(&keys[0, 0], nk, &nonce[0], nb, &ov[0, 0])
+    return out
 
 cdef int _run(const fkm_noise_src_t *src, int kind, object out, double x,
               uint64_t a, uint64_t b) except -1:
