@@ -304,9 +304,10 @@ int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
                               uint64_t lim, int negate, uint64_t *acc,
                               int64_t n, int64_t filled)
 {
+    const uint64_t top = lim - 1; /* the largest word kept (lim = 0: 2^64 - 1) */
     for (int64_t i = 0; i < nw && filled < n; i++) {
         uint64_t w = words[i];
-        if (w >= lim)
+        if (w > top)
             continue;
         uint64_t v = fkm_reduce2(0, w, F);
         acc[filled] = negate ? fkm_submod(acc[filled], v, F)

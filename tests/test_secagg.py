@@ -1883,3 +1883,26 @@ def test_small_encode_equals_the_kernel_encode(d, B, M, p):
             codec.encode(b, np.array([1], dtype=np.uint64), small=small)
         errors.append(str(e.value))
     assert errors[0] == errors[1]
+
+
+def test_stream_accumulate_limit_zero_keeps_every_word():
+    # The kernel's contract: lim = 0 stands for 2**64 (no word rejected).
+    # Oracle: Python ints, every word reduced mod p, added or subtracted.
+    from pyfkm._core import _field
+    p = DEFAULT_PRIME
+    rng = np.random.default_rng(3)
+    words = rng.integers(0, 2**64, size=12, dtype=np.uint64, endpoint=False)
+    words[0] = np.uint64(2**64 - 1)
+    raw = words.astype("<u8").tobytes()
+    for negate in (False, True):
+        acc = np.full(12, 7, dtype=np.uint64)
+        filled = _field.stream_accumulate(raw, 0, negate, acc, 0, p)
+        sign = -1 if negate else 1
+        assert filled == 12
+        assert acc.tolist() == [(7 + sign * int(w)) % p for w in words.tolist()]
+    # and a real limit rejects the words at or above it
+    lim = ((1 << 64) // p) * p
+    acc = np.zeros(12, dtype=np.uint64)
+    filled = _field.stream_accumulate(raw, lim, False, acc, 0, p)
+    kept = [int(w) % p for w in words.tolist() if int(w) < lim]
+    assert filled == len(kept) and acc[:filled].tolist() == kept
