@@ -175,4 +175,16 @@ int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
                               uint64_t lim, int negate, uint64_t *acc,
                               int64_t n, int64_t filled);
 
+/* fkm_stream_accumulate for the first nw words of nk streams at once
+ * (words: nk x nw, stream j's words at words + j nw; n <=
+ * FKM_STREAMS_MAX_N): acc[0 .. n) gets the kept words of every stream,
+ * added or subtracted by negate[j], and filled[j] is the number of words
+ * stream j gave (< n when its nw words held too few: the caller continues
+ * that stream with fkm_stream_accumulate from filled[j]).  The same values
+ * as nk calls of fkm_stream_accumulate. */
+#define FKM_STREAMS_MAX_N 64
+void fkm_streams_accumulate(fkm_field_t F, const uint64_t *words, int64_t nk, int64_t nw,
+                            uint64_t lim, const uint8_t *negate, uint64_t *acc, int64_t n,
+                            int64_t *filled);
+
 #endif /* FKM_POLY_H */

@@ -159,6 +159,10 @@ cdef extern from "fkm_poly.h" nogil:
     int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
                                   uint64_t lim, int negate, uint64_t *acc,
                                   int64_t n, int64_t filled)
+    int FKM_STREAMS_MAX_N
+    void fkm_streams_accumulate(fkm_field_t F, const uint64_t *words, int64_t nk, int64_t nw,
+                                uint64_t lim, const uint8_t *negate, uint64_t *acc, int64_t n,
+                                int64_t *filled)
 
 cdef extern from "fkm_race.h" nogil:
     double fkm_race_uniform(uint64_t key, int64_t id, uint64_t step)

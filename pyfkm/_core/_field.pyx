@@ -20,8 +20,8 @@ from pyfkm._core._csrc cimport (
     fkm_poly_powmod, fkm_poly_derivative, fkm_poly_eval, fkm_poly_eval_multi,
     fkm_berlekamp_massey, fkm_poly_roots, fkm_poly_sqf, fkm_poly_factor,
     fkm_vdm_init, fkm_vdm_clear, fkm_vdm_solve, fkm_power_sums, fkm_affine_rows,
-    fkm_stream_accumulate, fkm_chacha_t, fkm_chacha_init, fkm_chacha_words, fkm_chacha_block,
-    fkm_chacha_first_blocks)
+    fkm_stream_accumulate, fkm_streams_accumulate, FKM_STREAMS_MAX_N, fkm_chacha_t,
+    fkm_chacha_init, fkm_chacha_words, fkm_chacha_block, fkm_chacha_first_blocks)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 
 from pyfkm.exceptions import DecodeError, FieldError, PyfkmError
@@ -387,21 +387,23 @@ def add_inplace(uint64_t[::1] acc, const uint64_t[::1] x, uint64_t p):
 
 cdef int _add_streams(fkm_field_t F, uint64_t *acc, int64_t n, const uint8_t *keys,
                       int64_t nk, const uint8_t *negate, const uint8_t *nonce, uint64_t lim,
-                      uint64_t *first, uint32_t nb) noexcept nogil:
+                      uint64_t *first, int64_t *nfilled, uint32_t nb) noexcept nogil:
     """The body of add_streams for one accumulator and nonce; ``first`` holds
-    room for nk * nb blocks when nb > 0 (short streams)."""
+    room for nk * nb blocks and ``nfilled`` for nk counts when nb > 0 (short
+    streams: n <= FKM_STREAMS_MAX_N)."""
     cdef int64_t j, filled, c
     cdef fkm_chacha_t st
     cdef uint64_t buf[512]
     cdef uint32_t blk[16]
     cdef int status = FKM_OK
     if nb > 0:
+        # the first blocks of every stream, all keys' words summed at once
         fkm_chacha_first_blocks(keys, nk, nonce, nb, first)
+        fkm_streams_accumulate(F, first, nk, nb * 8, lim, negate, acc, n, nfilled)
     for j in range(nk):
         filled = 0
         if nb > 0:
-            filled = fkm_stream_accumulate(F, first + j * nb * 8, nb * 8, lim, negate[j],
-                                           acc, n, 0)
+            filled = nfilled[j]
             # rejections took more than the first blocks gave (rare):
             # the next blocks of the same stream, one at a time
             if filled < n:
@@ -451,6 +453,7 @@ def add_streams_rounds(uint64_t[:, ::1] acc, const uint8_t[:, ::1] keys,
     cdef fkm_field_t F = _field(p)
     cdef int64_t R = acc.shape[0], n = acc.shape[1], nk = keys.shape[0], r
     cdef uint64_t *first = NULL
+    cdef int64_t *nfilled = NULL
     cdef uint32_t nb = 0
     cdef int status = FKM_OK
     if keys.shape[1] != 32 or nonces.shape[1] != 12 or nonces.shape[0] != R \
@@ -458,18 +461,22 @@ def add_streams_rounds(uint64_t[:, ::1] acc, const uint8_t[:, ::1] keys,
         raise ValueError("keys must be (k, 32), nonces (R, 12), one negate flag per key")
     if n == 0 or nk == 0 or R == 0:
         return acc.base
-    if n <= 64:
+    if n <= FKM_STREAMS_MAX_N:
         nb = <uint32_t> ((n + 7) // 8)
         first = <uint64_t *> malloc(nk * nb * 8 * sizeof(uint64_t))
-        if first == NULL:
+        nfilled = <int64_t *> malloc(nk * sizeof(int64_t))
+        if first == NULL or nfilled == NULL:
+            free(first)
+            free(nfilled)
             raise MemoryError()
     with nogil:
         for r in range(R):
             status = _add_streams(F, &acc[r, 0], n, &keys[0, 0], nk, &negate[0],
-                                  &nonces[r, 0], lim, first, nb)
+                                  &nonces[r, 0], lim, first, nfilled, nb)
             if status != FKM_OK:
                 break
     free(first)
+    free(nfilled)
     check_status(status, "add_streams")
     return acc.base
 
