@@ -66,7 +66,7 @@ def check_sparse(bins, counts, params, name="client"):
     bins = np.array(bins, dtype=np.int64, order="C")     # a copy: the caller's may change
     rows = bins.tolist()
     if all(map(operator.lt, rows, rows[1:])):
-        return bins, counts          # distinct and sorted already (the usual input)
+        return bins, counts.copy()   # distinct and sorted already (the usual input)
     _, first, inv = np.unique(row_keys(bins), return_index=True, return_inverse=True)
     merged = np.zeros(first.size, dtype=object)
     np.add.at(merged, inv.ravel(), counts.astype(object))
