@@ -374,6 +374,8 @@ void fkm_lloyd_trace_free(fkm_lloyd_trace *tr)
     free(tr->order);
     free(tr->cls);
     free(tr->start);
+    free(tr->mem);
+    free(tr->mstart);
     free(tr->w);
     free(tr->xn);
     free(tr->P);
@@ -406,7 +408,9 @@ static int trace_reserve(fkm_lloyd_trace *tr, fkm_index_t m)
         grow((void **)&tr->L, sizeof(double) * cap * n) ||
         grow((void **)&tr->order, sizeof(int32_t) * cap * n) ||
         grow((void **)&tr->cls, cap * n) ||
-        grow((void **)&tr->start, sizeof(int32_t) * cap * (TR_NCLS + 2)))
+        grow((void **)&tr->start, sizeof(int32_t) * cap * (TR_NCLS + 2)) ||
+        grow((void **)&tr->mem, sizeof(int32_t) * cap * n) ||
+        grow((void **)&tr->mstart, sizeof(int32_t) * cap * (4 * (size_t)tr->k + 1)))
         return FKM_ENOMEM;
     tr->cap = (fkm_index_t)cap;
     return FKM_OK;
@@ -476,6 +480,25 @@ static void trace_sort(fkm_lloyd_trace *tr, fkm_index_t a)
     for (i = 0; i < tr->n; i++) order[cnt[cls[i]]++] = (int32_t)i;
 }
 
+/* The member lists of entry a from its labels (counting sort by label and
+ * id mod 4, stable: ids increase within each list), for
+ * fkm_lloyd_accumulate_members_f64. */
+static void trace_members(fkm_lloyd_trace *tr, fkm_index_t a)
+{
+    const size_t sn = (size_t)tr->n, nk = 4 * (size_t)tr->k;
+    const int32_t *rl = tr->labels + (size_t)a * sn;
+    int32_t *ms = tr->mstart + (size_t)a * (nk + 1), *mem = tr->mem + (size_t)a * sn;
+    fkm_index_t i;
+    size_t b;
+    memset(ms, 0, sizeof(int32_t) * (nk + 1));
+    for (i = 0; i < tr->n; i++) ms[4 * (size_t)rl[i] + (size_t)(i & 3) + 1]++;
+    for (b = 0; b < nk; b++) ms[b + 1] += ms[b];
+    /* backwards: ms[key + 1] ends at the start of key */
+    for (i = tr->n; i-- > 0;) mem[--ms[4 * (size_t)rl[i] + (size_t)(i & 3) + 1]] = (int32_t)i;
+    memmove(ms, ms + 1, sizeof(int32_t) * nk);
+    ms[nk] = (int32_t)tr->n;
+}
+
 /* Record entry a: centers, labels, sums of the assignment just made, and
  * tight bounds of every point ordered by gap class (start[0..TR_NCLS]:
  * class boundaries in order; start[TR_NCLS + 1]: the binade of the
@@ -506,6 +529,7 @@ static int trace_record(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, const int
     for (i = 0; i < n; i++) cls[i] = (unsigned char)trace_gap_class(b->U[i], b->L[i], e0, b->rel);
     tr->start[(size_t)a * (TR_NCLS + 2) + TR_NCLS + 1] = e0;
     trace_sort(tr, a);
+    trace_members(tr, a);
     return FKM_OK;
 }
 
@@ -529,11 +553,12 @@ FKM_HOT static void trace_refit(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
     const int e0 = tr->start[(size_t)a * (TR_NCLS + 2) + TR_NCLS + 1];
     double dl, A, h, Ms;
     fkm_index_t q, c;
-    int resort = 0;
+    int resort = 0, relabel = 0;
     if (!bnd_consts(&dl, &A, &h, &Ms, b, ws->ct, ws->shift, k, d)) {
         /* no bounds for these centers: the flagged points prove nothing */
         for (q = 0; q < nf; q++) {
             const fkm_index_t p = flagged[q];
+            relabel |= rl[p] != labels[p];
             rl[p] = labels[p];
             U[p] = HUGE_VAL;
             L[p] = 0.0;
@@ -549,6 +574,7 @@ FKM_HOT static void trace_refit(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
             unsigned char cp;
             for (c = 0; c < d; c++) b->xs[c] = x[c] - ws->shift[c];
             bnd_full(b, p, ap, 0x1p-50 * (b->xn[p] + Ms) + BND_TAU, ws->ct, k, d);
+            relabel |= rl[p] != ap;
             rl[p] = ap;
             U[p] = bnd_up(b->U[p] + b->move[ap], b->rel);
             L[p] = b->L[p] > 0.0 ? bnd_lower(b->L[p], mo, b->rel) : 0.0;
@@ -558,6 +584,7 @@ FKM_HOT static void trace_refit(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
         }
     }
     if (resort) trace_sort(tr, a);
+    if (relabel) trace_members(tr, a);
 }
 
 /* Assignment a (< tr->len) of a rerun, from entry a (see above): labels,
@@ -624,9 +651,15 @@ FKM_HOT static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, f
     }
     memcpy(sums, Sa, sizeof(double) * skd);
     memcpy(wsums, Sa + skd, sizeof(double) * (size_t)k);
-    if (any_dirty) {
-        fkm_lloyd_accumulate_f64(sums, wsums, ws->acc, X, w, labels, n, d, k, dirty);
-        for (j = 0; j < k; j++) tr->last_summed += dirty[j];
+    if (any_dirty) {  /* labels are entry a's (trace_refit): its member lists */
+        const int32_t *mem = tr->mem + (size_t)a * sn;
+        const int32_t *ms = tr->mstart + (size_t)a * (4 * (size_t)k + 1);
+        for (j = 0; j < k; j++) {
+            if (!dirty[j]) continue;
+            fkm_lloyd_accumulate_members_f64(sums + (size_t)j * (size_t)d, wsums + j, ws->acc, X,
+                                             w, mem, ms + 4 * (size_t)j, d);
+            tr->last_summed++;
+        }
     }
     memcpy(tr->S2 + (size_t)a * (skd + (size_t)k), sums, sizeof(double) * skd);
     memcpy(tr->S2 + (size_t)a * (skd + (size_t)k) + skd, wsums, sizeof(double) * (size_t)k);
