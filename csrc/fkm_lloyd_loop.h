@@ -63,6 +63,7 @@ typedef struct {
     int32_t *start;       /* cap x (classes + 2): class starts, then a binade */
     int32_t *mem;         /* cap x n: point ids by (label, id mod 4), ids increasing */
     int32_t *mstart;      /* cap x (4 k + 1): where each (label, id mod 4) starts */
+    fkm_index_t *ndiff;   /* cap: labels of entry a other than entry a - 1's (n: a = 0) */
     double *w;            /* n: the recording's weights (1 for unit weights) */
     double *xn;           /* n: upper bounds of ||x_i|| (inf: too large) */
     double xnmax;         /* their maximum */
