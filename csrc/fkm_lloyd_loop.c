@@ -769,7 +769,8 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
                     fkm_index_t *n_iter, double *inertia,
                     const double *X, const double *w, fkm_index_t n,
                     fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
-                    double tol_abs, int use_bounds, fkm_lloyd_trace *tr)
+                    double tol_abs, int use_bounds, fkm_lloyd_trace *tr,
+                    const double *Pext)
 {
     fkm_index_t it, i, j, c, q, a = 0, changed;
     double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
@@ -819,9 +820,9 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
             goto done;
         }
         if (tr) {
-            status = trace_open(tr, bw.rel, X, n, d, k, pack_pts);
+            status = trace_open(tr, bw.rel, X, n, d, k, pack_pts && !Pext);
             if (status != FKM_OK) goto done;
-            ws.P = tr->P;  /* owned by the trace */
+            ws.P = pack_pts ? (Pext ? (double *)Pext : tr->P) : NULL;  /* not ours */
             bw.xn = tr->xn;
         } else {
             for (i = 0; i < n; i++) {
@@ -1000,7 +1001,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                        double tol_abs, int use_bounds)
 {
     return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
-                    tol_abs, use_bounds, NULL);
+                    tol_abs, use_bounds, NULL, NULL);
 }
 
 int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
@@ -1010,5 +1011,16 @@ int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
                               double tol_abs, fkm_lloyd_trace *trace)
 {
     return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
-                    tol_abs, 0, trace);
+                    tol_abs, 0, trace, NULL);
+}
+
+int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *mind,
+                                     fkm_index_t *n_iter, double *inertia,
+                                     const double *X, const double *P, const double *w,
+                                     fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                                     fkm_index_t max_iter, double tol_abs,
+                                     fkm_lloyd_trace *trace)
+{
+    return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
+                    tol_abs, 0, trace, P);
 }

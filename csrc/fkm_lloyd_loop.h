@@ -101,4 +101,17 @@ int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
                               fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
                               double tol_abs, fkm_lloyd_trace *trace);
 
+/* fkm_lloyd_loop_traced_f64 with the points packed by the caller: P =
+ * fkm_lloyd_pack_points_f64 of all of X (n d doubles), or NULL (then as
+ * fkm_lloyd_loop_traced_f64).  P is only read, and used only when d <=
+ * FKM_LLOYD_PACK_MAX_D and n >= 4 (the trace then keeps no packed copy), so
+ * several traces on one X can share one X and one P (less memory to touch
+ * when they run in turn).  Same results bit for bit. */
+int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *mind,
+                                     fkm_index_t *n_iter, double *inertia,
+                                     const double *X, const double *P, const double *w,
+                                     fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                                     fkm_index_t max_iter, double tol_abs,
+                                     fkm_lloyd_trace *trace);
+
 #endif /* FKM_LLOYD_LOOP_H */
