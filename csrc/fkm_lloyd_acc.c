@@ -72,6 +72,44 @@ FKM_HOT void fkm_lloyd_accumulate_f64(double *sums, double *wsums, double *scrat
     }
 }
 
+/* Stream sums of one cluster from its member lists (see the header); the
+ * four partial sums live in scratch (4 acc_stride(d) doubles). */
+static inline __attribute__((always_inline)) void acc_members(
+    double *restrict sums, double *restrict wsum, double *restrict scratch,
+    const double *restrict X, const double *restrict w, const int32_t *restrict ids,
+    const int32_t *restrict off, fkm_index_t d)
+{
+    const fkm_index_t ds = acc_stride(d);
+    fkm_index_t j;
+    int r;
+    memset(scratch, 0, sizeof(double) * (size_t)(4 * ds));
+    for (r = 0; r < 4; r++) {
+        double *s = scratch + r * ds;
+        int32_t q;
+        for (q = off[r]; q < off[r + 1]; q++) {
+            const fkm_index_t i = ids[q];
+            add_point(s, X + i * d, w ? w[i] : 1.0, d);
+        }
+    }
+    for (j = 0; j <= d; j++) {
+        const double v = ((scratch[j] + scratch[ds + j]) + scratch[2 * ds + j]) + scratch[3 * ds + j];
+        if (j < d)
+            sums[j] = v;
+        else
+            *wsum = v;
+    }
+}
+
+FKM_HOT void fkm_lloyd_accumulate_members_f64(double *sums, double *wsum, double *scratch,
+                                              const double *X, const double *w,
+                                              const int32_t *ids, const int32_t *off,
+                                              fkm_index_t d)
+{
+#define FKM_ACCM(D) acc_members(sums, wsum, scratch, X, w, ids, off, D)
+    FKM_WITH_CONST_D(d, FKM_ACCM)
+#undef FKM_ACCM
+}
+
 static inline __attribute__((always_inline)) double dist_rows(
     double *restrict mind, const double *restrict X, const double *restrict P,
     const double *restrict w, const int32_t *restrict labels,

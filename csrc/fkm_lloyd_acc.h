@@ -40,6 +40,16 @@ void fkm_lloyd_accumulate_f64(double *sums, double *wsums, double *scratch,
                               fkm_index_t n, fkm_index_t d, fkm_index_t k,
                               const unsigned char *dirty);
 
+/* sums OUT (d), *wsum OUT: the rule above for one cluster, from its points
+ * listed by stream: ids[off[r] .. off[r + 1]) are its points i with i mod 4
+ * = r, in increasing order (r = 0..3; unchecked).  Same result as
+ * fkm_lloyd_accumulate_f64 for that cluster, without scanning the other
+ * points.  scratch: 4 ((d + 4) & ~3) doubles (fkm_lloyd_acc_scratch(1, d)). */
+void fkm_lloyd_accumulate_members_f64(double *sums, double *wsum, double *scratch,
+                                      const double *X, const double *w,
+                                      const int32_t *ids, const int32_t *off,
+                                      fkm_index_t d);
+
 /* mind OUT (n): the distance rule to centers[labels[i]] (k x d); returns
  * the inertia.  P: X packed by fkm_lloyd_pack_points_f64 (read for whole
  * panels of 4) or NULL; the results do not depend on it. */

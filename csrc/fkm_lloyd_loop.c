@@ -374,6 +374,9 @@ void fkm_lloyd_trace_free(fkm_lloyd_trace *tr)
     free(tr->order);
     free(tr->cls);
     free(tr->start);
+    free(tr->mem);
+    free(tr->mstart);
+    free(tr->ndiff);
     free(tr->w);
     free(tr->xn);
     free(tr->P);
@@ -406,7 +409,10 @@ static int trace_reserve(fkm_lloyd_trace *tr, fkm_index_t m)
         grow((void **)&tr->L, sizeof(double) * cap * n) ||
         grow((void **)&tr->order, sizeof(int32_t) * cap * n) ||
         grow((void **)&tr->cls, cap * n) ||
-        grow((void **)&tr->start, sizeof(int32_t) * cap * (TR_NCLS + 2)))
+        grow((void **)&tr->start, sizeof(int32_t) * cap * (TR_NCLS + 2)) ||
+        grow((void **)&tr->mem, sizeof(int32_t) * cap * n) ||
+        grow((void **)&tr->mstart, sizeof(int32_t) * cap * (4 * (size_t)tr->k + 1)) ||
+        grow((void **)&tr->ndiff, sizeof(fkm_index_t) * cap))
         return FKM_ENOMEM;
     tr->cap = (fkm_index_t)cap;
     return FKM_OK;
@@ -476,6 +482,25 @@ static void trace_sort(fkm_lloyd_trace *tr, fkm_index_t a)
     for (i = 0; i < tr->n; i++) order[cnt[cls[i]]++] = (int32_t)i;
 }
 
+/* The member lists of entry a from its labels (counting sort by label and
+ * id mod 4, stable: ids increase within each list), for
+ * fkm_lloyd_accumulate_members_f64. */
+static void trace_members(fkm_lloyd_trace *tr, fkm_index_t a)
+{
+    const size_t sn = (size_t)tr->n, nk = 4 * (size_t)tr->k;
+    const int32_t *rl = tr->labels + (size_t)a * sn;
+    int32_t *ms = tr->mstart + (size_t)a * (nk + 1), *mem = tr->mem + (size_t)a * sn;
+    fkm_index_t i;
+    size_t b;
+    memset(ms, 0, sizeof(int32_t) * (nk + 1));
+    for (i = 0; i < tr->n; i++) ms[4 * (size_t)rl[i] + (size_t)(i & 3) + 1]++;
+    for (b = 0; b < nk; b++) ms[b + 1] += ms[b];
+    /* backwards: ms[key + 1] ends at the start of key */
+    for (i = tr->n; i-- > 0;) mem[--ms[4 * (size_t)rl[i] + (size_t)(i & 3) + 1]] = (int32_t)i;
+    memmove(ms, ms + 1, sizeof(int32_t) * nk);
+    ms[nk] = (int32_t)tr->n;
+}
+
 /* Record entry a: centers, labels, sums of the assignment just made, and
  * tight bounds of every point ordered by gap class (start[0..TR_NCLS]:
  * class boundaries in order; start[TR_NCLS + 1]: the binade of the
@@ -497,6 +522,13 @@ static int trace_record(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, const int
     memcpy(tr->S + (size_t)a * (skd + (size_t)k), sums, sizeof(double) * skd);
     memcpy(tr->S + (size_t)a * (skd + (size_t)k) + skd, wsums, sizeof(double) * (size_t)k);
     memcpy(tr->labels + (size_t)a * sn, labels, sizeof(int32_t) * sn);
+    tr->ndiff[a] = n;
+    if (a > 0) {
+        const int32_t *lp = tr->labels + (size_t)(a - 1) * sn;
+        fkm_index_t nd = 0;
+        for (i = 0; i < n; i++) nd += labels[i] != lp[i];
+        tr->ndiff[a] = nd;
+    }
     memcpy(tr->U + (size_t)a * sn, b->U, sizeof(double) * sn);
     memcpy(tr->L + (size_t)a * sn, b->L, sizeof(double) * sn);
     for (i = 0; i < n; i++)
@@ -506,11 +538,12 @@ static int trace_record(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, const int
     for (i = 0; i < n; i++) cls[i] = (unsigned char)trace_gap_class(b->U[i], b->L[i], e0, b->rel);
     tr->start[(size_t)a * (TR_NCLS + 2) + TR_NCLS + 1] = e0;
     trace_sort(tr, a);
+    trace_members(tr, a);
     return FKM_OK;
 }
 
-/* Entry a after a rerun scored the nf points flagged (labels: their new
- * labels): their recorded labels become the new ones and their bounds tight
+/* Entry a after a rerun scored the nf points flagged into the entry's
+ * labels (old[q]: the label of flagged[q] before): their bounds become tight
  * ones for the current centers, moved back to the entry's centers (U + the
  * move of the new center, L - the largest move of the others: bounds for
  * the entry's centers by the triangle inequality), so that the entry keeps
@@ -518,7 +551,7 @@ static int trace_record(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, const int
  * changed).  The entry's sums no longer match its labels: the caller
  * rebases them (or empties the trace). */
 FKM_HOT static void trace_refit(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
-                        const fkm_index_t *flagged, fkm_index_t nf, const int32_t *labels,
+                        const fkm_index_t *flagged, fkm_index_t nf, const int32_t *old,
                         const loop_ws *ws, const double *X, fkm_index_t d, fkm_index_t k,
                         fkm_index_t j1, double m1, double m2)
 {
@@ -529,12 +562,25 @@ FKM_HOT static void trace_refit(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
     const int e0 = tr->start[(size_t)a * (TR_NCLS + 2) + TR_NCLS + 1];
     double dl, A, h, Ms;
     fkm_index_t q, c;
-    int resort = 0;
+    int resort = 0, relabel = 0;
+    for (q = 0; q < nf; q++) {  /* the label counts of the neighbouring entries */
+        const fkm_index_t p = flagged[q];
+        const int32_t o = old[q], v = rl[p];
+        if (o == v) continue;
+        relabel = 1;
+        if (a > 0) {
+            const int32_t u = tr->labels[(size_t)(a - 1) * sn + (size_t)p];
+            tr->ndiff[a] += (fkm_index_t)(v != u) - (fkm_index_t)(o != u);
+        }
+        if (a + 1 < tr->len) {
+            const int32_t u = tr->labels[(size_t)(a + 1) * sn + (size_t)p];
+            tr->ndiff[a + 1] += (fkm_index_t)(v != u) - (fkm_index_t)(o != u);
+        }
+    }
     if (!bnd_consts(&dl, &A, &h, &Ms, b, ws->ct, ws->shift, k, d)) {
         /* no bounds for these centers: the flagged points prove nothing */
         for (q = 0; q < nf; q++) {
             const fkm_index_t p = flagged[q];
-            rl[p] = labels[p];
             U[p] = HUGE_VAL;
             L[p] = 0.0;
             resort |= cls[p] != 0;
@@ -543,13 +589,12 @@ FKM_HOT static void trace_refit(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
     } else {
         for (q = 0; q < nf; q++) {
             const fkm_index_t p = flagged[q];
-            const int32_t ap = labels[p];
+            const int32_t ap = rl[p];
             const double *x = X + (size_t)p * (size_t)d;
             const double mo = ap == j1 ? m2 : m1;
             unsigned char cp;
             for (c = 0; c < d; c++) b->xs[c] = x[c] - ws->shift[c];
             bnd_full(b, p, ap, 0x1p-50 * (b->xn[p] + Ms) + BND_TAU, ws->ct, k, d);
-            rl[p] = ap;
             U[p] = bnd_up(b->U[p] + b->move[ap], b->rel);
             L[p] = b->L[p] > 0.0 ? bnd_lower(b->L[p], mo, b->rel) : 0.0;
             cp = (unsigned char)trace_gap_class(U[p], L[p], e0, b->rel);
@@ -558,31 +603,33 @@ FKM_HOT static void trace_refit(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
         }
     }
     if (resort) trace_sort(tr, a);
+    if (relabel) trace_members(tr, a);
 }
 
-/* Assignment a (< tr->len) of a rerun, from entry a (see above): labels,
- * sums and weights.  The nw points jw have weights other than the
- * recording's.  *changed counts the labels that differ from prev; the
- * number of points scored is added to *n_scored; the scored points are
- * refitted in entry a (trace_refit).  The sums are also kept in S2 (entry
- * a).  dirty (k) and b->need are zero on entry and on exit. */
-FKM_HOT static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, fkm_index_t *changed,
-                        fkm_index_t *n_scored, int32_t *labels, const int32_t *prev,
-                        double *sums, double *wsums, const loop_ws *ws,
-                        unsigned char *dirty, fkm_index_t *flagged, const fkm_index_t *jw,
-                        fkm_index_t nw, const double *centers, const double *X,
-                        const double *w, fkm_index_t n, fkm_index_t d, fkm_index_t k)
+/* Assignment a (< tr->len) of a rerun, from entry a (see above): its labels
+ * become entry a's labels (written in place: the caller reads them there),
+ * its sums and weights go to sums, wsums (and S2, entry a).  The nw points
+ * jw have weights other than the recording's.  The number of points scored
+ * is added to *n_scored; the scored points are refitted in entry a
+ * (trace_refit).  old (n) is scratch; dirty (k) and b->need are zero on
+ * entry and on exit. */
+FKM_HOT static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a,
+                        fkm_index_t *n_scored, double *sums, double *wsums, const loop_ws *ws,
+                        unsigned char *dirty, fkm_index_t *flagged, int32_t *old,
+                        const fkm_index_t *jw, fkm_index_t nw, const double *centers,
+                        const double *X, const double *w, fkm_index_t n, fkm_index_t d,
+                        fkm_index_t k)
 {
     const size_t sn = (size_t)n, skd = (size_t)k * (size_t)d;
-    const int32_t *rl = tr->labels + (size_t)a * sn, *order = tr->order + (size_t)a * sn;
+    int32_t *rl = tr->labels + (size_t)a * sn;
+    const int32_t *order = tr->order + (size_t)a * sn;
     const int32_t *start = tr->start + (size_t)a * (TR_NCLS + 2);
     const double *U = tr->U + (size_t)a * sn, *L = tr->L + (size_t)a * sn;
     const double *Ca = tr->C + (size_t)a * skd, *Sa = tr->S + (size_t)a * (skd + (size_t)k);
     double dl, A, h, Ms, m1 = 0.0, m2 = 0.0;
-    fkm_index_t i, j, q, j1 = -1, nflag = 0, count = 0, ignored;
+    fkm_index_t i, j, q, j1 = -1, nflag = 0, ignored;
     int status = FKM_OK, any_dirty = 0;
     bnd_moves(b, Ca, centers, k, d, &j1, &m1, &m2);  /* since the recording */
-    memcpy(labels, rl, sizeof(int32_t) * sn);
     if (bnd_consts(&dl, &A, &h, &Ms, b, ws->ct, ws->shift, k, d) && m1 <= DBL_MAX) {
         const double Emax = A * (h + tr->xnmax) + BND_ETA;
         const double T = bnd_up(2.0 * (m1 + dl) + 2.0 * sqrt(Emax), b->rel) * (1.0 + 0x1p-20);
@@ -605,33 +652,40 @@ FKM_HOT static int trace_replay(fkm_lloyd_trace *tr, bnd_ws *b, fkm_index_t a, f
         }
     }
     if (nflag) {
-        status = fkm_lloyd_label_f64(labels, &ignored, X, ws->P, 0, n, d, ws->ct, ws->hnorm,
-                                     k, b->need);
+        /* the kernel rewrites whole groups of points: the unflagged ones of
+         * a group get their recorded labels again (proven) */
+        for (q = 0; q < nflag; q++) old[q] = rl[flagged[q]];
+        status = fkm_lloyd_label_f64(rl, &ignored, X, ws->P, 0, n, d, ws->ct, ws->hnorm, k,
+                                     b->need);
         for (q = 0; q < nflag; q++) {
             const fkm_index_t p = flagged[q];
             b->need[p] = 0;
-            if (labels[p] != rl[p]) {
-                dirty[labels[p]] = dirty[rl[p]] = 1;
+            if (rl[p] != old[q]) {
+                dirty[rl[p]] = dirty[old[q]] = 1;
                 any_dirty = 1;
             }
         }
         if (status != FKM_OK) goto out;
-        trace_refit(tr, b, a, flagged, nflag, labels, ws, X, d, k, j1, m1, m2);
+        trace_refit(tr, b, a, flagged, nflag, old, ws, X, d, k, j1, m1, m2);
     }
     for (q = 0; q < nw; q++) {
-        dirty[labels[jw[q]]] = 1;
+        dirty[rl[jw[q]]] = 1;
         any_dirty = 1;
     }
     memcpy(sums, Sa, sizeof(double) * skd);
     memcpy(wsums, Sa + skd, sizeof(double) * (size_t)k);
-    if (any_dirty) {
-        fkm_lloyd_accumulate_f64(sums, wsums, ws->acc, X, w, labels, n, d, k, dirty);
-        for (j = 0; j < k; j++) tr->last_summed += dirty[j];
+    if (any_dirty) {  /* from entry a's member lists (trace_refit updated them) */
+        const int32_t *mem = tr->mem + (size_t)a * sn;
+        const int32_t *ms = tr->mstart + (size_t)a * (4 * (size_t)k + 1);
+        for (j = 0; j < k; j++) {
+            if (!dirty[j]) continue;
+            fkm_lloyd_accumulate_members_f64(sums + (size_t)j * (size_t)d, wsums + j, ws->acc, X,
+                                             w, mem, ms + 4 * (size_t)j, d);
+            tr->last_summed++;
+        }
     }
     memcpy(tr->S2 + (size_t)a * (skd + (size_t)k), sums, sizeof(double) * skd);
     memcpy(tr->S2 + (size_t)a * (skd + (size_t)k) + skd, wsums, sizeof(double) * (size_t)k);
-    for (i = 0; i < n; i++) count += labels[i] != prev[i];
-    *changed = count;
     *n_scored += nflag;
 out:
     memset(dirty, 0, (size_t)k);
@@ -649,18 +703,31 @@ typedef struct {
     fkm_index_t *jw;         /* ... listed here */
     fkm_index_t *flagged;    /* scratch of trace_replay (n) */
     unsigned char *dirty;    /* scratch of trace_replay (k, zero) */
+    int32_t *old;            /* scratch of trace_replay (n) */
+    /* the entries of the trace whose labels are the run's labels and the
+     * previous ones (reruns keep them there); -1: in the labels, prev buffers */
+    fkm_index_t src, psrc;
     fkm_index_t n_scored;    /* points scored by trace_replay in this run */
     double *sums, *wsums;
     const double *X, *w;
     fkm_index_t n, d, k;
 } run_ctx;
 
+/* The labels of entry *e into buf, then *e = -1 (nothing when *e < 0). */
+static void run_labels(const run_ctx *r, int32_t *buf, fkm_index_t *e)
+{
+    if (*e < 0) return;
+    memcpy(buf, r->tr->labels + (size_t)*e * (size_t)r->n, sizeof(int32_t) * (size_t)r->n);
+    *e = -1;
+}
+
 /* Assignment number a (iteration it; the final one has it = the number of
- * iterations run) to centers: labels (prev: the previous ones), sums and
- * weights; with mind, the distances and *inert too.  *changed counts the
- * labels that differ from prev. */
+ * iterations run) to centers: labels (prev: the previous ones; r->src and
+ * r->psrc say where they are), sums and weights; with mind, the distances
+ * and *inert too.  *changed counts the labels that differ from prev.  A
+ * replayed assignment leaves its labels in its entry (r->src = a). */
 static int run_assign(run_ctx *r, fkm_index_t a, fkm_index_t it, fkm_index_t *changed,
-                      int32_t *labels, const int32_t *prev, double *mind, double *inert,
+                      int32_t *labels, int32_t *prev, double *mind, double *inert,
                       const double *centers)
 {
     const fkm_index_t n = r->n, d = r->d, k = r->k;
@@ -668,13 +735,24 @@ static int run_assign(run_ctx *r, fkm_index_t a, fkm_index_t it, fkm_index_t *ch
     int status;
     pack(r->ws, centers, k, d);
     if (r->replay && a < r->len0) {
-        status = trace_replay(r->tr, r->b, a, changed, &r->n_scored, labels, prev,
-                              r->sums, r->wsums, r->ws, r->dirty, r->flagged, r->jw, r->nw, centers,
-                              r->X, r->w, n, d, k);
-        if (status == FKM_OK && mind)
-            *inert = fkm_lloyd_distances_f64(mind, r->X, r->ws->P, r->w, labels, centers, n, d);
-        return status;
+        const int32_t *rl = r->tr->labels + (size_t)a * (size_t)n;
+        status = trace_replay(r->tr, r->b, a, &r->n_scored, r->sums, r->wsums, r->ws, r->dirty,
+                              r->flagged, r->old, r->jw, r->nw, centers, r->X, r->w, n, d, k);
+        if (status != FKM_OK) return status;
+        if (a > 0 && r->psrc == a - 1) {
+            *changed = r->tr->ndiff[a];  /* entries a - 1 and a */
+        } else {
+            fkm_index_t i, count = 0;
+            run_labels(r, prev, &r->psrc);
+            for (i = 0; i < n; i++) count += rl[i] != prev[i];
+            *changed = count;
+        }
+        r->src = a;
+        if (mind) *inert = fkm_lloyd_distances_f64(mind, r->X, r->ws->P, r->w, rl, centers, n, d);
+        return FKM_OK;
     }
+    run_labels(r, prev, &r->psrc);
+    run_labels(r, labels, &r->src);
     if (!r->tr && it > 0) need = bnd_before(r->b, labels, r->ws, r->X, n, d, k);
     status = assign(changed, labels, mind, inert, r->sums, r->wsums, r->ws, need, centers,
                     r->X, r->w, n, d, k);
@@ -691,7 +769,8 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
                     fkm_index_t *n_iter, double *inertia,
                     const double *X, const double *w, fkm_index_t n,
                     fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
-                    double tol_abs, int use_bounds, fkm_lloyd_trace *tr)
+                    double tol_abs, int use_bounds, fkm_lloyd_trace *tr,
+                    const double *Pext)
 {
     fkm_index_t it, i, j, c, q, a = 0, changed;
     double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
@@ -707,6 +786,7 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
     run_ctx r;
     memset(&bw, 0, sizeof bw);
     memset(&r, 0, sizeof r);
+    r.src = r.psrc = -1;
     if (tr && k < 2) {  /* k = 1: every label is 0, nothing to prove or record */
         tr->len = 0;
         tr->last_scored = tr->last_summed = -1;
@@ -740,9 +820,9 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
             goto done;
         }
         if (tr) {
-            status = trace_open(tr, bw.rel, X, n, d, k, pack_pts);
+            status = trace_open(tr, bw.rel, X, n, d, k, pack_pts && !Pext);
             if (status != FKM_OK) goto done;
-            ws.P = tr->P;  /* owned by the trace */
+            ws.P = pack_pts ? (Pext ? (double *)Pext : tr->P) : NULL;  /* not ours */
             bw.xn = tr->xn;
         } else {
             for (i = 0; i < n; i++) {
@@ -761,7 +841,8 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
         r.dirty = calloc((size_t)k, 1);
         r.jw = malloc(sizeof(fkm_index_t) * (size_t)n);
         r.flagged = malloc(sizeof(fkm_index_t) * (size_t)n);
-        if (!r.dirty || !r.jw || !r.flagged) {
+        r.old = malloc(sizeof(int32_t) * (size_t)n);
+        if (!r.dirty || !r.jw || !r.flagged || !r.old) {
             status = FKM_ENOMEM;
             goto done;
         }
@@ -784,12 +865,16 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
     for (it = 0; it < max_iter; it++) {
         fkm_index_t n_taken = 0;
         double shift = 0.0, unused;
-        memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
+        if (r.src < 0) memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
+        r.psrc = r.src;
         status = run_assign(&r, a++, it, &changed, labels, prev, NULL, &unused, centers);
         if (status != FKM_OK) goto done;
         for (j = 0; j < k && r.wsums[j] > 0.0; j++) {}
-        if (j < k)  /* an empty cluster: the distances, to relocate */
+        if (j < k) {  /* an empty cluster: the distances, to relocate */
+            run_labels(&r, prev, &r.psrc);
+            run_labels(&r, labels, &r.src);
             (void)fkm_lloyd_distances_f64(mind, X, ws.P, w, labels, centers, n, d);
+        }
         if (r.b && !tr) memcpy(bw.old, centers, sizeof(double) * (size_t)(k * d));
         /* the clusters empty after the assignment (decided before any
          * relocation) take the farthest points, in index order */
@@ -857,9 +942,11 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
         }
         if (shift <= tol_abs) break;
     }
-    memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
+    if (r.src < 0) memcpy(prev, labels, sizeof(int32_t) * (size_t)n);
+    r.psrc = r.src;
     status = run_assign(&r, a++, *n_iter, &changed, labels, prev, mind, &total, centers);
     if (status != FKM_OK) goto done;
+    run_labels(&r, labels, &r.src);
     *inertia = total;
     for (j = 0; j < k * d; j++)
         if (!isfinite(centers[j])) status = FKM_ENONFINITE;
@@ -890,6 +977,7 @@ done:
     free(r.dirty);
     free(r.jw);
     free(r.flagged);
+    free(r.old);
     free(sums);
     free(taken);
     free(prev);
@@ -913,7 +1001,7 @@ int fkm_lloyd_loop_f64(double *centers, int32_t *labels, double *mind,
                        double tol_abs, int use_bounds)
 {
     return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
-                    tol_abs, use_bounds, NULL);
+                    tol_abs, use_bounds, NULL, NULL);
 }
 
 int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
@@ -923,5 +1011,16 @@ int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
                               double tol_abs, fkm_lloyd_trace *trace)
 {
     return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
-                    tol_abs, 0, trace);
+                    tol_abs, 0, trace, NULL);
+}
+
+int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *mind,
+                                     fkm_index_t *n_iter, double *inertia,
+                                     const double *X, const double *P, const double *w,
+                                     fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                                     fkm_index_t max_iter, double tol_abs,
+                                     fkm_lloyd_trace *trace)
+{
+    return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
+                    tol_abs, 0, trace, P);
 }

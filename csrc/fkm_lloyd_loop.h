@@ -61,6 +61,9 @@ typedef struct {
     int32_t *order;       /* cap x n: point ids by class of L - U */
     unsigned char *cls;   /* cap x n: the class of each point */
     int32_t *start;       /* cap x (classes + 2): class starts, then a binade */
+    int32_t *mem;         /* cap x n: point ids by (label, id mod 4), ids increasing */
+    int32_t *mstart;      /* cap x (4 k + 1): where each (label, id mod 4) starts */
+    fkm_index_t *ndiff;   /* cap: labels of entry a other than entry a - 1's (n: a = 0) */
     double *w;            /* n: the recording's weights (1 for unit weights) */
     double *xn;           /* n: upper bounds of ||x_i|| (inf: too large) */
     double xnmax;         /* their maximum */
@@ -97,5 +100,18 @@ int fkm_lloyd_loop_traced_f64(double *centers, int32_t *labels, double *mind,
                               const double *X, const double *w, fkm_index_t n,
                               fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
                               double tol_abs, fkm_lloyd_trace *trace);
+
+/* fkm_lloyd_loop_traced_f64 with the points packed by the caller: P =
+ * fkm_lloyd_pack_points_f64 of all of X (n d doubles), or NULL (then as
+ * fkm_lloyd_loop_traced_f64).  P is only read, and used only when d <=
+ * FKM_LLOYD_PACK_MAX_D and n >= 4 (the trace then keeps no packed copy), so
+ * several traces on one X can share one X and one P (less memory to touch
+ * when they run in turn).  Same results bit for bit. */
+int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *mind,
+                                     fkm_index_t *n_iter, double *inertia,
+                                     const double *X, const double *P, const double *w,
+                                     fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                                     fkm_index_t max_iter, double tol_abs,
+                                     fkm_lloyd_trace *trace);
 
 #endif /* FKM_LLOYD_LOOP_H */

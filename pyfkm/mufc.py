@@ -621,8 +621,9 @@ class MufcServer:
                 traces[i] = None
                 res = _lloyd_run(P, starts[i], w, self.max_iter, self._tol_abs)
             else:
-                if traces[i] is None:
-                    traces[i] = _lloyd.LloydTrace(P)
+                if traces[i] is None:  # one copy of P for all the traces
+                    like = next((t for t in traces if t is not None), None)
+                    traces[i] = _lloyd.LloydTrace(P, like)
                 res = _lloyd_run(P, starts[i], w, self.max_iter, self._tol_abs, traces[i])
             if best is None or res[1] < best[1]:
                 best = res

@@ -214,6 +214,12 @@ cdef extern from "fkm_lloyd_loop.h" nogil:
                                   const double *X, const double *w, fkm_index_t n,
                                   fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
                                   double tol_abs, fkm_lloyd_trace *trace)
+    int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *mind,
+                                         fkm_index_t *n_iter, double *inertia,
+                                         const double *X, const double *P, const double *w,
+                                         fkm_index_t n, fkm_index_t d, fkm_index_t k,
+                                         fkm_index_t max_iter, double tol_abs,
+                                         fkm_lloyd_trace *trace)
 from libc.stdint cimport uint32_t
 
 cdef extern from "fkm_chacha.h" nogil:

@@ -16,7 +16,7 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 fkm_lloyd_assign_f32, fkm_lloyd_merge,
                                 fkm_lloyd_loop_f64, fkm_qlloyd_assign_f64,
                                 fkm_lloyd_trace, fkm_lloyd_trace_free,
-                                fkm_lloyd_loop_traced_f64, fkm_lloyd_label_f64,
+                                fkm_lloyd_loop_traced_packed_f64, fkm_lloyd_label_f64,
                                 fkm_lloyd_acc_scratch, fkm_lloyd_accumulate_f64,
                                 fkm_lloyd_distances_f64)
 from libc.string cimport memset
@@ -179,7 +179,7 @@ def merge(const double[:, :, ::1] part_sums, const double[:, ::1] part_wsums,
 
 cdef object _loop(str name, const double[:, ::1] X, object centers, object sample_weight,
                   fkm_index_t max_iter, double tol_abs, bint bounds, fkm_lloyd_trace *tr,
-                  object lock):
+                  object lock, object P=None):
     """The one-call loop, untraced (tr NULL, with bounds or not) or traced
     (under lock); see lloyd_loop."""
     cdef fkm_index_t n = X.shape[0], d = X.shape[1]
@@ -197,6 +197,11 @@ cdef object _loop(str name, const double[:, ::1] X, object centers, object sampl
     cdef fkm_index_t n_iter = 0
     cdef double inertia = 0.0
     cdef int status
+    cdef const double[::1] Pv
+    cdef const double *Pp = NULL
+    if P is not None:
+        Pv = P
+        Pp = &Pv[0]
     if sample_weight is not None:
         wv = np.ascontiguousarray(sample_weight, dtype=np.float64)
         if wv.shape[0] != n:
@@ -209,9 +214,9 @@ cdef object _loop(str name, const double[:, ::1] X, object centers, object sampl
     else:
         with lock:
             with nogil:
-                status = fkm_lloyd_loop_traced_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter,
-                                                   &inertia, &X[0, 0], wp, n, d, k,
-                                                   max_iter, tol_abs, tr)
+                status = fkm_lloyd_loop_traced_packed_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter,
+                                                          &inertia, &X[0, 0], Pp, wp, n, d,
+                                                          k, max_iter, tol_abs, tr)
     check_status(status, "Lloyd")
     return C, labels, mind, inertia, int(n_iter)
 
@@ -247,23 +252,35 @@ cdef class LloydTrace:
     of :func:`lloyd_loop`).  ``len`` is the number of assignments recorded.
 
     The trace keeps a read-only copy of X (a recording is only valid for
-    the X it was made on); (re-)initialising forgets the recording.  Runs
-    on one trace are serialised by a lock (they update the recording).
+    the X it was made on) and of X packed for the kernels; ``like``, another
+    LloydTrace, shares its copies instead (for several traces on one X run
+    in turn: less memory to touch); X must then equal its X.
+    (Re-)initialising forgets the recording.  Runs on one trace are
+    serialised by a lock (they update the recording).
     """
     cdef fkm_lloyd_trace tr
     cdef readonly object X
+    cdef object _P
     cdef object _lock
 
     def __cinit__(self):
         memset(&self.tr, 0, sizeof(self.tr))
         self._lock = threading.Lock()
 
-    def __init__(self, const double[:, ::1] X):
-        Xc = np.array(X, dtype=np.float64, order="C", copy=True)
-        Xc.setflags(write=False)
+    def __init__(self, const double[:, ::1] X, LloydTrace like=None):
+        if like is not None:
+            if like.X.shape != (X.shape[0], X.shape[1]) or not np.array_equal(like.X, X):
+                raise ValueError("LloydTrace: like is a trace on another X")
+            Xc, Pc = like.X, like._P
+        else:
+            Xc = np.array(X, dtype=np.float64, order="C", copy=True)
+            Xc.setflags(write=False)
+            Pc = pack_points(Xc) if Xc.shape[0] > 0 and Xc.shape[1] > 0 else None
+            if Pc is not None:
+                Pc.setflags(write=False)
         with self._lock:
             fkm_lloyd_trace_free(&self.tr)
-            self.X = Xc
+            self.X, self._P = Xc, Pc
 
     def __dealloc__(self):
         fkm_lloyd_trace_free(&self.tr)
@@ -281,7 +298,7 @@ cdef class LloydTrace:
     def run(self, object centers, object sample_weight, fkm_index_t max_iter,
             double tol_abs):
         return _loop("LloydTrace.run", self.X, centers, sample_weight, max_iter, tol_abs,
-                     False, &self.tr, self._lock)
+                     False, &self.tr, self._lock, self._P)
 
 
 cdef class QAssign:
