@@ -10,22 +10,8 @@ import pytest
 
 from pyfkm._core import _lloyd
 
-
-def _assert_same(ref, got, what=""):
-    Cr, lr, mr, ir, nr = ref
-    Cg, lg, mg, ig, ng = got
-    assert Cr.tobytes() == Cg.tobytes(), f"centers differ {what}"
-    np.testing.assert_array_equal(lr, lg, err_msg=f"labels differ {what}")
-    assert mr.tobytes() == mg.tobytes(), f"mind differs {what}"
-    assert float(ir).hex() == float(ig).hex(), f"inertia differs {what}"
-    assert nr == ng, f"n_iter differs {what}"
-
-
-def _both(tr, X, C0, w, max_iter, tol_abs, what=""):
-    ref = _lloyd.lloyd_loop(X, C0, w, max_iter, tol_abs)
-    got = tr.run(C0, w, max_iter, tol_abs)
-    _assert_same(ref, got, what)
-    return ref
+# the bit-identity checks of the trace tests (tests/ is on sys.path: no package)
+from test_lloyd_trace import _both
 
 
 # --- errors first ----------------------------------------------------------------
