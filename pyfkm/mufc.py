@@ -99,13 +99,15 @@ def _rng_from_state(state):
 # merge_sparse sums at most this many rows in Python (the vector path's
 # fixed cost is larger)
 _SMALL_MERGE = 64
+_INT64_MAX = (1 << 63) - 1
 
 
 def merge_sparse(parts, d):
     """Sum sparse count vectors ``[(bins, counts), ...]`` in the clear.
 
     Returns ``(bins, counts)`` with distinct bins sorted lexicographically
-    (the order :func:`pyfkm.secagg.secure_sum_sparse` returns).
+    (the order :func:`pyfkm.secagg.secure_sum_sparse` returns).  Raises
+    :class:`CapacityError` when a bin's total does not fit in int64.
     """
     bins = [np.asarray(b, dtype=np.int64).reshape(-1, d) for b, _ in parts]
     counts = [np.asarray(c, dtype=np.int64).ravel() for _, c in parts]
@@ -113,12 +115,15 @@ def merge_sparse(parts, d):
         return np.zeros((0, d), dtype=np.int64), np.zeros(0, dtype=np.int64)
     B = np.concatenate(bins)
     C = np.concatenate(counts)
-    if B.shape[0] <= _SMALL_MERGE:
-        # a few rows (one client's centers): a dict of Python ints
+    big = max(int(C.max()), -int(C.min())) > _INT64_MAX // C.size   # a total might wrap
+    if B.shape[0] <= _SMALL_MERGE or big:
+        # a few rows (one client's centers), or huge counts: Python ints
         tot = {}
         for row, c in zip(map(tuple, B.tolist()), C.tolist()):
             tot[row] = tot.get(row, 0) + c
         items = sorted(kv for kv in tot.items() if kv[1] != 0)
+        if any(not -_INT64_MAX - 1 <= kv[1] <= _INT64_MAX for kv in items):
+            raise CapacityError("a bin's total count does not fit in int64")
         return (np.array([kv[0] for kv in items], dtype=np.int64).reshape(-1, d),
                 np.array([kv[1] for kv in items], dtype=np.int64))
     if B.size and B.min() >= 0:

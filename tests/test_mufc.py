@@ -404,3 +404,17 @@ def test_merge_sparse_sums_counts_per_bin_in_lexicographic_order():
         assert bins.shape == (len(items), d)
         assert [tuple(r) for r in bins.tolist()] == [r for r, _ in items]
         assert counts.tolist() == [q for _, q in items]
+    # totals outside int64 raise on both paths; huge counts that cancel do not
+    from pyfkm.exceptions import CapacityError
+    for rows in (2, 65):
+        zeros = [0] * (rows - 2)
+        with pytest.raises(CapacityError, match="int64"):
+            merge_sparse([(np.zeros((rows, 1), dtype=np.int64),
+                           np.array([2**62, 2**62] + zeros))], 1)
+        bins, counts = merge_sparse([(np.zeros((rows, 1), dtype=np.int64),
+                                      np.array([2**62, -2**62] + zeros))], 1)
+        assert bins.tolist() == [] and counts.tolist() == []
+        bins, counts = merge_sparse([(np.zeros((rows, 1), dtype=np.int64),
+                                      np.array([-2**63, 2**62] + zeros))], 1)
+        assert bins.tolist() == [[0]] and counts.tolist() == [-2**62]
+
