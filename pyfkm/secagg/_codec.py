@@ -36,6 +36,12 @@ _NODE_MISMATCH = ("decoded bins do not hash to their nodes: a hash collision "
 _CHECK_FAILS = ("decoded bins fail the check hash: a hash collision or "
                 "inconsistent messages; rerun with a fresh hash seed")
 
+
+def _zero_node(b):
+    """The error of a bin ``b`` (a list) whose node hash is 0."""
+    return DecodeError(f"bin {b} hashes to 0; rerun with a fresh hash seed")
+
+
 # messages of at most this many words times bins are encoded in Python ints
 _SMALL_ENCODE = 32
 
@@ -164,9 +170,7 @@ class Codec:
             return self._encode_small(bins, counts)
         x = self.nodes(bins)
         if not x.all():
-            j = int(np.flatnonzero(x == 0)[0])
-            raise DecodeError(
-                f"bin {bins[j].tolist()} hashes to 0; rerun with a fresh hash seed")
+            raise _zero_node(bins[int(np.flatnonzero(x == 0)[0])].tolist())
         q = np.ascontiguousarray(counts, dtype=np.uint64)
         out = np.empty(P.message_words, dtype=np.uint64)
         M = P.max_nonzeros
@@ -187,7 +191,7 @@ class Codec:
         for b, q in zip(np.asarray(bins).tolist(), np.asarray(counts).tolist()):
             x = (a0 + sum(map(operator.mul, a, b))) % p
             if x == 0:
-                raise DecodeError(f"bin {b} hashes to 0; rerun with a fresh hash seed")
+                raise _zero_node(b)
             h = (g0 + sum(map(operator.mul, g, b))) % p
             # payload values: packed coordinates (base B, low digit first), check
             v = [sum(b[u] * B ** (u - s) for u in range(s, e)) for s, e in self.chunks]
