@@ -13,9 +13,12 @@ import pytest
 import pyfkm.baselines as baselines
 from pyfkm.baselines import FederatedDCKMeans, KFed, dc_root, kfed_server
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError
+from pyfkm.seeding import kmeans_plusplus
 
 ESTIMATORS = [
     pytest.param(lambda **kw: KFed(4, client_clusters=2, **kw), id="kfed"),
+    pytest.param(lambda **kw: KFed(4, client_clusters=2, local_step="awasthi-sheffet", **kw),
+                 id="kfed-as"),
     pytest.param(lambda **kw: FederatedDCKMeans(4, **kw), id="dc"),
     pytest.param(lambda **kw: FederatedDCKMeans(4, weighted=False, **kw), id="dc-unweighted"),
 ]
@@ -76,6 +79,8 @@ def assert_same_model(a, b):
     (lambda: KFed(3, client_clusters=0), "client_clusters"),
     (lambda: KFed(3, client_clusters=4), "client_clusters=4 must be <= n_clusters=3"),
     (lambda: KFed(3, n_init=0), "n_init"),
+    (lambda: KFed(3, local_step="spectral"), "local_step='spectral' must be one of"),
+    (lambda: KFed(3, local_step=None), "local_step"),
     (lambda: KFed(3, max_iter=0), "max_iter"),
     (lambda: KFed(3, tol=-1.0), "tol"),
     (lambda: KFed(3, tol=float("nan")), "tol"),
@@ -413,10 +418,98 @@ def test_kfed_one_center_per_client_from_each_true_cluster():
     assert np.allclose(np.sort(m.cluster_centers_, axis=0), np.sort(means, axis=0))
 
 
+# -- K-FED's Awasthi-Sheffet local step ----------------------------------------
+
+def separated_sets_loops(P, nu):
+    """The 1:3 split written out point by point."""
+    k = nu.shape[0]
+    S = np.zeros((P.shape[0], k), dtype=bool)
+    for i, p in enumerate(P):
+        for r in range(k):
+            dr = np.sqrt(((p - nu[r]) ** 2).sum())
+            S[i, r] = all(3 * dr <= np.sqrt(((p - nu[s]) ** 2).sum())
+                          for s in range(k) if s != r)
+    return S
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_separated_sets_match_the_loops(seed):
+    rng = np.random.default_rng(seed)
+    k = 1 + seed % 4
+    nu = rng.normal(size=(k, 3)) * 4
+    P = np.vstack([nu[rng.integers(k, size=40)] + rng.normal(size=(40, 3)),
+                   rng.normal(size=(10, 3)) * 4])
+    S = baselines._separated_sets(P, nu)
+    assert np.array_equal(S, separated_sets_loops(P, nu))
+    if k == 1:
+        assert S.all()
+    else:
+        assert S.sum(1).max() <= 1 and S.any() and not S.all()
+
+
+def test_separated_sets_boundary_is_inclusive():
+    # distances 1 and 3 exactly: the point is in S_0; at 1 and 2.9 it is in none
+    nu = np.array([[1.0, 0.0], [-3.0, 0.0]])
+    P = np.array([[0.0, 0.0]])
+    assert baselines._separated_sets(P, nu).tolist() == [[True, False]]
+    nu[1, 0] = -2.9
+    assert baselines._separated_sets(P, nu).tolist() == [[False, False]]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_awasthi_sheffet_one_run_matches_a_reference(seed):
+    # reference: projection from the eigenvectors of X^T X (not an SVD), the
+    # same k-means++ draws, the split by loops, one Lloyd step by hand
+    rng = np.random.default_rng(seed)
+    k = 2 + seed % 3
+    X = np.vstack([rng.normal(size=(30, 5)) + 1.5 * rng.normal(size=5) for _ in range(k)])
+    g = np.random.default_rng(100 + seed)
+    C, sizes, n_iter = baselines._awasthi_sheffet(X, k, n_init=1, max_iter=1, tol=0.0,
+                                                  rng=np.random.default_rng(100 + seed))
+    w, V = np.linalg.eigh(X.T @ X)
+    P = X @ V[:, np.argsort(w)[::-1][:k]]
+    nu, ids = kmeans_plusplus(P, k, random_state=g)
+    S = separated_sets_loops(P, nu)
+    assert S[ids, np.arange(k)].all()        # each seed's set holds the seed
+    theta = np.array([X[S[:, r]].mean(0) for r in range(k)])
+    lab = ((X[:, None, :] - theta[None]) ** 2).sum(-1).argmin(1)
+    want = np.array([X[lab == r].mean(0) if (lab == r).any() else theta[r] for r in range(k)])
+    assert n_iter == 1
+    assert np.allclose(C, want, rtol=0, atol=1e-12)
+    final = ((X[:, None, :] - C[None]) ** 2).sum(-1).argmin(1)
+    assert np.array_equal(sizes, np.bincount(final, minlength=k))
+
+
+def test_awasthi_sheffet_keeps_the_best_of_its_runs():
+    # n_init runs draw from one generator in turn, so n_init=1 calls in a row
+    # replay them; the kept run is the one of lowest objective
+    X = np.random.default_rng(3).uniform(size=(60, 4))
+    best = baselines._awasthi_sheffet(X, 4, n_init=5, max_iter=300, tol=1e-4,
+                                      rng=np.random.default_rng(7))
+    g = np.random.default_rng(7)
+    runs = [baselines._awasthi_sheffet(X, 4, n_init=1, max_iter=300, tol=1e-4, rng=g)
+            for _ in range(5)]
+    cost = [((X[:, None, :] - C[None]) ** 2).sum(-1).min(1).sum() for C, _, _ in runs]
+    assert len({round(c, 9) for c in cost}) > 1          # the runs differ
+    i = int(np.argmin(cost))
+    assert np.array_equal(best[0], runs[i][0]) and np.array_equal(best[1], runs[i][1])
+
+
+def test_awasthi_sheffet_tiny_clients():
+    # fewer points than k': every point is a center; one point: itself
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])
+    C, s, _ = baselines._awasthi_sheffet(X, 3, n_init=2, max_iter=10, tol=0.0,
+                                         rng=np.random.default_rng(0))
+    assert sorted(C.tolist()) == X.tolist() and s.tolist() == [1, 1]
+    C, s, _ = baselines._awasthi_sheffet(X[:0], 3, n_init=1, max_iter=10, tol=0.0,
+                                         rng=np.random.default_rng(0))
+    assert C.shape == (0, 2) and s.size == 0
+
+
 def test_params_and_repr():
     m = KFed(3, client_clusters=2, random_state=1)
-    assert m.get_params() == {"n_clusters": 3, "client_clusters": 2, "n_init": 10,
-                              "max_iter": 300, "tol": 1e-4, "random_state": 1}
+    assert m.get_params() == {"n_clusters": 3, "client_clusters": 2, "local_step": "k-means",
+                              "n_init": 10, "max_iter": 300, "tol": 1e-4, "random_state": 1}
     assert "KFed(" in repr(m)
     d = FederatedDCKMeans(3, weighted=False)
     assert d.get_params()["weighted"] is False
