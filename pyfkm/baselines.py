@@ -1,9 +1,10 @@
 """Federated clustering baselines that unlearn by retraining: K-FED and DC-k-means.
 
 Both are one-shot: every client clusters its own data with full k-means
-(k-means++ seeding and Lloyd, :class:`pyfkm.KMeans`) and sends its local
-centers and cluster sizes; the server clusters the union of the local
-centers.  They differ in the server step:
+(k-means++ seeding and Lloyd, :class:`pyfkm.KMeans`; for K-FED optionally
+the paper's Awasthi-Sheffet step) and sends its local centers and cluster
+sizes; the server clusters the union of the local centers.  They differ in
+the server step:
 
 * :class:`KFed` (Dennis, Li & Smith, ICML 2021): the server starts from the
   local centers of one randomly chosen device, adds the local center
