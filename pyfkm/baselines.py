@@ -41,8 +41,8 @@ from ._base import BaseEstimator
 from ._validation import check_clients, check_features, check_ids, check_int
 from .exceptions import InvalidIdError, InvalidInputError, NotFittedError
 from .kmeans import KMeans, lloyd, nearest_center
-from .seeding import kmeans_plusplus
 from .rng import as_generator, spawn
+from .seeding import kmeans_plusplus
 
 __all__ = ["KFed", "FederatedDCKMeans", "BaselineRemovalReport"]
 
@@ -479,11 +479,11 @@ class KFed(_RetrainingFederatedBase):
 
     Each client clusters its data into ``k' = client_clusters`` clusters
     (``min(k', n_l)`` for a client with fewer points), keeping the best of
-    ``n_init`` runs of its ``local_step``, and sends its centers and sizes.  The server takes the
-    centers of one device chosen uniformly at random, adds the local center
-    farthest from the chosen set until it has ``n_clusters`` (or as many as
-    there are distinct local centers), and runs Lloyd on the local centers
-    (:func:`kfed_server`).
+    ``n_init`` runs of its ``local_step``, and sends its centers and sizes.
+    The server takes the centers of one device chosen uniformly at random,
+    adds the local center farthest from the chosen set until it has
+    ``n_clusters`` (or as many as there are distinct local centers), and
+    runs Lloyd on the local centers (:func:`kfed_server`).
 
     Parameters
     ----------
