@@ -59,7 +59,7 @@ class BaselineRemovalReport:
     n_removed : int
         Points removed (for clients that left: the points they still held).
     client_retrained : bool
-        Whether a client refitted its local k-means.
+        Whether a client refitted its local model.
     server_retrained : bool
         Whether the server step ran again.
     centers_changed : bool
@@ -114,7 +114,9 @@ def _awasthi_sheffet(X, k, *, n_init, max_iter, tol, rng):
     """K-FED's local step (Awasthi & Sheffet, 2012), best of ``n_init`` runs.
 
     One run: project the rows of ``X`` on its top-``k`` right singular
-    vectors, seed ``k`` centers there with k-means++, take for each seed
+    vectors (``min(k, n, d)`` of them), seed ``k`` centers there with
+    k-means++ (the K-FED authors' choice for the centers of Part I, where
+    the analysis asks for a constant-factor approximation), take for each seed
     the mean of the (original) points of its 1:3 separated set (never
     empty: it holds the seed's own point), and run Lloyd on ``X`` from these
     means.  Returns ``(centers, sizes, n_iter)`` of the run with the lowest
@@ -257,7 +259,8 @@ def dc_root(centers, sizes, n_clusters, *, weighted=True, n_init=10, max_iter=30
 # -- estimators -------------------------------------------------------------
 
 class _RetrainingFederatedBase(BaseEstimator):
-    """One-shot federated clustering with local full k-means; removal by
+    """One-shot federated clustering with a local clustering per client
+    (full k-means unless a subclass's ``_local`` says otherwise); removal by
     retraining the affected client and rerunning the server step.
 
     Subclasses give the local number of clusters (``_client_k``) and the
@@ -356,7 +359,7 @@ class _RetrainingFederatedBase(BaseEstimator):
     def remove(self, client, ids):
         """Remove points ``ids`` (one id or a batch) of client ``client``.
 
-        The client refits its local k-means on its remaining points (with its
+        The client refits its local model on its remaining points (with its
         own seed) and the server step reruns.
 
         Returns
@@ -529,10 +532,12 @@ class KFed(_RetrainingFederatedBase):
     Dennis, Li & Smith, "Heterogeneity for the Win: One-Shot Federated
     Clustering", ICML 2021.  ``local_step="awasthi-sheffet", n_init=1`` is
     the paper's client (Awasthi & Sheffet, "Improved spectral-norm bounds
-    for clustering", APPROX 2012, with k-means++ as the constant-factor
-    seeding and the separated sets averaged in the original space).  The
-    defaults are stronger on the data sets of ``benchmarks/compare_mufc.py``
-    (the best of 10 k-means runs per client).  Other differences from the
+    for clustering", APPROX 2012), as the K-FED authors implement it: the
+    centers of its first part are k-means++ seeds in the projection, not a
+    constant-factor approximation; here the separated sets are averaged in
+    the original space.  The defaults (the best of 10 k-means runs per
+    client) are stronger on the data sets of
+    ``benchmarks/compare_mufc.py``.  Other differences from the
     paper: the server's Lloyd runs to convergence (``max_iter``, ``tol``)
     where the paper's analysis needs one step (``max_iter=1`` gives that,
     but also caps the clients' Lloyd); a client's empty local clusters are

@@ -495,6 +495,34 @@ def test_awasthi_sheffet_keeps_the_best_of_its_runs():
     assert np.array_equal(best[0], runs[i][0]) and np.array_equal(best[1], runs[i][1])
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_kfed_clients_run_the_chosen_local_step(seed):
+    # each client's model is the local step run on its data with its own
+    # spawned generator; the two steps give different local models here
+    from pyfkm.rng import spawn
+    clients = blob_clients(seed, L=4, n_l=40, std=2.0)
+    gens = spawn(seed, len(clients) + 1)
+    m = KFed(4, client_clusters=3, local_step="awasthi-sheffet", n_init=2, max_iter=50,
+             random_state=seed).fit(clients)
+    for X, g, C, s in zip(clients, gens, m.client_centers_, m.client_sizes_):
+        want = baselines._awasthi_sheffet(X, 3, n_init=2, max_iter=50, tol=1e-4, rng=g)
+        assert np.array_equal(C, want[0]) and np.array_equal(s, want[1])
+    km = KFed(4, client_clusters=3, n_init=2, max_iter=50, random_state=seed).fit(clients)
+    assert any(not np.array_equal(a, b)
+               for a, b in zip(m.client_centers_, km.client_centers_))
+
+
+def test_kfed_removal_keeps_the_local_step_of_the_fit():
+    clients = blob_clients(4, std=2.0)
+    m = KFed(4, client_clusters=2, local_step="awasthi-sheffet", n_init=1,
+             random_state=1).fit(clients)
+    m.set_params(local_step="k-means", n_init=10)
+    m.remove(0, [3])
+    ref = KFed(4, client_clusters=2, local_step="awasthi-sheffet", n_init=1,
+               random_state=1).fit([np.delete(clients[0], 3, axis=0)] + clients[1:])
+    assert_same_model(m, ref)
+
+
 def test_awasthi_sheffet_tiny_clients():
     # fewer points than k': every point is a center; one point: itself
     X = np.array([[1.0, 2.0], [3.0, 4.0]])
