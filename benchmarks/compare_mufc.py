@@ -76,7 +76,8 @@ Seed s draws the mixture, the split and the models' ``random_state``.
    (``pyfkm.baselines.FederatedDCKMeans``, leaf = client, weighted root).  K-FED runs four
    ways: with k' = K' local clusters per client (the K-FED paper's heterogeneous setting where
    clients know K', also the k' of the MUFC paper's comparison), its clients run the paper's
-   Awasthi-Sheffet step once, or k-means++ and Lloyd once (one seeding per client, like
+   Awasthi-Sheffet step once (k-means++ seeds in the projection, as in the K-FED authors'
+   code), or k-means++ and Lloyd once (one seeding per client, like
    pyfkm's clients), or the best of ``n_init`` such runs; and with k' = K, where clients do
    not know K' (best of ``n_init`` runs).  The paper's MUFC figure for the Gaussian data is 1.18.
 
@@ -427,7 +428,7 @@ def bench_unlearning(ds, args, offline):
 
 # --------------------------------------------------------------------------- 3. quality
 
-KFED_PAPER = "K-FED, paper (Awasthi-Sheffet, 1 run)"
+KFED_PAPER = "K-FED, authors' step (Awasthi-Sheffet, 1 run)"
 KFED_ONE = "K-FED, 1 k-means run"
 KFED_BEST = "K-FED, best of n_init k-means runs"
 KFED_K = "K-FED, k' = K"
