@@ -77,9 +77,9 @@ Seed s draws the mixture, the split and the models' ``random_state``.
    ways: with k' = K' local clusters per client (the K-FED paper's heterogeneous setting where
    clients know K', also the k' of the MUFC paper's comparison), its clients run the paper's
    Awasthi-Sheffet step once (k-means++ seeds in the projection, as in the K-FED authors'
-   code), or k-means++ and Lloyd once (one seeding per client, like
-   pyfkm's clients), or the best of ``n_init`` such runs; and with k' = K, where clients do
-   not know K' (best of ``n_init`` runs).  The paper's MUFC figure for the Gaussian data is 1.18.
+   code), or k-means++ and Lloyd once (one seeding per client, like pyfkm's clients), or the
+   best of ``n_init`` such runs; and with k' = K, where clients do not know K' (best of
+   ``n_init`` runs).  The paper's MUFC figure for the Gaussian data is 1.18.
 
 4. Plot (matplotlib, Agg): accumulated removal time vs number of removals for pyfkm (both
    server_points, secure and clear) and complete retraining (``--plot``, default
