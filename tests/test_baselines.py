@@ -13,6 +13,7 @@ import pytest
 import pyfkm.baselines as baselines
 from pyfkm.baselines import FederatedDCKMeans, KFed, dc_root, kfed_server
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError
+from pyfkm.rng import spawn
 from pyfkm.seeding import kmeans_plusplus
 
 ESTIMATORS = [
@@ -499,7 +500,6 @@ def test_awasthi_sheffet_keeps_the_best_of_its_runs():
 def test_kfed_clients_run_the_chosen_local_step(seed):
     # each client's model is the local step run on its data with its own
     # spawned generator; the two steps give different local models here
-    from pyfkm.rng import spawn
     clients = blob_clients(seed, L=4, n_l=40, std=2.0)
     gens = spawn(seed, len(clients) + 1)
     m = KFed(4, client_clusters=3, local_step="awasthi-sheffet", n_init=2, max_iter=50,
@@ -524,7 +524,7 @@ def test_kfed_removal_keeps_the_local_step_of_the_fit():
 
 
 def test_awasthi_sheffet_tiny_clients():
-    # fewer points than k': every point is a center; one point: itself
+    # fewer points than k': every point is a center; no points: no centers
     X = np.array([[1.0, 2.0], [3.0, 4.0]])
     C, s, _ = baselines._awasthi_sheffet(X, 3, n_init=2, max_iter=10, tol=0.0,
                                          rng=np.random.default_rng(0))
