@@ -817,16 +817,24 @@ def test_hash_collision_in_one_aggregate_raises(collision_setup):
     assert_aggregate(res.bins, res.counts, plain_sum(data, 2), 2)
 
 
+def _collision_run(collision_setup, seed):
+    """Two clients after set_data: client 0 holds bin b (count 2) and [7, 7];
+    client 1 holds [9, 9].  Returns b, a bin b2 with b's hash, the server,
+    the clients and their data."""
+    params, oracle = collision_setup
+    b, b2 = _collision(oracle, params.bins_per_dim, even=False)
+    server, clients = make_run(params, [0, 1], seed=seed)
+    data = {0: (np.array([b, [7, 7]]), np.array([2, 1])), 1: (np.array([[9, 9]]), np.array([4]))}
+    for i in (0, 1):
+        clients[i].set_data(*data[i])
+    return b, b2, server, clients, data
+
+
 def test_incremental_decode_of_a_moved_bin_with_the_same_hash(collision_setup):
     # Round 1: client 0 holds b.  Round 2: it holds b' (same hash, same count)
     # instead.  S is unchanged, so only the payload rows T tell the two apart;
     # the incremental path must check them (or the answer must be right).
-    params, oracle = collision_setup
-    b, b2 = _collision(oracle, params.bins_per_dim, even=False)
-    server, clients = make_run(params, [0, 1], seed=74)
-    data = {0: (np.array([b, [7, 7]]), np.array([2, 1])), 1: (np.array([[9, 9]]), np.array([4]))}
-    for i in (0, 1):
-        clients[i].set_data(*data[i])
+    b, b2, server, clients, data = _collision_run(collision_setup, seed=74)
     res, _, _ = play_round(server, clients)
     assert_aggregate(res.bins, res.counts, plain_sum(data.values(), 2), 2)
     data[0] = (np.array([b2, [7, 7]]), np.array([2, 1]))
@@ -844,12 +852,7 @@ def test_difference_round_adding_a_bin_on_a_taken_node_raises(collision_setup):
     # bins on one node, which no decode can represent: DecodeError, and the
     # server keeps the round open.  Then a change of b's own count (the
     # in-place path of a one-bin change) and its removal decode correctly.
-    params, oracle = collision_setup
-    b, b2 = _collision(oracle, params.bins_per_dim, even=False)
-    server, clients = make_run(params, [0, 1], seed=75)
-    data = {0: (np.array([b, [7, 7]]), np.array([2, 1])), 1: (np.array([[9, 9]]), np.array([4]))}
-    for i in (0, 1):
-        clients[i].set_data(*data[i])
+    b, b2, server, clients, data = _collision_run(collision_setup, seed=75)
     play_round(server, clients)
     clients[1].set_data(np.array([[9, 9], b2]), np.array([4, 1]))
     with pytest.raises(DecodeError, match="two bins"):
