@@ -310,6 +310,21 @@ class ScmaClient:
             raise ProtocolError(f"client {self.client_id} did not answer round {base_round}")
         return int(self._change(base)[1].size)
 
+    def forget_rounds_before(self, round_):
+        """Drop what this client sent in rounds before ``round_`` (and any
+        change computed against them): after an unlearning round is
+        decoded, nothing of the data it replaced stays with the client.
+        Difference rounds based on the dropped rounds then need a full
+        round."""
+        self._answered = {r: v for r, v in self._answered.items() if r >= int(round_)}
+        self._last_change = None
+
+    def forget_data(self):
+        """Drop this client's data and everything derived from it (a
+        client that leaves the federation)."""
+        self._data = self._encoded = self._last_change = None
+        self._answered = {}
+
     def _delta_message(self, round_msg):
         """(codec, encoding of (data now) - (data sent in round
         ``base_round``)); the encoding is None when nothing changed."""
