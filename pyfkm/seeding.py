@@ -1,4 +1,5 @@
 """k-means++ (D^2) seeding and seeding with exact removal (MUFC Alg. 3)."""
+import threading
 from dataclasses import dataclass
 from typing import Optional
 
@@ -132,7 +133,8 @@ class RemovableSeeding:
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        Data (kept by reference after conversion; do not modify it).
+        Data; the object keeps its own copy (the caller's array is never
+        referenced or modified).
     n_clusters : int
         Number of centers.
     sample_weight : array-like of shape (n_samples,), optional
@@ -155,6 +157,26 @@ class RemovableSeeding:
     n_active_ : int
         Number of points not removed.
 
+    Notes
+    -----
+    **What is kept, what is erased.**  The object keeps its own copy of
+    ``X`` (and of ``sample_weight``), the seeding order of the centers, and
+    per point its nearest-center label and squared distance; the removed
+    mask (which ids were removed, not what they held) is kept so that ids
+    stay valid.  A successful :meth:`remove` overwrites the removed rows of
+    that copy and their weights with zeros and sets their label to -1 and
+    distance to 0, so no value of a removed row remains in the object, its
+    pickle or its copies.  A removal that raises changes nothing.
+
+    **Threads.**  :meth:`remove` may be called from several threads: calls
+    on one object are serialized by a lock (the seeding kernel releases the
+    GIL, other objects run in parallel).
+
+    **Copies.**  ``pickle`` and ``copy.deepcopy`` round-trip exactly: the
+    copy's next removals give the same results as the original's.  The
+    state read back from a pickle is validated (shapes, ranges, counts)
+    before use.
+
     Examples
     --------
     >>> import numpy as np
@@ -175,8 +197,21 @@ class RemovableSeeding:
     def __init__(self, X, n_clusters, *, sample_weight=None, random_state=None):
         X, w, k = _prepare(X, n_clusters, sample_weight)
         self.n_clusters = k
+        # own copies: removal erases rows, never the caller's buffer
+        X = np.array(X, order="C", copy=True)
+        w = None if w is None else np.array(w, dtype=np.float64, copy=True)
         self._state = _seed_call(X, _seeding.SeedingState, X, w, k,
                                  as_generator(random_state))
+        self._lock = threading.RLock()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     def remove(self, ids):
         """Remove one point or a batch of points.
@@ -198,18 +233,42 @@ class RemovableSeeding:
             removal would leave fewer positive-weight points than
             ``n_clusters``.  Nothing is removed then.
         """
+        with self._lock:
+            report, arr = self._remove(ids)
+            if report.n_removed:
+                self._state.erase(arr)
+            return report
+
+    def _remove(self, ids):
+        """:meth:`remove` without erasing the rows: returns the report and
+        the removed ids (int64).  Callers hold the lock."""
         if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
             try:
                 reseeded, pos = self._state.remove_one(ids)
             except OverflowError:
                 raise InvalidIdError(f"id {ids} is out of range [0, {self._state.X.shape[0]}); "
                                      "nothing was removed") from None
-            return RemovalReport(1, reseeded, pos if reseeded else None)
+            return (RemovalReport(1, reseeded, pos if reseeded else None),
+                    np.array([ids], dtype=np.int64))
         arr = check_ids(ids)
         if arr.size == 0:
-            return RemovalReport(0, False, None)
+            return RemovalReport(0, False, None), arr
         reseeded, pos = self._state.remove(arr)
-        return RemovalReport(int(arr.size), reseeded, pos if reseeded else None)
+        return RemovalReport(int(arr.size), reseeded, pos if reseeded else None), arr
+
+    def _clone(self, generator):
+        """A copy whose state arrays are its own, drawing from ``generator``;
+        the data buffer is shared (see :meth:`_erase`).  Used to prepare a
+        removal that commits only if later steps succeed."""
+        obj = self.__class__.__new__(self.__class__)
+        obj.n_clusters = self.n_clusters
+        obj._state = self._state.copy(generator)
+        obj._lock = threading.RLock()
+        return obj
+
+    def _erase(self, ids):
+        """Zero the data rows (and weights) of removed ids."""
+        self._state.erase(np.ascontiguousarray(ids, dtype=np.int64))
 
     def _export(self):
         """State arrays for persistence (see :meth:`_restore`)."""
@@ -222,7 +281,10 @@ class RemovableSeeding:
         X, w, k = _prepare(X, n_clusters, sample_weight)
         obj = cls.__new__(cls)
         obj.n_clusters = k
+        X = np.array(X, order="C", copy=True)
+        w = None if w is None else np.array(w, dtype=np.float64, copy=True)
         obj._state = _seeding.SeedingState.from_state(X, w, k, generator, state)
+        obj._lock = threading.RLock()
         return obj
 
     @property

@@ -233,43 +233,142 @@ cdef class SeedingState:
                 "labels": self._labels_arr.copy(), "centers": self._centers_arr.copy(),
                 "counts": self._counts_arr.copy(), "wsizes": self._wsizes_arr.copy()}
 
+    def __reduce__(self):
+        # through from_state, which validates: a pickle is data from outside
+        return (_from_pickle, (self.X, self.sample_weight, int(self.n_clusters),
+                               self.generator, self.export_state()))
+
     @staticmethod
     def from_state(X, sample_weight, fkm_index_t n_clusters, generator, dict state):
-        """Rebuild a state saved by :meth:`export_state` (shapes checked)."""
+        """Rebuild a state saved by :meth:`export_state`.
+
+        Everything that comes from outside is checked before use, so that no
+        later call can index out of bounds: X (C-contiguous float32/float64,
+        finite), the weights, every array's dtype and shape, removed flags in
+        {0, 1}, labels in [-1, k) and -1 exactly at removed points, finite
+        nonnegative distances (0 at removed points and at centers), distinct
+        center ids of active points, counts and weighted sizes equal to those
+        of the labels, the active and positive-weight counts.  Raises
+        ValueError naming the field.
+        """
         cdef SeedingState s = SeedingState.__new__(SeedingState)
-        cdef fkm_index_t n = X.shape[0], i
+        if not isinstance(X, np.ndarray) or X.ndim != 2 or \
+                X.dtype not in (np.float64, np.float32) or not X.flags.c_contiguous:
+            raise ValueError("seeding state: X must be a C-contiguous 2-D float32/float64 array")
+        cdef fkm_index_t n = X.shape[0], k = n_clusters, i
+        if not 1 <= k <= n or X.shape[1] < 1:
+            raise ValueError(f"seeding state: n_clusters={k} must lie in [1, {n}] "
+                             "and X must have at least one column")
+        if not np.isfinite(X).all():
+            raise ValueError("seeding state: X has NaN or infinite values")
+        if sample_weight is not None:
+            if not isinstance(sample_weight, np.ndarray) or sample_weight.dtype != np.float64 \
+                    or sample_weight.shape != (n,) or not sample_weight.flags.c_contiguous:
+                raise ValueError(f"seeding state: sample_weight must be float64 of shape ({n},)")
+            if not (np.isfinite(sample_weight).all() and (sample_weight >= 0).all()):
+                raise ValueError("seeding state: sample_weight must be finite and >= 0")
         arrays = {
             "removed": (np.uint8, n), "mind": (np.float64, n), "labels": (np.int32, n),
-            "centers": (np.int64, n_clusters), "counts": (np.int64, n_clusters),
-            "wsizes": (np.float64, n_clusters)}
+            "centers": (np.int64, k), "counts": (np.int64, k), "wsizes": (np.float64, k)}
         conv = {}
         for name, (dt, size) in arrays.items():
-            a = np.ascontiguousarray(state[name], dtype=dt)
-            if a.shape != (size,):
-                raise ValueError(f"seeding state: {name} has shape {a.shape}, expected ({size},)")
-            conv[name] = a.copy()
-        centers = conv["centers"]
-        if centers.size and (centers.min() < 0 or centers.max() >= n):
-            raise ValueError("seeding state: center ids out of range")
+            if name not in state:
+                raise ValueError(f"seeding state: {name} is missing")
+            a = np.asarray(state[name])
+            if a.dtype.kind not in "biuf" or a.shape != (size,):
+                raise ValueError(f"seeding state: {name} has dtype {a.dtype} and shape "
+                                 f"{a.shape}, expected a numeric array of shape ({size},)")
+            b = np.ascontiguousarray(a, dtype=dt).copy()
+            if not np.array_equal(b, a):       # the conversion changed values
+                raise ValueError(f"seeding state: {name} does not fit {np.dtype(dt).name}")
+            conv[name] = b
+        rm, lab, mind = conv["removed"], conv["labels"], conv["mind"]
+        centers, counts, wsizes = conv["centers"], conv["counts"], conv["wsizes"]
+        if rm.size and rm.max() > 1:
+            raise ValueError("seeding state: removed must hold 0 or 1")
+        gone = rm.astype(bool)
+        if lab.size and (lab.min() < -1 or lab.max() >= k):
+            raise ValueError(f"seeding state: labels must lie in [-1, {k})")
+        if not np.array_equal(lab < 0, gone):
+            raise ValueError("seeding state: labels must be -1 exactly at removed points")
+        if not (np.isfinite(mind).all() and (mind >= 0).all() and (mind[gone] == 0).all()):
+            raise ValueError("seeding state: mind must be finite, >= 0 and 0 at removed points")
+        if centers.min() < 0 or centers.max() >= n or np.unique(centers).size != k:
+            raise ValueError(f"seeding state: centers must be {k} distinct ids in [0, {n})")
+        if gone[centers].any():
+            raise ValueError("seeding state: a center is a removed point")
+        if (mind[centers] != 0).any() or (lab[centers] > np.arange(k)).any():
+            raise ValueError("seeding state: a center is not at distance 0 from "
+                             "its own or an earlier center")
+        active = ~gone
+        if not np.array_equal(counts, np.bincount(lab[active], minlength=k)):
+            raise ValueError("seeding state: counts differ from the counts of the labels")
+        n_act = int(np.count_nonzero(active))
+        if sample_weight is None:
+            n_pos = n_act
+            if not np.array_equal(wsizes, counts.astype(np.float64)):
+                raise ValueError("seeding state: wsizes differ from the counts")
+        else:
+            n_pos = int(np.count_nonzero(active & (sample_weight > 0)))
+            ref = np.bincount(lab[active], weights=sample_weight[active], minlength=k)
+            if not np.allclose(wsizes, ref, rtol=1e-9, atol=1e-9 * max(float(ref.sum()), 1.0)):
+                raise ValueError("seeding state: wsizes differ from the weights of the labels")
+        if int(state.get("n_active", -1)) != n_act or int(state.get("n_positive", -1)) != n_pos:
+            raise ValueError("seeding state: n_active or n_positive differs from the arrays")
+        if n_pos < k:
+            raise ValueError(f"seeding state: {n_pos} active points of positive weight, "
+                             f"fewer than n_clusters={k}")
         s.X = X
         s.sample_weight = sample_weight
         if sample_weight is not None:
             s.w = sample_weight
-        s.n_clusters = n_clusters
+        s.n_clusters = k
         s.generator = generator
-        s.n_active = int(state["n_active"])
-        s.n_positive = int(state["n_positive"])
-        s._removed_arr = conv["removed"]
+        s.n_active = n_act
+        s.n_positive = n_pos
+        s._removed_arr = rm
         s.removed = s._removed_arr
-        s._mind_arr, s._labels_arr, s._centers_arr = conv["mind"], conv["labels"], centers
+        s._mind_arr, s._labels_arr, s._centers_arr = mind, lab, centers
         s.mind, s.labels, s.centers = s._mind_arr, s._labels_arr, s._centers_arr
-        s._counts_arr, s._wsizes_arr = conv["counts"], conv["wsizes"]
+        s._counts_arr, s._wsizes_arr = counts, wsizes
         s.counts, s.wsizes = s._counts_arr, s._wsizes_arr
         s._pos_arr = np.full(n, -1, dtype=np.int32)
         s.center_pos = s._pos_arr
-        for i in range(n_clusters):
+        for i in range(k):
             s.center_pos[centers[i]] = <int32_t> i
         return s
+
+    def copy(self, generator):
+        """A state whose arrays are copies of this one's, drawing from
+        ``generator``; X and the weights are shared (read only by both
+        until :meth:`erase`)."""
+        cdef SeedingState s = SeedingState.__new__(SeedingState)
+        s.X = self.X
+        s.sample_weight = self.sample_weight
+        if self.sample_weight is not None:
+            s.w = self.sample_weight
+        s.n_clusters, s.generator = self.n_clusters, generator
+        s.n_active, s.n_positive = self.n_active, self.n_positive
+        s._removed_arr = self._removed_arr.copy()
+        s._mind_arr, s._labels_arr = self._mind_arr.copy(), self._labels_arr.copy()
+        s._centers_arr, s._pos_arr = self._centers_arr.copy(), self._pos_arr.copy()
+        s._counts_arr, s._wsizes_arr = self._counts_arr.copy(), self._wsizes_arr.copy()
+        s.removed, s.mind, s.labels = s._removed_arr, s._mind_arr, s._labels_arr
+        s.centers, s.center_pos = s._centers_arr, s._pos_arr
+        s.counts, s.wsizes = s._counts_arr, s._wsizes_arr
+        return s
+
+    def erase(self, const int64_t[::1] ids):
+        """Overwrite the rows (and weights) of removed points ``ids`` with
+        zeros; X and the weights must be writeable arrays this state owns."""
+        cdef fkm_index_t t, n = self.X.shape[0]
+        for t in range(ids.shape[0]):
+            if ids[t] < 0 or ids[t] >= n or not self.removed[ids[t]]:
+                raise ValueError("erase: ids must be removed points")
+        idx = np.asarray(ids)
+        self.X[idx] = 0
+        if self.sample_weight is not None:
+            self.sample_weight[idx] = 0.0
 
     cdef const double *_wptr(self):
         if self.sample_weight is None:
@@ -428,3 +527,7 @@ cdef class SeedingState:
     @property
     def removed_mask(self):
         return self._removed_arr.astype(bool)
+
+
+def _from_pickle(X, sample_weight, n_clusters, generator, state):
+    return SeedingState.from_state(X, sample_weight, n_clusters, generator, state)
