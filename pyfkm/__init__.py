@@ -5,7 +5,7 @@ Python API.
 """
 from . import privacy
 from .deletion import DCKMeans, QKMeans
-from .exceptions import (CapacityError, InvalidIdError, InvalidInputError,
+from .exceptions import (CapacityError, InvalidIdError, InvalidInputError, ModelFileError,
                          NotFittedError, NumericalError, PyfkmError)
 from .federated import DPFederatedKMeans
 from .kmeans import KMeans
@@ -35,4 +35,5 @@ __all__ = [
     "NotFittedError",
     "NumericalError",
     "CapacityError",
+    "ModelFileError",
 ]

@@ -17,6 +17,7 @@ __all__ = [
     "DecodeError",
     "ProtocolError",
     "MessageFormatError",
+    "ModelFileError",
 ]
 
 
@@ -66,3 +67,10 @@ class MessageFormatError(ProtocolError):
     """Bytes that do not parse as a valid message: bad magic, version or
     type, truncated or trailing bytes, inconsistent lengths, field elements
     not reduced modulo the message's prime."""
+
+
+class ModelFileError(InvalidInputError):
+    """A saved model (a file or a pickle) cannot be used: unreadable, not a
+    pyfkm model, truncated or damaged, of an unsupported version, or with a
+    field inconsistent with the header or the other fields (the message
+    names it).  Nothing read is trusted: every field is checked before use."""

@@ -33,12 +33,15 @@ protocol and can be driven over any transport together with the SCMA
 messages; :class:`FederatedKMeans` is an in-process driver with the usual
 estimator interface.
 """
+import copy
 import io
 import json
 import numbers
 import os
 import tempfile
+import threading
 import time
+import zipfile
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -47,7 +50,7 @@ import numpy as np
 from ._base import BaseEstimator
 from ._validation import check_array, check_clients, check_features, check_ids, check_int
 from .exceptions import (CapacityError, DecodeError, InvalidIdError, InvalidInputError,
-                         NotFittedError, ProtocolError)
+                         ModelFileError, NotFittedError, ProtocolError, PyfkmError)
 from .field import DEFAULT_PRIME
 from ._core import _lloyd, _seeding
 from .kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
@@ -88,12 +91,6 @@ def scale_to_box(X, lower, upper, *, box=(-0.5, 0.5)):
 def _rng_state(gen):
     """JSON-able state of a numpy Generator (bit generator name and state)."""
     return gen.bit_generator.state
-
-
-def _rng_from_state(state):
-    bitgen = getattr(np.random, state["bit_generator"])()
-    bitgen.state = state
-    return np.random.Generator(bitgen)
 
 
 # merge_sparse sums at most this many rows in Python (the vector path's
@@ -184,7 +181,7 @@ class MufcClient:
         if client_init not in ("k-means++", "means", "full"):
             raise InvalidInputError(
                 f"client_init={client_init!r} must be 'k-means++', 'means' or 'full'")
-        self.X = X
+        self.X = np.array(X, order="C", copy=True)   # own copy: removal erases rows
         self.n_clusters = int(n_clusters)
         self.gamma = float(gamma)
         self.lower, self.upper = float(lower), float(upper)
@@ -273,9 +270,11 @@ class MufcClient:
         return head
 
     @classmethod
-    def _restore(cls, head, prefix, arrays):
+    def _restore(cls, head, prefix, arrays, rng=None):
+        """Rebuild from :meth:`_export` output (validated by the caller:
+        see ``_ModelReader``); ``rng`` replaces the header's generator."""
         obj = cls.__new__(cls)
-        obj.X = arrays[prefix + "X"]
+        obj.X = np.array(arrays[prefix + "X"], order="C", copy=True)
         obj.removed_ = arrays[prefix + "removed"].astype(bool)
         obj._active = arrays[prefix + "active"].astype(np.int64)
         obj.n_clusters = int(head["n_clusters"])
@@ -283,7 +282,7 @@ class MufcClient:
         obj.n_bins_per_dim = int(np.ceil((obj.upper - obj.lower) / obj.gamma - 1e-12))
         obj.client_init = head["client_init"]
         obj.max_iter, obj.tol = int(head["max_iter"]), float(head["tol"])
-        obj._rng = _rng_from_state(head["rng"])
+        obj._rng = _rng_from_state(head["rng"]) if rng is None else rng
         obj._lattice = Lattice(obj.gamma)
         obj.k_ = int(head["k"])
         obj._seeding = None
@@ -304,16 +303,24 @@ class MufcClient:
     # -- unlearning ---------------------------------------------------------
 
     def remove(self, ids):
-        """Remove local points (one id or a batch) exactly.
+        """Remove local points (one id or a batch) exactly and erase them.
 
         Raises :class:`InvalidIdError` (nothing changes) for unknown,
         repeated or already removed ids.
         """
+        new, report, arr = self._removal(ids)
+        self._commit(new, arr)
+        return report
+
+    def _removal(self, ids):
+        """Prepare a removal without changing this client: returns
+        ``(client, report, ids)``, the client after the removal (sharing
+        this one's data buffers, which :meth:`_commit` erases)."""
         t0 = time.perf_counter()
         arr = np.atleast_1d(check_ids(ids))
         n = self.X.shape[0]
         if arr.size == 0:
-            return ClientRemovalReport(0, False, None, False, 0.0)
+            return self, ClientRemovalReport(0, False, None, False, 0.0), arr
         if arr.min() < 0 or arr.max() >= n:
             raise InvalidIdError(f"ids must lie in [0, {n}); nothing was removed")
         if np.unique(arr).size != arr.size:
@@ -321,17 +328,45 @@ class MufcClient:
         if self.removed_[arr].any():
             bad = int(arr[self.removed_[arr]][0])
             raise InvalidIdError(f"id {bad} was already removed; nothing was removed")
-        remaining = self.n_active_ - arr.size
-        if remaining < self.k_:
+        new = self._clone()
+        new.removed_[arr] = True
+        if self.n_active_ - arr.size < self.k_:
             # a fit on the remaining data would use fewer centers: refit
-            self.removed_[arr] = True
-            self._fit_local()
-            return ClientRemovalReport(int(arr.size), True, 0, True, time.perf_counter() - t0)
-        rep = self._seeding.remove(self._pos[arr])
-        self.removed_[arr] = True
-        self._finish()
-        return ClientRemovalReport(int(arr.size), rep.reseeded, rep.position, False,
-                                   time.perf_counter() - t0)
+            new._fit_local()
+            report = ClientRemovalReport(int(arr.size), True, 0, True, 0.0)
+        else:
+            rep, _ = new._seeding._remove(self._pos[arr])
+            new._finish()
+            report = ClientRemovalReport(int(arr.size), rep.reseeded, rep.position, False, 0.0)
+        return new, _replace_seconds(report, time.perf_counter() - t0), arr
+
+    def _clone(self):
+        """A copy with its own generator and state arrays; the data buffers
+        (``X`` and the seeding's copy of the active rows) are shared."""
+        obj = copy.copy(self)
+        obj._rng = copy.deepcopy(self._rng)
+        obj.removed_ = self.removed_.copy()
+        if self._seeding is not None:
+            obj._seeding = self._seeding._clone(obj._rng)
+        return obj
+
+    def _commit(self, new, ids):
+        """Become ``new`` (from :meth:`_removal`) and erase the removed rows
+        ``ids`` from every buffer: the data, the seeding's copy of it (the
+        one before a refit too) and nothing else holds a removed value."""
+        if new is self:
+            return
+        old_seeding, old_pos = self._seeding, self._pos
+        self.__dict__.update(new.__dict__)
+        self.X[ids] = 0.0
+        if old_seeding is not None:
+            pos = old_pos[ids]
+            old_seeding._state.X[pos[pos >= 0]] = 0
+
+
+def _replace_seconds(report, seconds):
+    return ClientRemovalReport(report.n_removed, report.reseeded, report.position,
+                               report.refit, seconds)
 
 
 def _lloyd_run(P, c0, w, max_iter, tol_abs, trace=None):
@@ -457,14 +492,15 @@ class MufcServer:
                 "seeds": self._seeds is not None}
 
     @classmethod
-    def _restore(cls, head, arrays):
-        """Rebuild a server written by :meth:`_export`.  A ``"centers"``
-        server saved without seeds (format version 1) reclusters from scratch
-        at its next update, as the pyfkm that wrote it did."""
+    def _restore(cls, head, arrays, rng=None):
+        """Rebuild a server written by :meth:`_export` (validated by the
+        caller: see ``_ModelReader``).  A ``"centers"`` server saved without
+        seeds (format version 1) reclusters from scratch at its next update,
+        as the pyfkm that wrote it did."""
         obj = cls(head["n_clusters"], gamma=head["gamma"], n_features=head["d"],
                   lower=head["lower"], server_points=head["server_points"],
                   n_init=head["n_init"], max_iter=head["max_iter"], tol=head["tol"],
-                  random_state=_rng_from_state(head["rng"]))
+                  random_state=_rng_from_state(head["rng"]) if rng is None else rng)
         obj.bins_ = arrays["s.bins"].astype(np.int64).reshape(-1, obj.d)
         obj.counts_ = arrays["s.counts"].astype(np.int64)
         obj.cluster_centers_ = arrays["s.centers"]
@@ -688,6 +724,15 @@ class _ClearAggregator:
     def __init__(self, d):
         self.d = d
 
+    def mark(self, i):
+        pass
+
+    def invalidate(self, participants):
+        pass
+
+    def forget(self, participants, departed=()):
+        pass
+
     def round(self, clients, participants):
         t0 = time.perf_counter()
         bins, counts = merge_sparse([clients[i].sparse_counts() for i in participants], self.d)
@@ -728,6 +773,22 @@ class _SecureAggregator:
 
     def mark(self, i):
         self._dirty.add(i)
+
+    def invalidate(self, participants):
+        """After a round whose result is not committed: every participant
+        sets its data again and the next round is a full one."""
+        self._dirty.update(participants)
+        self._last = None
+
+    def forget(self, participants, departed=()):
+        """After a committed round: the clients drop the data of the rounds
+        it replaced, departed clients all of theirs."""
+        last = self.server.last_decoded
+        for i in participants:
+            if last is not None:
+                self.roles[i].forget_rounds_before(last[0])
+        for i in departed:
+            self.roles[i].forget_data()
 
     def _delta_size(self, changed):
         """Bins of the difference round for these changed clients (0: a
@@ -894,8 +955,70 @@ class FederatedKMeans(BaseEstimator):
                                     "(an object with submit) or None")
         return int(K), float(g), lo, hi
 
+    # -- locking and copies ------------------------------------------------------
+
+    @property
+    def _lock(self):
+        # created on first use (the constructor holds hyper-parameters only);
+        # dict.setdefault is atomic, so two threads get the same lock
+        return self.__dict__.setdefault("_lock_obj", threading.RLock())
+
+    def __getstate__(self):
+        """Pickle through the same arrays and header as :meth:`save` (no
+        key material, nothing of a removed row), read back by the same
+        validating loader; an executor is a live resource and is not kept."""
+        with self._lock:
+            state = {k: v for k, v in self.__dict__.items() if k != "_lock_obj"}
+            if not hasattr(self, "_server"):
+                state["executor"] = None
+                return {"params": state}
+            head, arrays = self._to_arrays()
+            params = self.get_params()
+            params["executor"] = None
+            return {"params": params, "head": head, "arrays": arrays}
+
+    def __setstate__(self, state):
+        if "head" not in state:
+            self.__dict__.update(state["params"])
+            return
+        obj = type(self)._from_arrays(state["head"], state["arrays"], "pickle")
+        obj.set_params(**state["params"])
+        self.__dict__.update(obj.__dict__)
+        self.__dict__.pop("_lock_obj", None)
+
+    # -- fit and unlearning ------------------------------------------------------
+
     def fit(self, clients, y=None):
-        """Fit on a sequence of client datasets (2-D arrays, one per client)."""
+        """Fit on a sequence of client datasets (2-D arrays, one per client).
+
+        Parameters
+        ----------
+        clients : sequence of array-like of shape (n_l, n_features)
+            One array per client, inside the box ``bounds``; copied.
+        y : ignored
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad data or parameters.  A fit that raises (at any stage: the
+            clients, the secure round, the server) leaves a fitted model
+            exactly as it was.
+        """
+        with self._lock:
+            state = self._fit_state(clients)
+            for k in [k for k in self.__dict__ if k.endswith("_") and not k.startswith("_")]:
+                del self.__dict__[k]
+            self.__dict__.update(state)
+            self._publish()
+            return self
+
+    def _fit_state(self, clients):
+        """The fitted state of a fit on ``clients``, built aside (self is
+        not touched)."""
         arrs = check_clients(clients)
         n, d = sum(a.shape[0] for a in arrs), arrs[0].shape[1]
         K, g, lo, hi = self._check_params(n, d)
@@ -918,106 +1041,170 @@ class FederatedKMeans(BaseEstimator):
         t1 = time.perf_counter()
         B = clients_[0].n_bins_per_dim
         L = len(arrs)
-        self._clients, self.n_features_in_, self.n_bins_per_dim_ = clients_, d, B
-        self._agg_rng = gens[L + 1]
-        agg = self._make_aggregator()
+        agg_rng = gens[L + 1]
+        agg = self._make_aggregator(d, B, L, agg_rng)
         server = MufcServer(K, gamma=g, n_features=d, lower=lo,
                             server_points=self.server_points, n_init=self.n_init,
                             max_iter=self.max_iter, tol=self.tol, random_state=gens[L])
-        self._participants = list(range(L))
-        bins, counts, nbytes, _, t_agg = agg.round(clients_, self._participants)
+        participants = list(range(L))
+        bins, counts, nbytes, _, t_agg = agg.round(clients_, participants)
         t2 = time.perf_counter()
         server.update(bins, counts)
         t3 = time.perf_counter()
-        self._clients, self._server, self._agg = clients_, server, agg
-        self.gamma_, self.n_bins_per_dim_ = g, B
-        self.bytes_sent_ = nbytes
-        self.fit_seconds_ = {"clients": t1 - t0, "aggregation": t2 - t1, "server": t3 - t2}
-        self.n_features_in_ = d
-        self._publish()
-        return self
+        agg.forget(participants)
+        return {"_clients": clients_, "_server": server, "_agg": agg, "_agg_rng": agg_rng,
+                "_participants": participants, "gamma_": g, "n_bins_per_dim_": B,
+                "n_features_in_": d, "bytes_sent_": nbytes,
+                "fit_seconds_": {"clients": t1 - t0, "aggregation": t2 - t1,
+                                 "server": t3 - t2}}
 
     def _publish(self):
         s = self._server
         self.cluster_centers_ = s.cluster_centers_
         self.n_iter_ = s.n_iter_
         self.aggregate_bins_, self.aggregate_counts_ = s.bins_, s.counts_
-        self.client_centers_ = [c.cluster_centers_ for c in self._clients]
-        self.client_sizes_ = [c.cluster_sizes_ for c in self._clients]
+        d = self.n_features_in_
+        self.client_centers_ = [np.zeros((0, d)) if c is None else c.cluster_centers_
+                                for c in self._clients]
+        self.client_sizes_ = [np.zeros(0, dtype=np.int64) if c is None else c.cluster_sizes_
+                              for c in self._clients]
 
     def _check_fitted(self):
         if not hasattr(self, "_server"):
             raise NotFittedError("FederatedKMeans is not fitted; call fit first")
 
-    def _reaggregate(self, changed, client_reports, t_client):
-        self._check_fitted()
+    def _update(self, clients, participants, changed, client_reports, t_client):
+        """Run the round and the server update for ``clients`` (some of them
+        new objects) over ``participants``; commit only if both succeed.
+        Returns the report; on error nothing is committed and the
+        aggregator is told to start over with a full round."""
+        agg = self._agg
         for i in changed:
-            if isinstance(self._agg, _SecureAggregator):
-                self._agg.mark(i)
-        bins, counts, nbytes, inc, t_agg = self._agg.round(self._clients, self._participants)
-        t0 = time.perf_counter()
-        changed_model = self._server.update(bins, counts)
-        t_server = time.perf_counter() - t0
-        aggregate_changed = changed_model
-        self._publish()
+            agg.mark(i)
+        try:
+            bins, counts, nbytes, inc, t_agg = agg.round(clients, participants)
+            t0 = time.perf_counter()
+            changed_model = self._server.update(bins, counts)
+            t_server = time.perf_counter() - t0
+        except BaseException:
+            agg.invalidate(self._participants)
+            raise
         positions = [r.position for r in client_reports if r.reseeded and r.position is not None]
         return FederatedRemovalReport(
             clients=tuple(changed), reseeded=any(r.reseeded for r in client_reports),
             position=min(positions) if positions else None,
-            aggregate_changed=aggregate_changed, server_reclustered=changed_model,
+            aggregate_changed=changed_model, server_reclustered=changed_model,
             client_seconds=t_client, aggregation_seconds=t_agg, server_seconds=t_server,
             bytes_sent=nbytes, incremental_decode=inc,
-            offline_seconds=getattr(self._agg, "offline_seconds", 0.0),
+            offline_seconds=getattr(agg, "offline_seconds", 0.0),
             details=tuple(client_reports))
 
     def remove(self, client, ids):
-        """Remove points ``ids`` (one or many) of client ``client``.
+        """Remove points ``ids`` (one or many) of client ``client`` and erase them.
 
-        Returns a :class:`FederatedRemovalReport`.  Unknown, repeated or
-        already removed ids, or a client that left, raise and change nothing.
+        Parameters
+        ----------
+        client : int
+            Index of the client in the list given to :meth:`fit`.
+        ids : int or sequence of int
+            Row positions in that client's data.
+
+        Returns
+        -------
+        FederatedRemovalReport
+
+        Raises
+        ------
+        InvalidIdError
+            Unknown, repeated or already removed ids, or a client that left.
+        NotFittedError
+            Before :meth:`fit`.
+
+        A removal that raises (bad ids, a failed secure round or server
+        update) changes nothing; after one that succeeds no value of the
+        removed rows remains in the object, its pickle or its saved file.
         """
-        self._check_fitted()
-        if not isinstance(client, numbers.Integral) or not 0 <= client < len(self._clients):
-            raise InvalidIdError(f"unknown client {client!r}")
-        if client not in self._participants:
-            raise InvalidIdError(f"client {client} has left the federation")
-        t0 = time.perf_counter()
-        rep = self._clients[client].remove(ids)
-        t_client = time.perf_counter() - t0
-        return self._reaggregate([int(client)], [rep], t_client)
+        with self._lock:
+            self._check_fitted()
+            if not isinstance(client, numbers.Integral) or isinstance(client, bool) \
+                    or not 0 <= client < len(self._clients):
+                raise InvalidIdError(f"unknown client {client!r}")
+            client = int(client)
+            if client not in self._participants:
+                raise InvalidIdError(f"client {client} has left the federation")
+            t0 = time.perf_counter()
+            old = self._clients[client]
+            new, rep, arr = old._removal(ids)
+            t_client = time.perf_counter() - t0
+            clients = list(self._clients)
+            clients[client] = new
+            report = self._update(clients, self._participants, [client], [rep], t_client)
+            # commit (nothing below raises)
+            old._commit(new, arr)
+            self._agg.forget(self._participants)
+            self._publish()
+            return report
 
     def remove_clients(self, ids):
-        """Remove whole clients; the next rounds run over the remaining roster."""
-        self._check_fitted()
-        arr = np.atleast_1d(check_ids(ids))
-        if np.unique(arr).size != arr.size:
-            raise InvalidIdError("repeated client ids; nothing was removed")
-        bad = [int(i) for i in arr if int(i) not in self._participants]
-        if bad:
-            raise InvalidIdError(f"clients {bad} are unknown or already removed; nothing was removed")
-        if arr.size == len(self._participants):
-            raise InvalidIdError("cannot remove every client")
-        self._participants = [i for i in self._participants if i not in set(arr.tolist())]
-        return self._reaggregate([], [], 0.0)
+        """Remove whole clients and erase their data.
+
+        Parameters
+        ----------
+        ids : int or sequence of int
+            Client indices; the next rounds run over the remaining roster.
+
+        Returns
+        -------
+        FederatedRemovalReport
+
+        Raises
+        ------
+        InvalidIdError
+            Unknown, repeated or already removed clients, or all of them.
+
+        A departed client's data, local model and secure-aggregation data
+        are dropped (its slot in ``client_centers_`` becomes empty); a call
+        that raises changes nothing.
+        """
+        with self._lock:
+            self._check_fitted()
+            arr = np.atleast_1d(check_ids(ids))
+            if np.unique(arr).size != arr.size:
+                raise InvalidIdError("repeated client ids; nothing was removed")
+            bad = [int(i) for i in arr if int(i) not in self._participants]
+            if bad:
+                raise InvalidIdError(
+                    f"clients {bad} are unknown or already removed; nothing was removed")
+            if arr.size == len(self._participants):
+                raise InvalidIdError("cannot remove every client")
+            gone = set(arr.tolist())
+            participants = [i for i in self._participants if i not in gone]
+            report = self._update(self._clients, participants, [], [], 0.0)
+            # commit
+            self._participants = participants
+            clients = list(self._clients)
+            for i in sorted(gone):
+                clients[i].X[...] = 0.0
+                if clients[i]._seeding is not None:
+                    clients[i]._seeding._state.X[...] = 0
+                clients[i] = None
+            self._clients = clients
+            self._agg.forget(participants, departed=sorted(gone))
+            self._publish()
+            return report
+
+    # -- persistence -------------------------------------------------------------
 
     _FORMAT = "pyfkm.FederatedKMeans"
     # 2: a "centers" server also stores its inits' seeds (s.seeds); version 1
-    # files load too, their server reclusters from scratch at its next update
-    _VERSION = 2
-    _READS = (1, 2)
+    # files load too, their server reclusters from scratch at its next update.
+    # 3: removed rows are zeros, a departed client is null (nothing stored);
+    # versions 1 and 2 are erased that way when read.
+    _VERSION = 3
+    _READS = (1, 2, 3)
 
-    def save(self, path):
-        """Write the fitted model (client states included) to ``path``.
-
-        Format: one ``.npz`` archive (no pickle) holding the arrays and a
-        JSON header (format name, version, parameters, generator states).
-        The file is written to a temporary name and renamed, so a crash
-        never leaves a half-written model.  Secret key material is not
-        stored: a loaded model re-runs the key agreement (fresh keys, new
-        run id) before its next secure round; its results are identical to
-        the original object's because the aggregate is exact.
-        """
-        self._check_fitted()
+    def _to_arrays(self):
+        """(header dict, arrays dict) of the fitted state."""
         arrays = {}
         params = self.get_params()
         rs = params.get("random_state")
@@ -1028,60 +1215,106 @@ class FederatedKMeans(BaseEstimator):
                 "gamma": self.gamma_, "n_bins_per_dim": self.n_bins_per_dim_,
                 "n_features": self.n_features_in_, "participants": list(self._participants),
                 "bytes_sent": self.bytes_sent_,
-                "clients": [c._export(f"c{i}.", arrays) for i, c in enumerate(self._clients)],
+                "clients": [None if c is None else c._export(f"c{i}.", arrays)
+                            for i, c in enumerate(self._clients)],
                 "server": self._server._export(arrays),
                 "agg_rng": _rng_state(self._agg_rng)}
+        return head, arrays
+
+    def save(self, path):
+        """Write the fitted model (client states included) to ``path``.
+
+        Format: one ``.npz`` archive (no pickle) holding the arrays and a
+        JSON header (format name, version, parameters, generator states).
+        The file is written to a temporary name in the same folder, flushed
+        and synced to disk, then renamed, so a crash never leaves a
+        half-written model; the temporary file is removed on any error.
+        Removed rows are not in the file (their rows are zeros) and
+        departed clients store nothing.  Secret key material is not
+        stored: a loaded model re-runs the key agreement (fresh keys, new
+        run id) before its next secure round; its results are identical to
+        the original object's because the aggregate is exact.
+        """
+        with self._lock:
+            self._check_fitted()
+            head, arrays = self._to_arrays()
         arrays["header"] = np.frombuffer(json.dumps(head).encode(), dtype=np.uint8)
         path = os.fspath(path)
         d = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(d):
+            raise InvalidInputError(f"cannot save to {path!r}: folder {d!r} does not exist")
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".pyfkm-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+        _fsync_dir(d)
 
     @classmethod
-    def load(cls, path):
-        """Read a model written by :meth:`save`."""
-        with open(os.fspath(path), "rb") as f:
-            data = f.read()
-        try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-            head = json.loads(bytes(arrays.pop("header")).decode())
-        except (ValueError, KeyError, OSError) as e:
-            raise InvalidInputError(f"{path}: not a pyfkm model file ({e})") from None
-        if head.get("format") != cls._FORMAT:
-            raise InvalidInputError(f"{path}: not a {cls._FORMAT} file")
-        if head.get("version") not in cls._READS:
-            raise InvalidInputError(
-                f"{path}: format version {head.get('version')} is not supported "
-                f"(this pyfkm reads versions {', '.join(map(str, cls._READS))})")
-        p = dict(head["params"])
-        p["bounds"] = tuple(p["bounds"])
-        obj = cls(**p)
-        obj._clients = [MufcClient._restore(h, f"c{i}.", arrays)
-                        for i, h in enumerate(head["clients"])]
-        obj._server = MufcServer._restore(head["server"], arrays)
-        obj._participants = [int(i) for i in head["participants"]]
-        obj.gamma_, obj.n_bins_per_dim_ = float(head["gamma"]), int(head["n_bins_per_dim"])
-        obj.n_features_in_ = int(head["n_features"])
-        obj.bytes_sent_ = int(head["bytes_sent"])
-        obj._agg_rng = _rng_from_state(head["agg_rng"])
-        obj._agg = obj._make_aggregator()
-        obj._publish()
-        return obj
+    def load(cls, path, *, max_bytes=None):
+        """Read a model written by :meth:`save`, validating every field.
 
-    def _make_aggregator(self):
-        L, K = len(self._clients), int(self.n_clusters)
+        Parameters
+        ----------
+        path : str or path-like
+        max_bytes : int, optional
+            Largest total size the arrays may take once read (default:
+            ``max(4 * file size, 64 MiB)``); checked from the archive's
+            directory and each array's header before anything is allocated.
+
+        Returns
+        -------
+        FederatedKMeans
+
+        Raises
+        ------
+        ModelFileError
+            The file cannot be read, is not a pyfkm model (not a zip, a
+            truncated or damaged archive), has an unsupported version, or
+            any field is inconsistent with the header or the others (the
+            message names it).  Nothing in the file is trusted: dtypes,
+            shapes, ranges, labels, ids, counts, finiteness, client data in
+            the box and the aggregate equal to the sum of the clients'
+            vectors are all checked before use.
+        """
+        path = os.fspath(path)
+        arrays = _read_npz(path, max_bytes)
+        hdr = arrays.pop("header", None)
+        if hdr is None or hdr.dtype != np.uint8 or hdr.ndim != 1:
+            raise ModelFileError(f"{path}: header: missing or not a byte array")
+        try:
+            head = json.loads(hdr.tobytes().decode())
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise ModelFileError(f"{path}: header: not JSON ({e})") from None
+        return cls._from_arrays(head, arrays, path)
+
+    @classmethod
+    def _from_arrays(cls, head, arrays, where):
+        """Rebuild from :meth:`_to_arrays` output (read from a file or a
+        pickle: validated field by field).  Every error is a ModelFileError
+        naming ``where`` and the field."""
+        try:
+            return _ModelReader(cls, head, arrays, where).read()
+        except ModelFileError:
+            raise
+        except PyfkmError as e:
+            raise ModelFileError(f"{where}: inconsistent model ({e})") from None
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError,
+                ZeroDivisionError, RecursionError) as e:
+            raise ModelFileError(
+                f"{where}: inconsistent model ({type(e).__name__}: {e})") from None
+
+    def _make_aggregator(self, d, B, L, agg_rng):
+        K = int(self.n_clusters)
         if not self.secure:
-            return _ClearAggregator(self.n_features_in_)
-        return _SecureAggregator(self.n_features_in_, self.n_bins_per_dim_, max(K * L, 1), L,
-                                 self.modulus or DEFAULT_PRIME, self._agg_rng)
+            return _ClearAggregator(d)
+        return _SecureAggregator(d, B, max(K * L, 1), L, self.modulus or DEFAULT_PRIME, agg_rng)
 
     def _check_X(self, X):
         self._check_fitted()
@@ -1094,3 +1327,351 @@ class FederatedKMeans(BaseEstimator):
     def score(self, X):
         """Negative k-means objective of ``X`` under the server centroids."""
         return -float(nearest_center(self._check_X(X), self.cluster_centers_)[0].sum())
+
+
+def _fsync_dir(d):
+    """Sync a folder after a rename into it (POSIX; a no-op where folders
+    cannot be opened)."""
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- reading saved models: nothing read is trusted ---------------------------
+
+_BIT_GENERATORS = {"PCG64": np.random.PCG64, "PCG64DXSM": np.random.PCG64DXSM,
+                   "Philox": np.random.Philox, "SFC64": np.random.SFC64,
+                   "MT19937": np.random.MT19937}
+
+
+def _rng_from_state(state):
+    """A Generator in the saved ``state``; only numpy's bit generators are
+    accepted by name (a name read from a file is never looked up)."""
+    if not isinstance(state, dict) or state.get("bit_generator") not in _BIT_GENERATORS:
+        raise ModelFileError(
+            "generator state: unknown bit generator "
+            f"{state.get('bit_generator') if isinstance(state, dict) else state!r}")
+    bitgen = _BIT_GENERATORS[state["bit_generator"]]()
+    try:
+        bitgen.state = state
+    except (ValueError, TypeError, KeyError, OverflowError) as e:
+        raise ModelFileError(f"generator state: invalid ({e})") from None
+    return np.random.Generator(bitgen)
+
+
+def _read_npz(path, max_bytes=None):
+    """The arrays of an npz file, each parsed from its bytes after checking
+    that the archive's directory and the array headers promise no more than
+    ``max_bytes`` in all (so a small file cannot make the reader allocate
+    much more than its size)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ModelFileError(f"{path}: cannot read the file ({e})") from None
+    limit = max(4 * len(data), 64 << 20) if max_bytes is None else int(max_bytes)
+    buf = io.BytesIO(data)
+    try:
+        if not zipfile.is_zipfile(buf):
+            raise ModelFileError(f"{path}: not a pyfkm model file (not an npz archive)")
+        out = {}
+        with zipfile.ZipFile(buf) as z:
+            infos = z.infolist()
+            if sum(i.file_size for i in infos) > limit:
+                raise ModelFileError(
+                    f"{path}: the archive's arrays take more than max_bytes={limit} bytes")
+            for info in infos:
+                name = info.filename
+                if not name.endswith(".npy") or name[:-4] in out:
+                    raise ModelFileError(f"{path}: unexpected archive member {name!r}")
+                with z.open(info) as f:
+                    raw = f.read(info.file_size + 1)
+                out[name[:-4]] = _parse_npy(raw, f"{path}: {name[:-4]}")
+        return out
+    except ModelFileError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
+            NotImplementedError, KeyError, OverflowError) as e:
+        raise ModelFileError(
+            f"{path}: damaged or truncated model file ({type(e).__name__}: {e})") from None
+
+
+def _parse_npy(raw, where):
+    """An array from the bytes of one .npy member (no pickles, no object
+    dtypes, the data exactly as long as the header says)."""
+    f = io.BytesIO(raw)
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"npy version {version}")
+    except ValueError as e:
+        raise ModelFileError(f"{where}: bad array header ({e})") from None
+    if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None:
+        raise ModelFileError(f"{where}: dtype {dtype} is not a plain numeric type")
+    count = 1
+    for s in shape:
+        count *= int(s)
+    body = raw[f.tell():]
+    if count * dtype.itemsize != len(body):
+        raise ModelFileError(
+            f"{where}: the header announces {count * dtype.itemsize} bytes, "
+            f"the archive holds {len(body)}")
+    a = np.frombuffer(body, dtype=dtype, count=count)
+    return a.reshape(shape, order="F" if fortran else "C").copy()
+
+
+class _ModelReader:
+    """Validates a saved model's header and arrays field by field, then
+    builds the estimator (the constructors it calls trust their input)."""
+
+    def __init__(self, cls, head, arrays, where):
+        self.cls, self.head, self.arrays, self.where = cls, head, arrays, where
+        self.used = {"header"}
+
+    def fail(self, field, why):
+        raise ModelFileError(f"{self.where}: {field}: {why}; the model is corrupt "
+                             "or was not written by pyfkm")
+
+    # scalars of the JSON header
+    def value(self, d, key, field, kind, lo=None, hi=None, choices=None):
+        if not isinstance(d, dict) or key not in d:
+            self.fail(field, "missing")
+        v = d[key]
+        if kind == "int":
+            if not isinstance(v, int) or isinstance(v, bool):
+                self.fail(field, f"{v!r} is not an integer")
+        elif kind == "float":
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
+                self.fail(field, f"{v!r} is not a finite number")
+            v = float(v)
+        elif kind == "bool":
+            if not isinstance(v, bool):
+                self.fail(field, f"{v!r} is not a boolean")
+        elif kind == "str":
+            if not isinstance(v, str):
+                self.fail(field, f"{v!r} is not a string")
+        if lo is not None and v < lo or hi is not None and v > hi:
+            self.fail(field, f"{v!r} is out of range [{lo}, {hi}]")
+        if choices is not None and v not in choices:
+            self.fail(field, f"{v!r} is not one of {sorted(choices)}")
+        return v
+
+    def same(self, d, key, field, expected, kind):
+        v = self.value(d, key, field, kind)
+        if v != expected:
+            self.fail(field, f"{v!r} differs from the model's {expected!r}")
+        return v
+
+    def rng(self, state, field):
+        try:
+            return _rng_from_state(state)
+        except ModelFileError as e:
+            self.fail(field, str(e))
+
+    def array(self, name, kinds, shape, dtype=None):
+        """Array ``name`` of a dtype kind in ``kinds`` and the given shape
+        (None: any length on that axis), converted to ``dtype`` exactly."""
+        a = self.arrays.get(name)
+        if a is None:
+            self.fail(name, "missing")
+        self.used.add(name)
+        if a.dtype.kind not in kinds:
+            self.fail(name, f"dtype {a.dtype} is not of kind {kinds!r}")
+        if a.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, a.shape)):
+            self.fail(name, f"shape {a.shape} is not {tuple('n' if s is None else s for s in shape)}")
+        if dtype is not None and a.dtype != dtype:
+            b = a.astype(dtype)
+            if not np.array_equal(b, a):
+                self.fail(name, f"values do not fit {np.dtype(dtype).name}")
+            a = b
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            self.fail(name, "NaN or infinite values")
+        return np.ascontiguousarray(a)
+
+    def read(self):
+        h = self.head
+        if not isinstance(h, dict):
+            self.fail("header", "not a JSON object")
+        if h.get("format") != self.cls._FORMAT:
+            self.fail("format", f"{h.get('format')!r} is not {self.cls._FORMAT!r}")
+        version = h.get("version")
+        if version not in self.cls._READS:
+            self.fail("version", f"{version!r} is not supported (this pyfkm reads versions "
+                      f"{', '.join(map(str, self.cls._READS))})")
+        obj = self.params(h.get("params"))
+        self.d = d = self.value(h, "n_features", "n_features", "int", 1, 1 << 20)
+        self.K, _, self.lo, self.hi = obj._check_params(1, d)
+        self.gamma = g = self.value(h, "gamma", "gamma", "float")
+        if g <= 0 or (not isinstance(obj.gamma, str) and g != float(obj.gamma)):
+            self.fail("gamma", f"{g!r} is not positive or differs from the parameter")
+        self.B = self.value(h, "n_bins_per_dim", "n_bins_per_dim", "int", 1)
+        if self.B != int(np.ceil((self.hi - self.lo) / g - 1e-12)):
+            self.fail("n_bins_per_dim", f"{self.B} does not match gamma and bounds")
+        self.obj = obj
+        heads = h.get("clients")
+        if not isinstance(heads, list) or not 1 <= len(heads) <= 1 << 24:
+            self.fail("clients", "not a non-empty list")
+        L = len(heads)
+        parts = h.get("participants")
+        if not isinstance(parts, list) or not parts or \
+                any(not isinstance(i, int) or isinstance(i, bool) for i in parts) or \
+                parts != sorted(set(parts)) or parts[0] < 0 or parts[-1] >= L:
+            self.fail("participants", f"must be distinct sorted client indices in [0, {L})")
+        clients = []
+        for i, ch in enumerate(heads):
+            if i not in parts:      # departed: nothing of it is read (versions < 3
+                clients.append(None)  # stored its data: dropped here)
+                if version >= 3 and ch is not None:
+                    self.fail(f"clients[{i}]", "a departed client must store nothing")
+                continue
+            clients.append(self.client(i, ch, version))
+        server = self.server(h.get("server"))
+        agg = merge_sparse([clients[i].sparse_counts() for i in parts], d)
+        if not (np.array_equal(agg[0], server.bins_) and np.array_equal(agg[1], server.counts_)):
+            self.fail("s.bins/s.counts", "the aggregate is not the sum of the clients' vectors")
+        if version >= 3:
+            extra = sorted(set(self.arrays) - self.used)
+            if extra:
+                self.fail(extra[0], "unexpected array")
+        obj._clients, obj._server, obj._participants = clients, server, parts
+        obj.gamma_, obj.n_bins_per_dim_, obj.n_features_in_ = g, self.B, d
+        obj.bytes_sent_ = self.value(h, "bytes_sent", "bytes_sent", "int", 0)
+        obj._agg_rng = self.rng(h.get("agg_rng"), "agg_rng")
+        obj._agg = obj._make_aggregator(d, self.B, L, obj._agg_rng)
+        obj._publish()
+        return obj
+
+    def params(self, p):
+        names = set(self.cls._param_names())
+        if not isinstance(p, dict) or set(p) != names:
+            self.fail("params", f"must have exactly the keys {sorted(names)}")
+        p = dict(p)
+        b = p["bounds"]
+        if not isinstance(b, list) or len(b) != 2 or \
+                any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in b):
+            self.fail("params.bounds", f"{b!r} is not two numbers")
+        p["bounds"] = (float(b[0]), float(b[1]))
+        rs = p["random_state"]
+        if rs is not None and (not isinstance(rs, int) or isinstance(rs, bool) or rs < 0):
+            self.fail("params.random_state", f"{rs!r} is not None or an int >= 0")
+        if p["executor"] is not None:
+            self.fail("params.executor", "must be null")
+        for key, kind, kw in (("n_clusters", "int", dict(lo=1, hi=1 << 24)),
+                              ("n_init", "int", dict(lo=1, hi=1 << 16)),
+                              ("max_iter", "int", dict(lo=1, hi=1 << 30)),
+                              ("tol", "float", dict(lo=0)),
+                              ("secure", "bool", {}),
+                              ("server_points", "str", dict(choices={"uniform", "centers"})),
+                              ("client_init", "str",
+                               dict(choices={"k-means++", "means", "full"}))):
+            self.value(p, key, f"params.{key}", kind, **kw)
+        if p["gamma"] != "auto":
+            self.value(p, "gamma", "params.gamma", "float", lo=0)
+        if p["modulus"] is not None:
+            self.value(p, "modulus", "params.modulus", "int", 3, (1 << 63) - 1)
+        return self.cls(**p)
+
+    def client(self, i, ch, version):
+        f, pre = f"clients[{i}]", f"c{i}."
+        if not isinstance(ch, dict):
+            self.fail(f, "not an object")
+        obj = self.obj
+        for key, expected, kind in (("n_clusters", self.K, "int"), ("gamma", self.gamma, "float"),
+                                    ("lower", self.lo, "float"), ("upper", self.hi, "float"),
+                                    ("client_init", obj.client_init, "str"),
+                                    ("max_iter", obj.max_iter, "int"),
+                                    ("tol", float(obj.tol), "float")):
+            self.same(ch, key, f"{f}.{key}", expected, kind)
+        X = self.array(pre + "X", "f", (None, self.d))
+        n = X.shape[0]
+        removed = self.array(pre + "removed", "b", (n,))
+        active = self.array(pre + "active", "iu", (None,), np.int64)
+        if active.size and (active[0] < 0 or active[-1] >= n or (np.diff(active) <= 0).any()):
+            self.fail(pre + "active", f"must be increasing ids in [0, {n})")
+        inactive = np.ones(n, dtype=bool)
+        inactive[active] = False
+        if not removed[inactive].all():
+            self.fail(pre + "removed", "a point outside the seeding is not marked removed")
+        X = X.copy()
+        if version < 3:
+            X[removed] = 0              # erase what older versions kept
+        elif (X[removed] != 0).any():
+            self.fail(pre + "X", "a removed row is not erased")
+        live = X[~removed]
+        if live.size and (live.min() < self.lo or live.max() > self.hi):
+            self.fail(pre + "X", f"values outside the box [{self.lo}, {self.hi}]")
+        k = self.same(ch, "k", f"{f}.k", min(self.K, active.size), "int")
+        rng = self.rng(ch.get("rng"), f"{f}.rng")
+        st = ch.get("seeding")
+        arrays = {pre + "X": X, pre + "removed": removed, pre + "active": active}
+        head = dict(ch, rng=None)
+        if k == 0:
+            if st is not None:
+                self.fail(f"{f}.seeding", "must be null for a client without points")
+        else:
+            if not isinstance(st, dict):
+                self.fail(f"{f}.seeding", "missing")
+            for key in ("n_active", "n_positive"):
+                self.value(st, key, f"{f}.seeding.{key}", "int", 0, active.size)
+            for name in ("removed", "mind", "labels", "centers", "counts", "wsizes"):
+                kinds = "f" if name in ("mind", "wsizes") else "biu"
+                size = active.size if name in ("removed", "mind", "labels") else k
+                arrays[pre + "s." + name] = self.array(pre + "s." + name, kinds, (size,))
+            if not np.array_equal(arrays[pre + "s.removed"].astype(bool), removed[active]):
+                self.fail(pre + "s.removed", "differs from the client's removed points")
+        try:
+            return MufcClient._restore(head, pre, arrays, rng=rng)
+        except (ValueError, TypeError) as e:
+            self.fail(f, str(e))
+
+    def server(self, sh):
+        obj = self.obj
+        if not isinstance(sh, dict):
+            self.fail("server", "not an object")
+        for key, expected, kind in (("n_clusters", self.K, "int"), ("gamma", self.gamma, "float"),
+                                    ("lower", self.lo, "float"), ("d", self.d, "int"),
+                                    ("server_points", obj.server_points, "str"),
+                                    ("n_init", obj.n_init, "int"),
+                                    ("max_iter", obj.max_iter, "int"),
+                                    ("tol", float(obj.tol), "float")):
+            self.same(sh, key, f"server.{key}", expected, kind)
+        self.value(sh, "inertia", "server.inertia", "float", lo=0)
+        self.value(sh, "n_iter", "server.n_iter", "int", 0)
+        if "seeds" in sh:
+            self.value(sh, "seeds", "server.seeds", "bool")
+        rng = self.rng(sh.get("rng"), "server.rng")
+        d, B = self.d, self.B
+        bins = self.array("s.bins", "iu", (None, d), np.int64)
+        m = bins.shape[0]
+        if bins.size and (bins.min() < 0 or bins.max() >= B):
+            self.fail("s.bins", f"coordinates outside [0, {B})")
+        counts = self.array("s.counts", "iu", (m,), np.int64)
+        if (counts <= 0).any():
+            self.fail("s.counts", "counts must be positive")
+        uniform = obj.server_points == "uniform"
+        n_pts = int(counts.sum(dtype=object)) if uniform else m
+        kk = min(self.K, n_pts)
+        centers = self.array("s.centers", "f", (kk, d), np.float64)
+        samples = self.array("s.samples", "f", (n_pts if uniform else 0, d), np.float64)
+        if uniform and n_pts:
+            b = np.repeat(bins, counts, axis=0)
+            lo = self.lo + b * self.gamma
+            tol = 1e-9 * max(abs(self.lo), abs(self.hi), self.gamma)
+            if (samples < lo - tol).any() or (samples > lo + self.gamma + tol).any():
+                self.fail("s.samples", "a sample lies outside its bin")
+        arrays = {"s.bins": bins, "s.counts": counts, "s.centers": centers,
+                  "s.samples": samples}
+        if sh.get("seeds"):
+            arrays["s.seeds"] = self.array("s.seeds", "iu", (obj.n_init, None), np.int64)
+        return MufcServer._restore(dict(sh, rng=None), arrays, rng=rng)
