@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exceptions import InvalidInputError, MessageFormatError, ProtocolError
+from ..exceptions import InvalidInputError, MessageFormatError, ProtocolError, PyfkmError
+from ._crypto import pair_seed, roster_seeds
 from ._params import MODES, ScmaParams
 
 MAGIC = b"PFKM"
@@ -170,6 +171,19 @@ class RosterMessage:
             raise MessageFormatError("roster message not from the server")
         if mode >= len(MODES):
             raise MessageFormatError(f"unknown mode code {mode}")
+        # the constructor reads max_client_nonzeros = 0 as "max_nonzeros";
+        # on the wire only the resolved value is valid (one spelling per
+        # message; found by fuzzing)
+        if kc == 0:
+            raise MessageFormatError(
+                "invalid parameters in roster: max_client_nonzeros must be >= 1, got 0")
+        # index mode needs B**d < p < 2**63; B**d >= 2**(d (bits(B) - 1)), so
+        # refuse a large d before the constructor computes B**d (about ten
+        # seconds for n_dims = 2**20 and B near p; found while fuzzing)
+        if MODES[mode] == "index" and d * (B.bit_length() - 1) >= 63:
+            raise MessageFormatError(
+                f"invalid parameters in roster: index mode needs bins_per_dim**n_dims < "
+                f"modulus; {B}**{d} >= 2**63")
         try:
             P = ScmaParams(n_dims=d, bins_per_dim=B, max_nonzeros=M, modulus=modulus,
                            mode=MODES[mode], hash_seed=seed, max_client_nonzeros=kc,
@@ -422,6 +436,32 @@ def check_round_message(msg, cls, run_id, open_round):
     if msg.sender in got:
         raise ProtocolError(f"duplicate message from client {msg.sender}")
     return got
+
+
+def roster_pair_seeds(roster, roster_cls, run_id, client_id, private_key, public_key):
+    """:func:`._crypto.roster_seeds` for a client receiving a roster: checks
+    the roster (type, run, this client's own key in it) and derives the pair
+    seeds ``{other id: seed}``.  A public key whose X25519 exchange fails (a
+    low-order point: the shared secret would be all zero, and
+    ``cryptography`` raises ValueError) is a :class:`ProtocolError` naming
+    its client.  Raises :class:`ProtocolError` only."""
+    try:
+        return roster_seeds(roster, roster_cls, run_id, client_id, private_key, public_key)
+    except PyfkmError:
+        raise
+    except ValueError:        # cryptography's "Error computing shared key." (found by fuzzing)
+        pass
+    # find the key the exchange refuses (only on this error path)
+    for other, key in zip(roster.client_ids, roster.public_keys):
+        if other == client_id:
+            continue
+        try:
+            pair_seed(private_key, key, roster.run_id, client_id, other)
+        except ValueError:
+            raise ProtocolError(
+                f"roster: the public key of client {other} is not a usable X25519 key "
+                "(a low-order point, no shared secret)") from None
+    raise ProtocolError("roster: a public key is not a usable X25519 key")
 
 
 def check_key_message(msg, run_id, keys, roster_closed):

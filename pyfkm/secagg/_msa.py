@@ -55,9 +55,9 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..exceptions import CapacityError, InvalidInputError, MessageFormatError, ProtocolError
-from ._crypto import new_private_key, public_bytes, roster_seeds
+from ._crypto import new_private_key, public_bytes
 from ._messages import (HEADER_BYTES, SERVER_ID, KeyMessage, RoundMessage, _check_id,
-                        check_key_message, check_round_message,
+                        check_key_message, check_round_message, roster_pair_seeds,
                         _check_run_id, _expect_len, _pack_header, _unpack_header)
 
 __all__ = [
@@ -430,8 +430,8 @@ class MsaClient:
         """Derive the pair seeds; the leader also draws the group key."""
         if self._key is None and isinstance(roster, MsaRosterMessage):
             raise ProtocolError("the roster was already received")
-        self._seeds = roster_seeds(roster, MsaRosterMessage, self._run_id, self.client_id,
-                                   self._key, self.public_key)
+        self._seeds = roster_pair_seeds(roster, MsaRosterMessage, self._run_id,
+                                        self.client_id, self._key, self.public_key)
         self._key = None          # not needed any more (and not picklable)
         self.n_words, self.scale_bits = roster.n_words, roster.scale_bits
         self.participants = tuple(roster.client_ids)

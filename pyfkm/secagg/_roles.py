@@ -12,10 +12,10 @@ from .._core import _field
 from ..exceptions import CapacityError, InvalidInputError, ProtocolError
 from ..lattice import row_keys
 from ._codec import Codec
-from ._crypto import (SCMA_TAG, _stream_limit, add_mod, new_private_key, public_bytes,
-                      roster_seeds)
+from ._crypto import SCMA_TAG, _stream_limit, add_mod, new_private_key, public_bytes
 from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage, _built,
-                        check_key_message, check_round_message, parse_syndromes)
+                        check_key_message, check_round_message, parse_syndromes,
+                        roster_pair_seeds)
 
 
 # answered rounds a client remembers as bases of difference rounds (the
@@ -115,8 +115,8 @@ class ScmaClient:
 
     def receive_roster(self, roster):
         """Derive the pairwise seeds with every other client of the roster."""
-        seeds = roster_seeds(roster, RosterMessage, self._run_id, self.client_id, self._key,
-                             self.public_key)
+        seeds = roster_pair_seeds(roster, RosterMessage, self._run_id, self.client_id,
+                                  self._key, self.public_key)
         if roster.run_id == self._roster_run and self._last_round > 0:
             # the same run's pair seeds again: starting its rounds over would
             # repeat masks (found by review)
