@@ -1663,6 +1663,9 @@ class _ModelReader:
         n_pts = int(counts.sum(dtype=object)) if uniform else m
         kk = min(self.K, n_pts)
         centers = self.array("s.centers", "f", (kk, d), np.float64)
+        slack = self.gamma + 1e-9 * max(abs(self.lo), abs(self.hi))
+        if centers.size and (centers.min() < self.lo - slack or centers.max() > self.hi + slack):
+            self.fail("s.centers", f"centers outside the box [{self.lo}, {self.hi}]")
         samples = self.array("s.samples", "f", (n_pts if uniform else 0, d), np.float64)
         if uniform and n_pts:
             b = np.repeat(bins, counts, axis=0)

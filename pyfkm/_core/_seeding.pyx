@@ -297,10 +297,15 @@ cdef class SeedingState:
             raise ValueError(f"seeding state: centers must be {k} distinct ids in [0, {n})")
         if gone[centers].any():
             raise ValueError("seeding state: a center is a removed point")
+        active = ~gone
+        X64 = np.asarray(X[active], dtype=np.float64)
+        ref = ((X64 - np.asarray(X[centers[lab[active]]], dtype=np.float64)) ** 2).sum(axis=1)
+        if not (np.abs(mind[active] - ref) <= 1e-9 * ref + 1e-290).all():
+            raise ValueError("seeding state: mind differs from the distances to the "
+                             "labelled centers")
         if (mind[centers] != 0).any() or (lab[centers] > np.arange(k)).any():
             raise ValueError("seeding state: a center is not at distance 0 from "
                              "its own or an earlier center")
-        active = ~gone
         if not np.array_equal(counts, np.bincount(lab[active], minlength=k)):
             raise ValueError("seeding state: counts differ from the counts of the labels")
         n_act = int(np.count_nonzero(active))
