@@ -905,6 +905,42 @@ class FederatedKMeans(BaseEstimator):
     n_iter_ : int (server Lloyd iterations of the best init)
     bytes_sent_ : int (bytes of the fit's aggregation round)
 
+    Notes
+    -----
+    **What is kept, what is erased.**  Each participating client keeps its
+    own copy of its data (never the caller's array: ``fit`` copies), its
+    removable seeding state (center ids, per-point labels and squared
+    distances, a copy of the rows it seeds), its quantized count vector and
+    its secure-aggregation state (keys, the vector sent in the last decoded
+    round).  The server keeps the decoded aggregate (bins and counts), its
+    sample points or bin centres and the model.  :meth:`remove` erases the
+    removed rows from every buffer that held them (their rows become zeros;
+    labels -1, distances 0), recomputes everything derived from them (the
+    client's centers, sizes and vector; the aggregate; the server's samples
+    of bins that lost counts and its model) and drops what the clients sent
+    in the rounds the new one replaced.  :meth:`remove_clients` drops the
+    departed clients' data, local models and aggregation data entirely
+    (their entries in ``client_centers_`` become empty arrays).  The same
+    holds for pickles and for files written by :meth:`save`: the removed
+    values are in none of them.  Kept on purpose: the removed ids (a mask,
+    so that ids stay valid) and the counts of rounds and bytes.
+
+    **Failures.**  ``fit``, ``remove`` and ``remove_clients`` build their new
+    state aside and commit it only when every stage (clients, secure round,
+    server) succeeded; a call that raises leaves the model exactly as it
+    was (a failed secure round makes the next round a full one).
+
+    **Threads.**  Calls that change the model (``fit``, ``remove``,
+    ``remove_clients``) and ``save`` and pickling take a lock per object,
+    so they may come from several threads; they run one at a time.
+
+    **Copies and files.**  ``pickle`` and ``copy.deepcopy`` go through the
+    same state as :meth:`save` and the same validation as :meth:`load`,
+    without key material (a copy runs a fresh key agreement before its next
+    secure round) or the ``executor`` (a live resource: set it again); a
+    copy continues unlearning with results identical to the original's.
+    :meth:`load` trusts nothing in the file (see its Raises section).
+
     Examples
     --------
     >>> import numpy as np
