@@ -344,7 +344,7 @@ class MufcClient:
         """A copy with its own generator and state arrays; the data buffers
         (``X`` and the seeding's copy of the active rows) are shared."""
         obj = copy.copy(self)
-        obj._rng = copy.deepcopy(self._rng)
+        obj._rng = _copy_generator(self._rng)
         obj.removed_ = self.removed_.copy()
         if self._seeding is not None:
             obj._seeding = self._seeding._clone(obj._rng)
@@ -362,6 +362,17 @@ class MufcClient:
         if old_seeding is not None:
             pos = old_pos[ids]
             old_seeding._state.X[pos[pos >= 0]] = 0
+
+
+_CLONE_SEED = np.random.SeedSequence(0)
+
+
+def _copy_generator(gen):
+    """An independent Generator in ``gen``'s state (5x cheaper than
+    ``copy.deepcopy``: the throwaway seed skips the OS entropy)."""
+    bg = type(gen.bit_generator)(_CLONE_SEED)
+    bg.state = gen.bit_generator.state
+    return np.random.Generator(bg)
 
 
 def _replace_seconds(report, seconds):
@@ -730,7 +741,7 @@ class _ClearAggregator:
     def invalidate(self, participants):
         pass
 
-    def forget(self, participants, departed=()):
+    def forget(self, changed, departed=()):
         pass
 
     def round(self, clients, participants):
@@ -780,11 +791,12 @@ class _SecureAggregator:
         self._dirty.update(participants)
         self._last = None
 
-    def forget(self, participants, departed=()):
-        """After a committed round: the clients drop the data of the rounds
-        it replaced, departed clients all of theirs."""
+    def forget(self, changed, departed=()):
+        """After a committed round: the clients whose data changed drop
+        what they sent in the rounds it replaced (the others sent the same
+        data in every round), departed clients all of theirs."""
         last = self.server.last_decoded
-        for i in participants:
+        for i in changed:
             if last is not None:
                 self.roles[i].forget_rounds_before(last[0])
         for i in departed:
@@ -1087,7 +1099,6 @@ class FederatedKMeans(BaseEstimator):
         t2 = time.perf_counter()
         server.update(bins, counts)
         t3 = time.perf_counter()
-        agg.forget(participants)
         return {"_clients": clients_, "_server": server, "_agg": agg, "_agg_rng": agg_rng,
                 "_participants": participants, "gamma_": g, "n_bins_per_dim_": B,
                 "n_features_in_": d, "bytes_sent_": nbytes,
@@ -1177,7 +1188,7 @@ class FederatedKMeans(BaseEstimator):
             report = self._update(clients, self._participants, [client], [rep], t_client)
             # commit (nothing below raises)
             old._commit(new, arr)
-            self._agg.forget(self._participants)
+            self._agg.forget([client])
             self._publish()
             return report
 
@@ -1225,7 +1236,7 @@ class FederatedKMeans(BaseEstimator):
                     clients[i]._seeding._state.X[...] = 0
                 clients[i] = None
             self._clients = clients
-            self._agg.forget(participants, departed=sorted(gone))
+            self._agg.forget((), departed=sorted(gone))
             self._publish()
             return report
 

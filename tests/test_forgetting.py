@@ -577,3 +577,20 @@ def test_pickled_seeding_continues_identically():
         np.testing.assert_array_equal(c.center_ids_, s.center_ids_)
         np.testing.assert_array_equal(c.labels_, s.labels_)
         np.testing.assert_array_equal(c.cluster_weights_, s.cluster_weights_)
+
+
+def test_secure_clients_keep_no_vector_of_replaced_rounds():
+    """After a removal that moves a center, the removing client keeps only
+    the vector of the last decoded round (the old one held the removed
+    center's bin); a departed client keeps no data at all."""
+    m = _fit(12, secure=True)
+    for _ in range(3):
+        m.remove(1, [_center_id(m, 1)])
+    role = m._agg.roles[1]
+    assert len(role._answered) == 1
+    (sent,) = role._answered.values()
+    bins, counts = m._clients[1].sparse_counts()
+    np.testing.assert_array_equal(sent[0], bins)
+    np.testing.assert_array_equal(sent[1], counts)
+    m.remove_clients([1])
+    assert m._agg.roles[1]._data is None and m._agg.roles[1]._answered == {}
