@@ -594,3 +594,22 @@ def test_secure_clients_keep_no_vector_of_replaced_rounds():
     np.testing.assert_array_equal(sent[1], counts)
     m.remove_clients([1])
     assert m._agg.roles[1]._data is None and m._agg.roles[1]._answered == {}
+
+
+@pytest.mark.parametrize("fail", ["savez", "fsync", "replace"])
+def test_a_failed_save_leaves_no_temporary_file_and_the_old_file(tmp_path, monkeypatch, fail):
+    import os
+    m = _fit(13)
+    path = tmp_path / "m.npz"
+    m.save(path)
+    before = path.read_bytes()
+    m.remove(0, [4])
+    target = {"savez": (np, "savez"), "fsync": (os, "fsync"), "replace": (os, "replace")}[fail]
+    monkeypatch.setattr(*target, _failing(getattr(*target), 1))
+    with pytest.raises(_Boom):
+        m.save(path)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+    assert path.read_bytes() == before
+    with pytest.raises(pyfkm.InvalidInputError, match="does not exist"):
+        m.save(tmp_path / "no" / "m.npz")
