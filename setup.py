@@ -3,6 +3,20 @@
 The C sources are compiled once into a static library with their own flags
 (C11, -Wall -Wextra), then every Cython module links it.  Set DEBUG=1 in the
 environment for an unoptimised build with assertions (-O0 -g -DFKM_DEBUG).
+
+Set SANITIZE=1 for a build under AddressSanitizer and UndefinedBehaviorSanitizer
+(GCC or Clang): the library and the extensions get -fsanitize=address,undefined
+-fno-sanitize-recover=undefined -fno-omit-frame-pointer -fno-wrapv -g -O1
+instead of -O3, and the extensions link the sanitizer runtimes.  CPython itself
+is not sanitized, so the runtimes must be preloaded when the tests run::
+
+    SANITIZE=1 python setup.py build_ext --inplace
+    LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+    ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc python -m pytest --capture=sys
+
+(call the interpreter itself, not a shell-script shim such as pyenv's, which
+the preloaded runtimes break).  .ci/run does this in a scratch copy of the
+checkout.  SANITIZE=1 with DEBUG=1 keeps -O0 and the assertions.
 """
 import os
 import sys
@@ -11,15 +25,36 @@ from glob import glob
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext as _build_ext
 
 DEBUG = os.environ.get("DEBUG", "") not in ("", "0")
+SANITIZE = os.environ.get("SANITIZE", "") not in ("", "0")
 MSVC = sys.platform == "win32"
+if SANITIZE and MSVC:
+    sys.exit("SANITIZE=1 needs GCC or Clang")
+
+# Optimisation and sanitizer flags shared by the library and the extensions.
+if MSVC:
+    opt_flags = []
+elif DEBUG:
+    opt_flags = ["-O0", "-g"]
+elif SANITIZE:
+    opt_flags = ["-O1", "-g"]
+else:
+    opt_flags = ["-O3"]
+san_flags = ["-fsanitize=address,undefined"] if SANITIZE else []
+# -fno-wrapv undoes the -fwrapv in Python's own CFLAGS, under which GCC does
+# not report signed overflow (the C code must not rely on it: C11 leaves it
+# undefined, and other Pythons' CFLAGS may lack -fwrapv).
+san_compile = san_flags + (["-fno-sanitize-recover=undefined",
+                            "-fno-omit-frame-pointer", "-fno-wrapv"]
+                           if SANITIZE else [])
 
 if MSVC:
     c_flags = ["/O2"]
 else:
     c_flags = ["-std=c11", "-Wall", "-Wextra", "-ffp-contract=off"]
-    c_flags += ["-O0", "-g", "-DFKM_DEBUG"] if DEBUG else ["-O3"]
+    c_flags += opt_flags + (["-DFKM_DEBUG"] if DEBUG else []) + san_compile
 
 csrc = sorted(glob(os.path.join("csrc", "*.c")))
 headers = sorted(glob(os.path.join("csrc", "*.h")))
@@ -28,7 +63,7 @@ headers = sorted(glob(os.path.join("csrc", "*.h")))
 libraries = [("fkm", {"sources": csrc, "include_dirs": ["csrc"],
                       "cflags": c_flags, "obj_deps": {"": headers}})]
 
-ext_flags = [] if MSVC else (["-O0", "-g"] if DEBUG else ["-O3"])
+ext_flags = opt_flags + san_compile
 extensions = [
     Extension(
         name=path[:-4].replace(os.sep, "."),
@@ -38,11 +73,28 @@ extensions = [
         libraries=["fkm"] + ([] if MSVC else ["m"]),
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
         extra_compile_args=ext_flags,
+        extra_link_args=san_flags,
     )
     for path in sorted(glob(os.path.join("pyfkm", "_core", "*.pyx")))
 ]
 
+
+class build_ext(_build_ext):
+    """build_ext that builds the C library first.
+
+    Plain ``setup.py build_ext --inplace`` only links ``libfkm.a`` and fails in
+    a clean checkout unless ``build_clib`` ran before; ``build`` and pip run
+    both anyway, and a command runs at most once per invocation.
+    """
+
+    def run(self):
+        if self.distribution.has_c_libraries():
+            self.run_command("build_clib")
+        super().run()
+
+
 setup(
+    cmdclass={"build_ext": build_ext},
     libraries=libraries,
     ext_modules=cythonize(
         extensions,
