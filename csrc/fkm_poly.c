@@ -867,7 +867,9 @@ int fkm_poly_powmod(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
         if ((st = fkm_poly_divrem(C, base, lbase, fm, lf, NULL, b)))
             goto done;
     } else {
-        memcpy(b, base, (size_t)lbase * sizeof *b);
+        /* base may be NULL when lbase == 0 (memcpy forbids it even then) */
+        if (lbase > 0)
+            memcpy(b, base, (size_t)lbase * sizeof *b);
         memset(b + lbase, 0, (size_t)(n - lbase) * sizeof *b);
     }
     if ((st = polymod_init(&M, C, fm, lf)))

@@ -1808,3 +1808,21 @@ def test_prop_bm_recurrence(p, data):
     check_recurrence(C, s, p)
     if len(s) <= 12:
         assert len(C) - 1 == linear_complexity(s, p)
+
+
+# --------------------------------------------------------------------------
+# Regressions found by the sanitizer build (SANITIZE=1 in .ci/run)
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [2, 13, DEFAULT])
+def test_poly_powmod_zero_base_empty_array(p):
+    # The zero base reaches fkm_poly_powmod as a NULL pointer with length 0,
+    # which it passed to memcpy (undefined even for 0 bytes; UBSan stops).
+    # Every modulus degree (linear f takes its own path), exponents that are
+    # 0, small, p and more than one limb.  Oracle: sympy's gf_pow_mod.
+    for f in ([1, 1], [0, 1], [0, 0, 1], [1, 0, 1], [3 % p, 1, 0, 1], [0, 0, 0, 0, 0, 1]):
+        for e in (0, 1, 2, p, 2**64 + 1):
+            exp = from_gf(gf_pow_mod([], e, to_gf(f), p, ZZ))
+            assert exp == ([1] if e == 0 else [])   # 0**0 = 1
+            for base in ([], [0], [0, 0, 0], np.zeros(0, dtype=np.uint64)):
+                assert out(poly_powmod(base, e, f, p)) == exp, (f, e, base)
