@@ -41,7 +41,7 @@ floor_to_int64(double t, int *ok)
  * is harmless: no conversion is involved). */
 #define FKM_FAST_MAX 0x1p50
 #define FKM_ROUND_MAGIC 0x1.8p52
-#define FKM_ROUND_MAGIC_BITS INT64_C(0x4338000000000000)
+#define FKM_ROUND_MAGIC_BITS UINT64_C(0x4338000000000000)
 
 static inline __attribute__((always_inline)) int64_t
 floor_to_int64_fast(double t, int64_t *bad)
@@ -49,9 +49,11 @@ floor_to_int64_fast(double t, int64_t *bad)
     *bad |= (int64_t)!(fabs(t) < FKM_FAST_MAX);
     double y = t + FKM_ROUND_MAGIC;
     double r = y - FKM_ROUND_MAGIC;
-    int64_t ybits;
+    uint64_t ybits;
     memcpy(&ybits, &y, sizeof ybits);
-    return (ybits - FKM_ROUND_MAGIC_BITS) - (int64_t)(r > t);
+    /* Unsigned: out of range (then *bad is set) the difference wraps, which
+     * in int64_t would be undefined behaviour; in range it is exact. */
+    return (int64_t)(ybits - FKM_ROUND_MAGIC_BITS - (uint64_t)(r > t));
 }
 
 /* Error path of quantize: decide which status to report. */

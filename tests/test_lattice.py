@@ -588,3 +588,27 @@ def test_threads_give_the_same_result():
         threaded = list(ex.map(lambda i: lat.quantize(X[i::4]), range(4)))
     for a, b in zip(serial, threaded):
         np.testing.assert_array_equal(a, b)
+
+
+# --------------------------------------------------------------------------
+# Regressions found by the sanitizer build (SANITIZE=1 in .ci/run)
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_quantize_below_minus_1p5_times_2_52_no_signed_overflow(dtype):
+    # The vectorized floor reads floor(t) from the bits of t + 1.5 * 2**52.
+    # For t < -1.5 * 2**52 that sum is negative, and its bits (as int64) minus
+    # those of 1.5 * 2**52 overflowed int64 (undefined; UBSan stops) before the
+    # row was redone exactly.  Oracle: math.floor of each value as a Python
+    # float (step 1, no phase: t = x), every value representable in float32.
+    import math
+    edge = [-1.5 * 2.0**52 - 2.0**30, -(2.0**53), -(2.0**60), -(2.0**61), -(2.0**62) + 2.0**40]
+    vals = edge + [-0.5, 0.5, 1.5 * 2.0**52 + 2.0**30, 2.0**61, -7.25, 3.0]
+    assert [float(dtype(v)) for v in vals] == vals
+    X = np.array(vals, dtype=dtype)
+    expected = [math.floor(v) for v in vals]
+    assert Lattice(1.0).quantize(X.reshape(-1, 1)).ravel().tolist() == expected
+    # a whole row of small values with one edge value: the row goes exact
+    for v in edge:
+        row = np.array([0.5, -2.5, v, 7.0], dtype=dtype)
+        assert Lattice(1.0).quantize(row[None, :]).tolist() == [[0, -3, math.floor(v), 7]]
