@@ -403,9 +403,12 @@ class _RetrainingFederatedBase(BaseEstimator):
         locals_[client] = local
         server = self._server(locals_, self._server_rng, self._params)
         t2 = time.perf_counter()
-        # commit (nothing above changed self)
+        # commit (nothing above changed self); new containers, never changed
+        # in place, so that a shallow copy of the model stays as it was
         old = self.cluster_centers_
-        self._removed[client] = new_removed
+        removed_all = list(self._removed)
+        removed_all[client] = new_removed
+        self._removed = removed_all
         self._locals = locals_
         self._publish(server)
         return BaselineRemovalReport(
@@ -452,10 +455,12 @@ class _RetrainingFederatedBase(BaseEstimator):
         server = self._server(locals_, self._server_rng, self._params)
         t1 = time.perf_counter()
         old = self.cluster_centers_
+        left, X, removed = self._left.copy(), list(self._X), list(self._removed)
         for i in gone:
-            self._left[i] = True
-            self._X[i] = self._X[i][:0]
-            self._removed[i] = self._removed[i][:0]
+            left[i] = True
+            X[i] = X[i][:0]
+            removed[i] = removed[i][:0]
+        self._left, self._X, self._removed = left, X, removed
         self._locals = locals_
         self._publish(server)
         return BaselineRemovalReport(

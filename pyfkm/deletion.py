@@ -23,8 +23,11 @@ How the randomness is laid out so that this is checkable
   front from the generator (``max_iter * n_features`` uniforms, whatever
   ``n`` and the early stop).
 """
+import contextlib
+import copy
 import math
 import numbers
+import threading
 import time
 from dataclasses import dataclass
 
@@ -183,6 +186,138 @@ class _IdIndex:
 
 
 # ----------------------------------------------------------------------------
+# State that cannot be corrupted: all-or-nothing commits, a lock per object
+# ----------------------------------------------------------------------------
+
+def _pow2_ceil(x):
+    """``2^e`` with ``|x| <= 2^e`` (elementwise; 0 stays 0, inf and NaN stay).
+
+    An upper bound that keeps only the binary exponent of ``|x|``: the
+    rounding-error bounds that the deletions carry forward are built from
+    it, so that they hold nothing more precise than the exponent of a sum
+    that once included a deleted point (see the Notes of QKMeans)."""
+    a = np.abs(np.asarray(x, dtype=np.float64))
+    p = np.ldexp(1.0, np.frexp(a)[1])
+    return np.where(np.isfinite(a) & (a > 0), p, a)
+
+
+def _pow2_ceil1(x):
+    """_pow2_ceil of one float (without numpy's per-call overhead)."""
+    a = abs(float(x))
+    if a == 0 or not math.isfinite(a):
+        return a
+    return math.ldexp(1.0, math.frexp(a)[1])
+
+
+@contextlib.contextmanager
+def _generator_rollback(random_state):
+    """The generator of ``random_state``; if the block raises, a Generator
+    passed by the user gets its state back (a fit that fails draws nothing)."""
+    gen = as_generator(random_state)
+    saved = gen.bit_generator.state if gen is random_state else None
+    try:
+        yield gen
+    except BaseException:
+        if saved is not None:
+            gen.bit_generator.state = saved
+        raise
+
+
+def _write_rows(a, index, value):
+    """``a[index] = value``: one write of :func:`_overwrite` (a function of
+    its own so that the tests can make it fail)."""
+    a[index] = value
+
+
+def _overwrite(targets):
+    """``a[index] = value`` for every ``(a, index, value)`` of ``targets``,
+    all or nothing: when a write raises, the earlier ones are undone before
+    the exception propagates.
+
+    The last step of a deletion, which erases the deleted rows in place in
+    arrays too large to copy on every call; everything that can fail has
+    been computed before it."""
+    done = []
+    try:
+        for a, index, value in targets:
+            old = a[index]  # a copy for an index array, a view for a slice
+            done.append((a, index, old.copy() if isinstance(index, slice) else old))
+            _write_rows(a, index, value)
+    except BaseException:
+        for a, index, old in reversed(done):
+            a[index] = old
+        raise
+
+
+def _shallow(state):
+    """A new state object of the same class with the same attributes (a
+    cheaper ``copy.copy``)."""
+    new = type(state).__new__(type(state))
+    new.__dict__.update(state.__dict__)
+    return new
+
+
+def _writable(state, names):
+    """Give ``state`` a private writable copy of each of its arrays
+    ``names`` that is read-only (an unpickled buffer can be)."""
+    for name in names:
+        v = getattr(state, name)
+        if not v.flags.writeable:
+            setattr(state, name, v.copy())
+
+
+class _LockedEstimator(BaseEstimator):
+    """Base of the deletion estimators: the fitted state lives in one
+    attribute ``_state`` that fit and delete replace as a whole; a per-object
+    ``threading.RLock`` serializes the calls that change it and the reads of
+    the fitted attributes.
+
+    The lock is not pickled or copied: every instance (constructed,
+    unpickled or copied) gets its own.  ``__getstate__`` (used by pickle,
+    ``copy.copy`` and ``copy.deepcopy``) takes a copy of ``_state`` under
+    the lock, so a concurrent delete cannot tear it, and ``copy.copy``
+    therefore copies ``_state`` too: a delete overwrites rows in place, so
+    a shallow copy sharing the state would be corrupted by the original's
+    deletions.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        obj._lock = threading.RLock()
+        return obj
+
+    def __getstate__(self):
+        with self._lock:
+            state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
+            if "_state" in state:
+                state["_state"] = copy.deepcopy(state["_state"])
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    def __deepcopy__(self, memo):  # the default would copy _state twice
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        state = self.__getstate__()
+        new.__dict__.update({k: v if k == "_state" else copy.deepcopy(v, memo)
+                             for k, v in state.items()})
+        return new
+
+    def set_params(self, **params):
+        """Set hyper-parameters (taking effect at the next :meth:`fit`);
+        unknown names raise InvalidInputError."""
+        with self._lock:
+            return super().set_params(**params)
+
+    def _fitted(self):
+        """The fitted state (call with the lock held)."""
+        self._check_fitted("_state")
+        return self._state
+
+
+# ----------------------------------------------------------------------------
 # Q-k-means
 # ----------------------------------------------------------------------------
 
@@ -212,8 +347,39 @@ def _balanced_centroids(sums, counts, n, k, gamma, prev):
     return c, den
 
 
+@dataclass(frozen=True, eq=False)
+class _QParams:
+    """What a QKMeans fit fixed: hyper-parameters (those of the fit, not the
+    current ``get_params``) and the random draws."""
+
+    k: int
+    gamma: float
+    max_iter: int
+    epsilon: object   # "auto" or the float step
+    key: int          # keys the seeding race
+    phases: np.ndarray  # (max_iter, d) lattice phases
+    n_features: int
+
+    def eps(self, n):
+        if isinstance(self.epsilon, str):
+            return auto_epsilon(n, self.k, self.n_features)
+        return self.epsilon
+
+
 class _QState:
-    """Memo of one Q-Lloyd run on a fixed set of rows (see QKMeans)."""
+    """Everything a fitted QKMeans holds: its _QParams ``p`` and the memo of
+    one Q-Lloyd run on the stored rows (see QKMeans Notes, "What is kept,
+    what is erased").  fit and a retraining delete build a new one; a
+    certified delete builds a new one that shares the per-row arrays and
+    overwrites the deleted rows in them last."""
+
+
+def _q_maxabs(C0, max_mind0):
+    """Per-coordinate bound on ``|x|`` for the certification's rounding
+    bounds (no pass over X): ``|x_c| <= |seed_c| + |x - seed|`` for the seed
+    of ``x``, the distance known from the assignment up to a relative
+    ``(d + 2) u``, far below the 1e-8 slack."""
+    return (np.abs(C0).max(axis=0) + math.sqrt(max_mind0)) * (1.0 + 1e-8)
 
 
 def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
@@ -240,7 +406,7 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
     # a point depends on that point and the centers only
     qa = _lloyd.QAssign(X, k)
     s.C, s.bins, s.sums, s.counts, s.loss = [centers], [None], [], [], []
-    s.labels, s.mind, s.dens, s.raw = [], [], [], [None]
+    s.labels, s.mind = [], []
 
     def step(C, dist=None):
         # losses: sums of the distances in point order (any summation order
@@ -253,16 +419,12 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
         s.loss.append(loss)
 
     step(centers, dist)
-    # per-coordinate bound on |x| for the certification's rounding bounds
-    # (no pass over X): |x_c| <= |seed_c| + |x - seed| for the seed of x,
-    # the distance known from the assignment up to a relative (d + 2) u, far
-    # below the 1e-8 slack
-    s.maxabs = (np.abs(centers).max(axis=0) +
-                math.sqrt(float(s.mind[0].max()))) * (1.0 + 1e-8)
+    s.max_mind0 = float(s.mind[0].max())
+    s.maxabs = _q_maxabs(centers, s.max_mind0)
     s.n_iter = 0
     for t in range(1, max_iter + 1):
         phase = phases[t - 1]
-        c, den = _balanced_centroids(s.sums[-1], s.counts[-1], n, k, gamma, s.C[-1])
+        c, _ = _balanced_centroids(s.sums[-1], s.counts[-1], n, k, gamma, s.C[-1])
         # Lattice(eps, phase).quantize / .centers without the checks (c is
         # finite: means of finite points)
         bins = _lattice.quantize(c, phase, eps)
@@ -270,20 +432,135 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
         step(C)
         s.C.append(C)
         s.bins.append(bins)
-        s.raw.append(c)
-        s.dens.append(den)
         if not s.loss[-1] < s.loss[-2]:  # loss stopped decreasing: keep t - 1
             break
         s.n_iter = t
     s.n_run = len(s.C) - 1  # iterations computed (the last may be rejected)
+    # per-point memo as (n_run + 1, n) arrays: a deletion erases a column
+    s.labels, s.mind = np.stack(s.labels), np.stack(s.mind)
     # error-bound coefficients of the memoized float sums (see QKMeans Notes);
     # 4 (n + 2) u L bounds the error of any float summation order of n terms
+    # (L rounded up to a power of two: see _pow2_ceil)
     s.sum_err = [1.01 * _U * (m.astype(np.float64) ** 2 + 1) for m in s.counts]
-    s.loss_err = [4.0 * (n + 2) * _U * L for L in s.loss]
+    s.loss_err = [4.0 * (n + 2) * _U * _pow2_ceil1(L) for L in s.loss]
+    s.inertia = None
     return s
 
 
-class QKMeans(BaseEstimator):
+def _q_state(X, ids, p, seeds=None):
+    """_q_fit with the fitted parameters ``p`` (a _QParams), recorded in the
+    state."""
+    s = _q_fit(X, ids, p.k, p.eps(X.shape[0]), p.gamma, p.max_iter, p.key, p.phases,
+               seeds=seeds)
+    s.p = p
+    return s
+
+
+def _q_certify(s, pos):
+    """Return ("", update) if the deletion of rows ``pos`` of the state
+    ``s`` is certified, else (reason, None).  Changes nothing."""
+    p = s.p
+    k, gamma = p.k, p.gamma
+    if np.isin(pos, s.seeds).any():
+        return "seed", None
+    n_new = s.n_alive - pos.size
+    if p.eps(n_new) != s.eps:
+        return "epsilon", None
+    Xr = s.X[pos].astype(np.float64)
+    T = s.n_run
+    new_sums, new_counts, new_loss, new_serr, new_lerr = [], [], [], [], []
+    for t in range(T + 1):
+        lab = s.labels[t][pos]
+        sums = s.sums[t].copy()
+        np.subtract.at(sums, lab, Xr)
+        counts = s.counts[t] - np.bincount(lab, minlength=k)
+        # an emptied cluster's sum is exactly 0 (as any fresh sum of nothing)
+        sums[counts == 0] = 0.0
+        serr = s.sum_err[t] + _U * pos.size * (s.counts[t] + 1)
+        L = s.loss[t] - math.fsum(s.mind[t][pos])
+        # the subtraction's rounding, <= 4 u (|L_old| + |L|), bounded through
+        # the exponent of the larger (the exact old loss would give away
+        # the deleted points' distances, by difference with L)
+        lerr = s.loss_err[t] + 8 * _U * _pow2_ceil1(max(abs(s.loss[t]), abs(L)))
+        new_sums.append(sums)
+        new_counts.append(counts)
+        new_loss.append(L)
+        new_serr.append(serr)
+        new_lerr.append(lerr)
+    for t in range(1, T + 1):
+        prev = s.C[t - 1]
+        c, den = _balanced_centroids(new_sums[t - 1], new_counts[t - 1], n_new, k,
+                                     gamma, prev)
+        # |fresh sum - updated sum| <= 2 * err coefficient * max|x| per coordinate
+        dS = 2.0 * new_serr[t - 1][:, None] * s.maxabs[None, :]
+        with np.errstate(invalid="ignore"):
+            dc = np.where(np.isfinite(den)[:, None], dS / den[:, None], 0.0)
+        dc = dc + 16 * _U * (s.maxabs[None, :] + np.abs(prev))
+        tv = c / s.eps - p.phases[t - 1]
+        margin = 2.0 * (dc / s.eps + 8 * _U * (np.abs(tv) + 1.0)) + 1e-300
+        lo, hi = np.floor(tv - margin), np.floor(tv + margin)
+        if not (np.array_equal(lo, hi) and np.array_equal(lo, s.bins[t])):
+            return "centroid", None
+    for t in range(1, T + 1):
+        diff = new_loss[t] - new_loss[t - 1]
+        bound = 2.0 * (new_lerr[t] + new_lerr[t - 1]) + 1e-300
+        if abs(diff) <= bound:
+            return "early stop", None
+        stopped = not diff < 0
+        if stopped != (t == T and T > s.n_iter):
+            return "early stop", None
+    return "", (new_sums, new_counts, new_loss, new_serr, new_lerr)
+
+
+def _q_retrained(s, pos, reason):
+    """A new state: Q-Lloyd on the rows of ``s`` but ``pos`` (``s`` is not
+    changed)."""
+    alive = s.alive.copy()
+    alive[pos] = False
+    # no seed removed: the keyed race on the rest picks the same ids
+    seeds = None if reason == "seed" else (np.cumsum(alive) - 1)[s.seeds]
+    return _q_state(np.ascontiguousarray(s.X[alive]), s.ids[alive], s.p, seeds=seeds)
+
+
+def _q_certified(s, pos, update):
+    """The state after the certified deletion of rows ``pos``: a new
+    _QState with the updated sums, counts and losses.  It shares the
+    per-row arrays of ``s`` and overwrites the deleted rows in them as its
+    last step (all or nothing, see _overwrite); after that ``s`` is stale.
+    When a quarter of the rows are dead it gets compacted copies instead
+    and ``s`` is not changed at all."""
+    new = _shallow(s)
+    (new.sums, new.counts, new.loss, new.sum_err, new.loss_err) = (list(u) for u in update)
+    new.n_alive = s.n_alive - pos.size
+    new.inertia = None
+    if float(s.mind[0][pos].max()) >= s.max_mind0:
+        # a deleted point gave the bound on |x|: recompute it from the rest
+        # (dead rows hold 0)
+        rest = s.mind[0].copy()
+        rest[pos] = 0.0
+        new.max_mind0 = float(rest.max())
+        new.maxabs = _q_maxabs(s.C[0], new.max_mind0)
+    if new.n_alive * 4 < 3 * s.X.shape[0]:  # compact: fresh arrays of the live rows
+        keep = s.alive.copy()
+        keep[pos] = False
+        remap = np.cumsum(keep) - 1
+        new.X = np.ascontiguousarray(s.X[keep])
+        new.ids = s.ids[keep]
+        new.labels = s.labels[:, keep]
+        new.mind = s.mind[:, keep]
+        new.seeds = remap[s.seeds]
+        new.alive = np.ones(new.X.shape[0], dtype=bool)
+        new.order = np.argsort(new.ids, kind="stable")
+        new.ids_sorted = new.ids[new.order]
+        return new
+    _writable(new, ("X", "alive", "labels", "mind"))
+    every = (slice(None), pos)  # the deleted rows' column in every iteration
+    _overwrite([(new.X, pos, 0.0), (new.alive, pos, False), (new.labels, every, -1),
+                (new.mind, every, 0.0)])
+    return new
+
+
+class QKMeans(_LockedEstimator):
     """Quantized k-means (Q-k-means) with certified exact deletion.
 
     Parameters
@@ -353,10 +630,47 @@ class QKMeans(BaseEstimator):
     is refitted on the remaining data with the stored random draws.  Either
     way the result equals the fresh fit; the tests replay this.
 
-    Deleted points are really gone: their rows, labels and distances are
-    overwritten at once and excluded from every sum, count and draw; the
-    arrays are compacted when a quarter of the rows are dead, and at every
-    retraining.
+    What is kept, what is erased.  A fitted QKMeans holds, about its
+    training data: a private float64 copy of the remaining rows (never the
+    caller's array; needed to retrain) and their ids; for each computed
+    iteration, every point's label and squared distance to its center (the
+    memo of Ginart et al. that certification and ``labels_``/``inertia_``
+    read) and each cluster's sum, count and the total loss; the lattice
+    cells and centers of every iteration; the positions and ids of the
+    seeds; a per-coordinate bound on ``|x|`` over the remaining rows (the
+    largest coordinate of a seed plus the largest distance of a remaining
+    point to its seed); rounding-error coefficients of the memoized sums,
+    which depend on the cluster counts, the number of deletions and the
+    binary exponents of the losses only.  It also holds the model key and
+    the lattice phases (random draws, no data) and the hyper-parameters of
+    the fit.  ``delete`` erases a deleted row at once: its coordinates,
+    labels and distances are overwritten (0, -1, 0) in every array, its
+    contribution is subtracted from every memoized sum, count and loss, the
+    bound on ``|x|`` is recomputed when the row attained it, and a
+    retraining builds the whole memo from the remaining rows alone.  What
+    stays is what a fresh fit on the remaining rows would hold, but for
+    float rounding in the low bits of the updated sums and losses, the
+    rounding-error coefficients (larger: they grow with each certified
+    deletion) and the deleted *ids* (marked dead, so that deleting one
+    again says "already deleted"; the caller's identifiers, no data),
+    kept until the arrays are compacted, when a quarter of the stored rows
+    are dead and at every retraining.  Pickles, ``copy`` and ``deepcopy``
+    hold the same.
+
+    Failures and threads.  ``fit`` and ``delete`` build the new state aside
+    and install it at the end (the in-place erasure of a certified deletion
+    is their last step and is undone if it fails): a call that raises
+    (bad input, a numerical failure, an interrupt) leaves the model exactly
+    as it was, and a ``Generator`` given as ``random_state`` gets its state
+    back from a failed ``fit``.  ``delete`` always uses the hyper-parameters
+    of the last successful ``fit`` (``set_params`` takes effect at the next
+    ``fit``).  The methods that change the model (``fit``, ``delete``,
+    ``set_params``) and the fitted attributes take a per-object
+    ``threading.RLock``, so several threads may delete from one model: the
+    calls run one at a time and a reader sees the model before or after a
+    deletion, never in between.  The lock is not pickled; unpickled and
+    copied models get their own (``copy.copy`` also copies the fitted
+    state, which deletions update in place).
 
     Examples
     --------
@@ -397,10 +711,9 @@ class QKMeans(BaseEstimator):
         elif isinstance(e, bool) or not isinstance(e, numbers.Real) or not (
                 math.isfinite(e) and e > 0):
             raise InvalidInputError(f"epsilon={e!r} must be 'auto' or a finite number > 0")
-        return k, max_iter, float(g)
-
-    def _epsilon(self, n, k, d):
-        return auto_epsilon(n, k, d) if isinstance(self.epsilon, str) else float(self.epsilon)
+        else:
+            e = float(e)
+        return k, max_iter, float(g), e
 
     # -- fit ----------------------------------------------------------------
     def fit(self, X, y=None, *, sample_ids=None):
@@ -418,79 +731,92 @@ class QKMeans(BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad parameters or data (NaN, infinity, fewer rows than
+            ``n_clusters``, repeated ids), or data whose squared distances
+            overflow (:class:`NumericalError`).  The model is unchanged then.
         """
-        # a private float64 copy: deletion erases rows
-        X = np.array(check_array(X, "X"), dtype=np.float64)
-        n, d = X.shape
-        k, max_iter, gamma = self._check_params(n)
-        ids = _check_sample_ids(sample_ids, n)
-        rng = as_generator(self.random_state)
-        key = int(rng.integers(0, 2 ** 63))
-        eps = self._epsilon(n, k, d)
-        # the phases of Lattice.random(eps, d, rng), max_iter times: the
-        # generator fills the rows in order, the same draws as one per call
-        phases = rng.random((max_iter, d)) - 0.5
-        self._key, self._phases = key, phases
-        self._k, self._gamma, self._max_iter = k, gamma, max_iter
-        self._state = _q_fit(X, ids, k, eps, gamma, max_iter, key, phases)
-        self.n_features_in_ = d
-        self._inertia = None
+        with self._lock:
+            # a private float64 copy, never the caller's buffer: delete
+            # overwrites rows
+            X = np.array(check_array(X, "X"), dtype=np.float64)
+            n, d = X.shape
+            k, max_iter, gamma, epsilon = self._check_params(n)
+            ids = _check_sample_ids(sample_ids, n)
+            with _generator_rollback(self.random_state) as rng:
+                key = int(rng.integers(0, 2 ** 63))
+                # the phases of Lattice.random(eps, d, rng), max_iter times:
+                # the generator fills the rows in order, the same draws as
+                # one per call
+                phases = rng.random((max_iter, d)) - 0.5
+                p = _QParams(k, gamma, max_iter, epsilon, key, phases, d)
+                state = _q_state(X, ids, p)
+            self._state = state  # the commit: one assignment
         return self
 
     # -- fitted attributes --------------------------------------------------
     @property
     def cluster_centers_(self):
-        self._check_fitted("_state")
-        return self._state.C[self._state.n_iter].copy()
+        with self._lock:
+            s = self._fitted()
+            return s.C[s.n_iter].copy()
 
     @property
     def labels_(self):
-        self._check_fitted("_state")
-        s = self._state
-        return s.labels[s.n_iter][s.alive].copy()
+        with self._lock:
+            s = self._fitted()
+            return s.labels[s.n_iter][s.alive].copy()
 
     @property
     def sample_ids_(self):
-        self._check_fitted("_state")
-        return self._state.ids[self._state.alive].copy()
+        with self._lock:
+            s = self._fitted()
+            return s.ids[s.alive].copy()
 
     @property
     def inertia_(self):
-        self._check_fitted("_state")
-        if self._inertia is None:
-            s = self._state
-            self._inertia = math.fsum(s.mind[s.n_iter][s.alive])
-        return self._inertia
+        with self._lock:
+            s = self._fitted()
+            if s.inertia is None:
+                s.inertia = math.fsum(s.mind[s.n_iter][s.alive])
+            return s.inertia
 
     @property
     def n_iter_(self):
-        self._check_fitted("_state")
-        return self._state.n_iter
+        with self._lock:
+            return self._fitted().n_iter
 
     @property
     def seed_ids_(self):
-        self._check_fitted("_state")
-        return self._state.seed_ids.copy()
+        with self._lock:
+            return self._fitted().seed_ids.copy()
 
     @property
     def epsilon_(self):
-        self._check_fitted("_state")
-        return self._state.eps
+        with self._lock:
+            return self._fitted().eps
 
     @property
     def n_samples_(self):
-        self._check_fitted("_state")
-        return self._state.n_alive
+        with self._lock:
+            return self._fitted().n_alive
+
+    @property
+    def n_features_in_(self):
+        with self._lock:
+            return self._fitted().p.n_features
 
     def predict(self, X):
         """Index of the nearest center for each row of ``X``."""
-        self._check_fitted("_state")
+        C = self.cluster_centers_
         X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
+        if X.shape[1] != C.shape[1]:
             raise InvalidInputError(
                 f"X has {X.shape[1]} features, but QKMeans was fitted with "
-                f"{self.n_features_in_}")
-        C = self.cluster_centers_
+                f"{C.shape[1]}")
         d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
         return np.argmin(d2, axis=1).astype(np.int32)
 
@@ -512,115 +838,22 @@ class QKMeans(BaseEstimator):
         ------
         InvalidIdError
             An id is unknown, repeated or already deleted, or fewer than
-            ``n_clusters`` points would remain.  Nothing is deleted then.
+            ``n_clusters`` points would remain.  Nothing is deleted then
+            (nor after any other exception).
         """
         t0 = time.perf_counter()
-        self._check_fitted("_state")
-        s = self._state
-        pos = _IdIndex.lookup(s.ids_sorted, s.order, s.alive, ids, s.n_alive, self._k)
-        if pos.size == 0:
-            return DeletionReport(0, False, "", time.perf_counter() - t0)
-        reason, update = self._certify(pos)
-        if reason:
-            alive = s.alive.copy()
-            alive[pos] = False
-            X, sid = s.X[alive], s.ids[alive]
-            eps = self._epsilon(X.shape[0], self._k, X.shape[1])
-            # no seed removed: the keyed race on the rest picks the same ids
-            seeds = None if reason == "seed" else (np.cumsum(alive) - 1)[s.seeds]
-            new = _q_fit(np.ascontiguousarray(X), sid, self._k, eps, self._gamma,
-                         self._max_iter, self._key, self._phases, seeds=seeds)
-            self._erase(s, pos)
-            self._state = new
-        else:
-            self._commit(pos, update)
-        self._inertia = None
+        with self._lock:
+            s = self._fitted()
+            pos = _IdIndex.lookup(s.ids_sorted, s.order, s.alive, ids, s.n_alive, s.p.k)
+            if pos.size == 0:
+                return DeletionReport(0, False, "", time.perf_counter() - t0)
+            reason, update = _q_certify(s, pos)
+            if reason:
+                new = _q_retrained(s, pos, reason)
+            else:
+                new = _q_certified(s, pos, update)
+            self._state = new  # the commit
         return DeletionReport(int(pos.size), bool(reason), reason, time.perf_counter() - t0)
-
-    def _certify(self, pos):
-        """Return ("", update) if the deletion of rows ``pos`` is certified,
-        else (reason, None).  Changes nothing."""
-        s = self._state
-        k, gamma = self._k, self._gamma
-        if np.isin(pos, s.seeds).any():
-            return "seed", None
-        n_new = s.n_alive - pos.size
-        d = s.X.shape[1]
-        if self._epsilon(n_new, k, d) != s.eps:
-            return "epsilon", None
-        Xr = s.X[pos].astype(np.float64)
-        T = s.n_run
-        new_sums, new_counts, new_loss, new_serr, new_lerr = [], [], [], [], []
-        for t in range(T + 1):
-            lab = s.labels[t][pos]
-            sums = s.sums[t].copy()
-            np.subtract.at(sums, lab, Xr)
-            counts = s.counts[t] - np.bincount(lab, minlength=k)
-            # an emptied cluster's sum is exactly 0 (as any fresh sum of nothing)
-            sums[counts == 0] = 0.0
-            serr = s.sum_err[t] + _U * pos.size * (s.counts[t] + 1)
-            L = s.loss[t] - math.fsum(s.mind[t][pos])
-            lerr = s.loss_err[t] + 4 * _U * (s.loss[t] + abs(L))
-            new_sums.append(sums)
-            new_counts.append(counts)
-            new_loss.append(L)
-            new_serr.append(serr)
-            new_lerr.append(lerr)
-        for t in range(1, T + 1):
-            prev = s.C[t - 1]
-            c, den = _balanced_centroids(new_sums[t - 1], new_counts[t - 1], n_new, k,
-                                         gamma, prev)
-            # |fresh sum - updated sum| <= 2 * err coefficient * max|x| per coordinate
-            dS = 2.0 * new_serr[t - 1][:, None] * s.maxabs[None, :]
-            with np.errstate(invalid="ignore"):
-                dc = np.where(np.isfinite(den)[:, None], dS / den[:, None], 0.0)
-            dc = dc + 16 * _U * (s.maxabs[None, :] + np.abs(prev))
-            tv = c / s.eps - self._phases[t - 1]
-            margin = 2.0 * (dc / s.eps + 8 * _U * (np.abs(tv) + 1.0)) + 1e-300
-            lo, hi = np.floor(tv - margin), np.floor(tv + margin)
-            if not (np.array_equal(lo, hi) and np.array_equal(lo, s.bins[t])):
-                return "centroid", None
-        for t in range(1, T + 1):
-            diff = new_loss[t] - new_loss[t - 1]
-            bound = 2.0 * (new_lerr[t] + new_lerr[t - 1]) + 1e-300
-            if abs(diff) <= bound:
-                return "early stop", None
-            stopped = not diff < 0
-            if stopped != (t == T and T > s.n_iter):
-                return "early stop", None
-        return "", (new_sums, new_counts, new_loss, new_serr, new_lerr)
-
-    def _commit(self, pos, update):
-        s = self._state
-        s.sums, s.counts, s.loss, s.sum_err, s.loss_err = (list(u) for u in update)
-        self._erase(s, pos)
-        if s.n_alive * 4 < 3 * s.X.shape[0]:
-            self._compact(s)
-
-    @staticmethod
-    def _erase(s, pos):
-        """Overwrite everything stored about rows ``pos`` and mark them dead."""
-        if not s.X.flags.writeable:
-            s.X = s.X.copy()
-        s.X[pos] = 0
-        s.alive[pos] = False
-        s.n_alive -= pos.size
-        for t in range(len(s.labels)):
-            s.labels[t][pos] = -1
-            s.mind[t][pos] = 0.0
-
-    @staticmethod
-    def _compact(s):
-        keep = s.alive
-        remap = np.cumsum(keep) - 1
-        s.X = np.ascontiguousarray(s.X[keep])
-        s.ids = s.ids[keep]
-        s.labels = [lab[keep] for lab in s.labels]
-        s.mind = [m[keep] for m in s.mind]
-        s.seeds = remap[s.seeds]
-        s.alive = np.ones(s.X.shape[0], dtype=bool)
-        s.order = np.argsort(s.ids, kind="stable")
-        s.ids_sorted = s.ids[s.order]
 
 
 # ----------------------------------------------------------------------------
@@ -687,9 +920,23 @@ class _RaceTrace:
     error); a fresh float sum of ``m`` terms is within ``1.01 m u`` (relative)
     of the exact one.  The pick is certified when its upper bound is below
     every other candidate's lower bound.  Positions shift down past ``p``.
+
+    The half-widths of the bounds are multiples of powers of two that keep
+    only the binary exponent of the potentials (see _pow2_ceil), never the
+    removed point's term itself: the bounds are the current potential plus
+    or minus an amount that carries no trace of a removed point's distance
+    to the candidates (the midpoint moves by the term, as a fresh sum of
+    the remaining terms would).
     """
 
     __slots__ = ("seeds", "cand", "lo", "hi", "pick")
+
+    def __getstate__(self):  # explicit: pickle protocols 0 and 1 need it
+        return {k: getattr(self, k) for k in self.__slots__ if hasattr(self, k)}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
 
     @classmethod
     def build(cls, seeds, cand, pot, n):
@@ -701,8 +948,11 @@ class _RaceTrace:
         if T > 1 and k > 1:
             if not np.isfinite(pot[1:]).any(axis=1).all() or np.isinf(pot).any():
                 return None
+            # |exact - pot| <= g exact <= 2 g P (g = 1.01 n u < 1/2, P >= pot);
+            # the rounding of pot -+ 2 g P (<= u P) is within the slack
             g = 1.01 * n * _U
-            t.lo, t.hi = pot / (1.0 + g), pot / (1.0 - g)
+            w = 2.0 * g * _pow2_ceil(pot)
+            t.lo, t.hi = pot - w, pot + w
             # the pick of step j: the computed entry whose candidate is the seed
             t.pick = np.argmax((cand == seeds[:, None]) & np.isfinite(pot), axis=1)
         return t
@@ -722,11 +972,13 @@ class _RaceTrace:
             Tc = _sqdist(X[self.cand[1:].ravel()], x).reshape(k - 1, T)
             a = np.minimum(D[:, None], Tc)
             e = 4.0 * (d + 4) * _U  # both computations of a term, any order
-            blo, bhi = a * (1.0 + e), a * (1.0 - e)
-            lo, hi = self.lo[1:] - blo, self.hi[1:] - bhi
-            # the subtraction's own rounding
-            lo = lo - 4 * _U * (np.abs(self.lo[1:]) + blo)
-            hi = hi + 4 * _U * (np.abs(self.hi[1:]) + bhi)
+            # the exact term a* is one of the nonnegative terms of the sum,
+            # so a* <= hi and |a - a*| <= e a* <= e P (P >= |lo|, |hi|); the
+            # two roundings of (lo - a) - W are <= u (2 + e) P + 3 u P
+            P = _pow2_ceil(np.maximum(np.abs(self.lo[1:]), np.abs(self.hi[1:])))
+            W = (2.0 * e + 8.0 * _U) * P
+            lo = (self.lo[1:] - a) - W
+            hi = (self.hi[1:] - a) + W
             g = 1.01 * n_new * _U
             flo, fhi = lo * (1.0 - g), hi * (1.0 + g)  # a fresh float sum
             rows = np.arange(k - 1)
@@ -743,7 +995,7 @@ class _RaceTrace:
         return t
 
 
-class DCKMeans(BaseEstimator):
+class DCKMeans(_LockedEstimator):
     """Divide-and-conquer k-means (DC-k-means) with exact deletion.
 
     Points go to ``n_leaves`` leaves uniformly at random (a keyed hash of
@@ -794,7 +1046,7 @@ class DCKMeans(BaseEstimator):
     ``n_clusters`` points pass their points up as they are (empty leaves
     pass nothing).
 
-    The points are stored leaf by leaf (a leaf is a contiguous slice, in row
+    The points are stored leaf by leaf (each leaf its own array, in row
     order).  A deletion reruns Lloyd at each touched leaf, but not its
     seeding when that is certified unchanged: the leaf keeps the
     candidates and potentials of its last (greedy) k-means++ race, and a
@@ -802,6 +1054,46 @@ class DCKMeans(BaseEstimator):
     the lowest potential with a margin larger than the float rounding
     bounds, cannot change the seeds of a fresh race (see ``_RaceTrace``);
     about 0.5% of the deletions of the benchmark rerun the race.
+
+    What is kept, what is erased.  A fitted DCKMeans holds, about its
+    training data: a private float64 copy of the remaining rows (never the
+    caller's array), one array per leaf, with their ids and row numbers;
+    each id's leaf (a keyed hash of the id, no data); the centroids and
+    cluster masses of every node (a leaf with at most ``n_clusters``
+    points passes its points up as they are, so its node holds copies of
+    them); for each leaf, the trace of its last k-means++ race: the
+    positions of its seeds and candidates and bounds on the race
+    potentials (sums over the leaf's points), whose widths depend on the
+    binary exponents of the potentials and the number of deletions only.
+    It also holds the model key (no data) and the hyper-parameters of the
+    fit.  ``delete`` erases a deleted row at once: its leaf's arrays are
+    replaced by new ones without it (the old ones are no longer
+    reachable); its leaf and every node on the path to the root are
+    recomputed from the remaining points, so no centroid or mass keeps
+    it; its leaf's race trace is rebuilt by a fresh race or, when the seeds
+    are certified unchanged, has the point's term subtracted from the
+    potential bounds (which then widen by an amount that does not depend
+    on the point).  What stays is what a fresh fit on the remaining rows
+    would hold, but for the race bounds (wider, and rounded differently in
+    their low bits) and the deleted *ids* and their leaves (so that
+    deleting one again says "already deleted"; the caller's identifiers,
+    no data), kept until a quarter of the ids are dead.  Pickles, ``copy``
+    and ``deepcopy`` hold the same.
+
+    Failures and threads.  ``fit`` and ``delete`` build the new state aside
+    (a delete builds new arrays for the touched leaves) and install it at
+    the end (clearing the deleted ids' flags in place is the last step and
+    is undone if it fails): a call that raises (bad input, a numerical
+    failure, an interrupt) leaves the model exactly as it was, and a
+    ``Generator`` given as ``random_state`` gets its state back from a
+    failed ``fit``.  ``delete`` always uses the hyper-parameters of the
+    last successful ``fit``.  The methods that change the model (``fit``,
+    ``delete``, ``set_params``) and the fitted attributes take a
+    per-object ``threading.RLock``, so several threads may delete from one
+    model: the calls run one at a time and a reader sees the model before
+    or after a deletion, never in between.  The lock is not pickled;
+    unpickled and copied models get their own (``copy.copy`` also copies
+    the fitted state, which deletions update in place).
 
     Examples
     --------
@@ -829,16 +1121,17 @@ class DCKMeans(BaseEstimator):
         self.random_state = random_state
 
     def _check_params(self, n):
+        """The validated hyper-parameters (changes nothing)."""
         k = check_n_clusters(self.n_clusters, n)
         h = check_int(self.height, "height", 1)
         max_iter = check_int(self.max_iter, "max_iter", 1)
-        self._n_init = check_int(self.n_init, "n_init", 1)
+        n_init = check_int(self.n_init, "n_init", 1)
         t = self.n_local_trials
         if isinstance(t, str):
             if t != "auto":
                 raise InvalidInputError(f"n_local_trials={t!r} must be 'auto' or an int")
             t = 2 + int(math.log(k))
-        self._n_trials = min(check_int(t, "n_local_trials", 1), 16)
+        n_trials = min(check_int(t, "n_local_trials", 1), 16)
         L = self.n_leaves
         if isinstance(L, str):
             if L != "auto":
@@ -852,7 +1145,8 @@ class DCKMeans(BaseEstimator):
         if w ** h != L:
             raise InvalidInputError(
                 f"n_leaves={L} is not w**height for an integer w (height={h})")
-        return k, L, h, max(w, 1), max_iter
+        return dict(k=k, L=L, h=h, w=max(w, 1), max_iter=max_iter, n_init=n_init,
+                    n_trials=n_trials)
 
     def fit(self, X, y=None, *, sample_ids=None):
         """Fit DC-k-means.
@@ -868,135 +1162,70 @@ class DCKMeans(BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad parameters or data (NaN, infinity, fewer rows than
+            ``n_clusters``, repeated ids), or data whose squared distances
+            overflow (:class:`NumericalError`).  The model is unchanged then.
         """
-        X = check_array(X, "X")
-        n, d = X.shape
-        k, L, h, w, max_iter = self._check_params(n)
-        ids = _check_sample_ids(sample_ids, n)
-        key = int(as_generator(self.random_state).integers(0, 2 ** 63))
-        self._k, self._w, self._h, self._max_iter, self._key = k, w, h, max_iter, key
-        self.n_leaves_ = L
-        self.n_features_in_ = d
-        u = _keyed_uniform(key, ids, 1 << 40)
-        self._ids = ids
-        self._leaf = np.minimum((u * L).astype(np.int64), L - 1)
-        self._alive = np.ones(n, dtype=bool)
-        self._n_alive = n
-        self._order = np.argsort(ids, kind="stable")
-        self._ids_sorted = ids[self._order]
-        self._layout(X, np.arange(n))
-        # levels[0] = leaves, levels[h] = [root]; each entry (C, mass)
-        self._levels = [[None] * (w ** (h - l)) for l in range(h + 1)]
-        self._keys = [[self._node_key(l, j) for j in range(w ** (h - l))]
-                      for l in range(h + 1)]
-        self._traces = [None] * L
-        for j in range(L):
-            self._levels[0][j] = self._leaf_fit(j)
-        for l in range(1, h + 1):
-            for j in range(len(self._levels[l])):
-                self._levels[l][j] = self._node_fit(l, j)
-        self._inertia = None
+        with self._lock:
+            X = check_array(X, "X")
+            n, d = X.shape
+            params = self._check_params(n)
+            ids = _check_sample_ids(sample_ids, n)
+            with _generator_rollback(self.random_state) as rng:
+                key = int(rng.integers(0, 2 ** 63))
+                state = _dc_fit(X, ids, key, **params)
+            self._state = state  # the commit: one assignment
         return self
 
-    def _layout(self, X, rows):
-        """Store the rows ``X`` (original row indices ``rows``, ascending)
-        leaf-contiguous, in row order within each leaf, as float64 (a
-        private copy: deletion overwrites rows).
+    @property
+    def n_leaves_(self):
+        with self._lock:
+            return self._fitted().L
 
-        Leaf ``j`` occupies slots ``[_start[j], _start[j] + _count[j])`` of
-        ``_X`` (its points, a C-contiguous slice), ``_sids`` (their ids) and
-        ``_rows`` (their original row indices, ascending); a deletion shifts
-        the rest of its leaf down one slot, so a leaf stays in row order and
-        the slots after ``_count[j]`` (freed by deletions) hold zeros and -1.
-        """
-        leaf = self._leaf[rows]
-        order = np.argsort(leaf, kind="stable")
-        self._X = np.ascontiguousarray(X[order], dtype=np.float64)
-        self._rows = rows[order]
-        self._sids = np.ascontiguousarray(self._ids[self._rows])
-        counts = np.bincount(leaf, minlength=self.n_leaves_)
-        self._count = [int(c) for c in counts]
-        self._start = [0] + [int(c) for c in np.cumsum(counts)[:-1]]
-
-    def _remove_row(self, r):
-        """Remove original row ``r`` (alive) from its leaf's slots."""
-        j = int(self._leaf[r])
-        a, e = self._start[j], self._start[j] + self._count[j]
-        p = a + int(np.searchsorted(self._rows[a:e], r))
-        tr = self._traces[j]
-        if tr is not None:  # are the leaf's seeds unchanged without row p?
-            new = [t.remove(p - a, self._X[p], self._X[a:e], e - a - 1) for t in tr]
-            self._traces[j] = None if None in new else new
-        # shift the rest of the leaf down (numpy copies overlapping ranges
-        # through a buffer, so the result is right)
-        self._X[p:e - 1] = self._X[p + 1:e]
-        self._rows[p:e - 1] = self._rows[p + 1:e]
-        self._sids[p:e - 1] = self._sids[p + 1:e]
-        self._X[e - 1] = 0.0
-        self._rows[e - 1] = -1
-        self._sids[e - 1] = -1
-        self._count[j] -= 1
-        return j
-
-    def _leaf_fit(self, j):
-        """k-means of leaf ``j``; reuses its seeds when they are certified
-        unchanged since its last race (``_traces[j]``, see _RaceTrace)."""
-        a, e = self._start[j], self._start[j] + self._count[j]
-        tr = self._traces[j]
-        seeds = None if tr is None else [t.seeds for t in tr]
-        C, mass, new = _node_kmeans(self._X[a:e], None, self._sids[a:e], self._k,
-                                    self._keys[0][j], self._max_iter, self._n_init,
-                                    self._n_trials, seeds=seeds, traced=True)
-        if seeds is None:
-            self._traces[j] = new
-        return C, mass
-
-    def _node_fit(self, l, j):
-        kids = self._levels[l - 1][j * self._w:(j + 1) * self._w]
-        C = np.concatenate([c for c, _ in kids], axis=0)
-        m = np.concatenate([mm for _, mm in kids])
-        keep = m > 0
-        if not keep.all():
-            C, m = np.ascontiguousarray(C[keep]), m[keep]
-        return _node_kmeans(C, m, np.arange(C.shape[0]), self._k,
-                            self._keys[l][j], self._max_iter, self._n_init,
-                            self._n_trials)
-
-    def _node_key(self, l, j):
-        return int(_keyed_uniform(self._key, [l * (1 << 32) + j], 2 ** 41)[0] * 2 ** 53)
+    @property
+    def n_features_in_(self):
+        with self._lock:
+            return self._fitted().d
 
     @property
     def cluster_centers_(self):
-        self._check_fitted("_levels")
-        C, m = self._levels[-1][0]
-        if C.shape[0] < self._k:  # fewer points than k reached the root
-            C = np.concatenate([C, np.repeat(C[:1], self._k - C.shape[0], axis=0)])
-        return C.copy()
+        with self._lock:
+            st = self._fitted()
+            C, m = st.levels[-1][0]
+            if C.shape[0] < st.k:  # fewer points than k reached the root
+                C = np.concatenate([C, np.repeat(C[:1], st.k - C.shape[0], axis=0)])
+            return C.copy()
 
     @property
     def sample_ids_(self):
-        self._check_fitted("_levels")
-        return self._ids[self._alive].copy()
+        with self._lock:
+            st = self._fitted()
+            return st.ids[st.alive].copy()
 
     @property
     def inertia_(self):
-        self._check_fitted("_levels")
-        if self._inertia is None:
-            X = self._X[self._rows >= 0]
-            C = self.cluster_centers_
-            d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
-            self._inertia = math.fsum(d2.min(axis=1))
-        return self._inertia
+        with self._lock:
+            st = self._fitted()
+            if st.inertia is None:
+                X = np.concatenate(st.X)
+                C = self.cluster_centers_
+                d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
+                st.inertia = math.fsum(d2.min(axis=1))
+            return st.inertia
 
     def predict(self, X):
         """Index of the nearest center for each row of ``X``."""
-        self._check_fitted("_levels")
+        C = self.cluster_centers_
         X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
+        if X.shape[1] != C.shape[1]:
             raise InvalidInputError(
                 f"X has {X.shape[1]} features, but DCKMeans was fitted with "
-                f"{self.n_features_in_}")
-        d2 = np.stack([_sqdist(X, c) for c in self.cluster_centers_], axis=1)
+                f"{C.shape[1]}")
+        d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
         return np.argmin(d2, axis=1).astype(np.int32)
 
     def delete(self, ids):
@@ -1011,31 +1240,154 @@ class DCKMeans(BaseEstimator):
         ------
         InvalidIdError
             An id is unknown, repeated or already deleted, or fewer than
-            ``n_clusters`` points would remain.  Nothing is deleted then.
+            ``n_clusters`` points would remain.  Nothing is deleted then
+            (nor after any other exception).
         """
         t0 = time.perf_counter()
-        self._check_fitted("_levels")
-        pos = _IdIndex.lookup(self._ids_sorted, self._order, self._alive, ids,
-                              self._n_alive, self._k)
-        if pos.size == 0:
-            return DeletionReport(0, False, "", time.perf_counter() - t0)
-        self._alive[pos] = False
-        self._n_alive -= pos.size
-        touched = sorted(set(self._remove_row(int(r)) for r in pos))
-        for j in touched:
-            self._levels[0][j] = self._leaf_fit(j)
-        for l in range(1, self._h + 1):
-            touched = sorted(set(j // self._w for j in touched))
-            for j in touched:
-                self._levels[l][j] = self._node_fit(l, j)
-        if self._n_alive * 4 < 3 * self._ids.shape[0]:  # forget the deleted ids
-            keep = self._alive
-            slots = self._rows >= 0
-            X = self._X[slots][np.argsort(self._rows[slots])]
-            self._ids, self._leaf = self._ids[keep], self._leaf[keep]
-            self._alive = np.ones(self._ids.shape[0], dtype=bool)
-            self._order = np.argsort(self._ids, kind="stable")
-            self._ids_sorted = self._ids[self._order]
-            self._layout(X, np.arange(self._ids.shape[0]))
-        self._inertia = None
+        with self._lock:
+            st = self._fitted()
+            pos = _IdIndex.lookup(st.ids_sorted, st.order, st.alive, ids, st.n_alive, st.k)
+            if pos.size == 0:
+                return DeletionReport(0, False, "", time.perf_counter() - t0)
+            self._state = _dc_deleted(st, pos)  # the commit
         return DeletionReport(int(pos.size), True, "leaf path", time.perf_counter() - t0)
+
+
+class _DCState:
+    """Everything a fitted DCKMeans holds (see its Notes, "What is kept,
+    what is erased"): the fitted hyper-parameters (``k, L, h, w, max_iter,
+    n_init, n_trials``), the number of features ``d`` and the key; the ids
+    (``ids``, ``leaf``, ``alive``, ``n_alive``, ``order``, ``ids_sorted``);
+    the leaves' points (``X``, ``rows``, ``sids``: one array per leaf, see
+    _dc_layout); the node results ``levels[l][j] = (C, mass)``
+    (``levels[0]`` the leaves, ``levels[h] = [root]``), the node keys and
+    the leaves' race traces."""
+
+
+def _dc_layout(X, rows, ids, leaf, L):
+    """The rows ``X`` (original row indices ``rows``, ascending) split by
+    leaf: returns the lists ``(X, rows, sids)`` whose entry ``j`` holds leaf
+    ``j``'s points (a private C-contiguous float64 array of its own, in row
+    order), their original row indices and their ids.
+
+    Every leaf owns its arrays (no view of a shared buffer): a deletion
+    replaces its leaf's arrays by new ones, and the old ones, with the
+    deleted rows, are no longer reachable from the model.
+    """
+    order = np.argsort(leaf[rows], kind="stable")
+    rows = rows[order]
+    ends = np.cumsum(np.bincount(leaf[rows], minlength=L))
+    parts = np.split(np.arange(rows.shape[0]), ends[:-1])
+    Xl = [np.ascontiguousarray(X[order[p]], dtype=np.float64) for p in parts]
+    rl = [rows[p] for p in parts]
+    return Xl, rl, [np.ascontiguousarray(ids[r]) for r in rl]
+
+
+def _dc_node_key(key, l, j):
+    return int(_keyed_uniform(key, [l * (1 << 32) + j], 2 ** 41)[0] * 2 ** 53)
+
+
+def _dc_leaf_fit(st, j, X, sids, traces):
+    """k-means of leaf ``j`` (points ``X``, ids ``sids``); reuses its seeds
+    when they are certified unchanged since its last race (``traces``, see
+    _RaceTrace).  Returns ``((C, mass), traces)``, the traces of the new race
+    when one was run."""
+    seeds = None if traces is None else [t.seeds for t in traces]
+    C, mass, new = _node_kmeans(X, None, sids, st.k, st.keys[0][j], st.max_iter, st.n_init,
+                                st.n_trials, seeds=seeds, traced=True)
+    return (C, mass), (new if seeds is None else traces)
+
+
+def _dc_node_fit(st, levels, l, j):
+    """k-means of internal node ``(l, j)`` on its children's centroids in
+    ``levels``, weighted by their masses."""
+    kids = levels[l - 1][j * st.w:(j + 1) * st.w]
+    C = np.concatenate([c for c, _ in kids], axis=0)
+    m = np.concatenate([mm for _, mm in kids])
+    keep = m > 0
+    if not keep.all():
+        C, m = np.ascontiguousarray(C[keep]), m[keep]
+    return _node_kmeans(C, m, np.arange(C.shape[0]), st.k, st.keys[l][j], st.max_iter,
+                        st.n_init, st.n_trials)
+
+
+def _dc_fit(X, ids, key, *, k, L, h, w, max_iter, n_init, n_trials):
+    """A new _DCState: the whole tree on the rows ``X`` (no input
+    validation)."""
+    n = X.shape[0]
+    st = _DCState()
+    st.k, st.L, st.h, st.w, st.max_iter, st.d = k, L, h, w, max_iter, X.shape[1]
+    st.n_init, st.n_trials, st.key = n_init, n_trials, key
+    u = _keyed_uniform(key, ids, 1 << 40)
+    st.ids = ids
+    st.leaf = np.minimum((u * L).astype(np.int64), L - 1)
+    st.alive = np.ones(n, dtype=bool)
+    st.n_alive = n
+    st.order = np.argsort(ids, kind="stable")
+    st.ids_sorted = ids[st.order]
+    st.X, st.rows, st.sids = _dc_layout(X, np.arange(n), ids, st.leaf, L)
+    st.keys = [[_dc_node_key(key, l, j) for j in range(w ** (h - l))] for l in range(h + 1)]
+    st.traces = [None] * L
+    levels = [[None] * (w ** (h - l)) for l in range(h + 1)]
+    for j in range(L):
+        levels[0][j], st.traces[j] = _dc_leaf_fit(st, j, st.X[j], st.sids[j], None)
+    for l in range(1, h + 1):
+        for j in range(len(levels[l])):
+            levels[l][j] = _dc_node_fit(st, levels, l, j)
+    st.levels = levels
+    st.inertia = None
+    return st
+
+
+def _dc_deleted(st, pos):
+    """The state after deleting rows ``pos`` (alive, validated) of ``st``.
+
+    Everything is built aside: the touched leaves get new arrays without
+    the deleted rows and are refitted, with their paths to the root.  The
+    new state shares the untouched leaves' arrays with ``st`` and the ids'
+    ``alive`` flags, which it clears for the deleted rows as its last step
+    (all or nothing, see _overwrite); after that ``st`` is stale.  When a
+    quarter of the ids are dead it gets compacted copies of the id arrays
+    instead (forgetting the deleted ids) and ``st`` is not changed at all."""
+    # the touched leaves without the deleted rows, removed one at a time in
+    # the order of the request (each removal updates the leaf's race trace)
+    leaves = {}  # j -> (X, rows, ids, traces)
+    for r in pos:
+        r = int(r)
+        j = int(st.leaf[r])
+        Xj, rj, sj, tr = leaves.get(j, (st.X[j], st.rows[j], st.sids[j], st.traces[j]))
+        p = int(np.searchsorted(rj, r))
+        if tr is not None:  # are the leaf's seeds unchanged without row p?
+            new = [t.remove(p, Xj[p], Xj, Xj.shape[0] - 1) for t in tr]
+            tr = None if None in new else new
+        leaves[j] = (np.delete(Xj, p, axis=0), np.delete(rj, p), np.delete(sj, p), tr)
+    # refit them and their paths to the root
+    levels = [list(lv) for lv in st.levels]
+    traces = list(st.traces)
+    touched = sorted(leaves)
+    for j in touched:
+        Xj, _, sj, tr = leaves[j]
+        levels[0][j], traces[j] = _dc_leaf_fit(st, j, Xj, sj, tr)
+    for l in range(1, st.h + 1):
+        touched = sorted(set(j // st.w for j in touched))
+        for j in touched:
+            levels[l][j] = _dc_node_fit(st, levels, l, j)
+    new = _shallow(st)
+    new.levels, new.traces, new.inertia = levels, traces, None
+    new.X, new.rows, new.sids = list(st.X), list(st.rows), list(st.sids)
+    for j, (Xj, rj, sj, _) in leaves.items():
+        new.X[j], new.rows[j], new.sids[j] = Xj, rj, sj
+    new.n_alive = st.n_alive - pos.size
+    if new.n_alive * 4 < 3 * st.ids.shape[0]:  # compact: forget the deleted ids
+        keep = st.alive.copy()
+        keep[pos] = False
+        remap = np.cumsum(keep) - 1
+        new.rows = [remap[r] for r in new.rows]
+        new.ids, new.leaf = st.ids[keep], st.leaf[keep]
+        new.alive = np.ones(new.ids.shape[0], dtype=bool)
+        new.order = np.argsort(new.ids, kind="stable")
+        new.ids_sorted = new.ids[new.order]
+        return new
+    _writable(new, ("alive",))
+    _overwrite([(new.alive, pos, False)])
+    return new

@@ -5,7 +5,12 @@ remaining rows with the same random_state and the remaining sample_ids,
 which uses the same random draws.  A certified deletion must give exactly
 that model (bit for bit); so must a retraining.
 """
+import copy
 import doctest
+import gc
+import pickle
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -15,6 +20,8 @@ from pyfkm import deletion
 from pyfkm.deletion import DCKMeans, QKMeans, auto_epsilon, auto_n_leaves
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError
 from pyfkm.lattice import Lattice
+from _forensics import patterns, search_everywhere
+from test_pickle import assert_same_state
 
 
 def blobs(seed, n=600, d=3, k=4, spread=6.0):
@@ -84,6 +91,8 @@ def test_bad_ids_raise_and_change_nothing(cls):
     X, _ = blobs(1, n=80)
     m = cls(3, random_state=0).fit(X)
     m.delete([4, 5])
+    twin = cls(3, random_state=0).fit(X)  # fitted and deleted alike, never failed
+    twin.delete([4, 5])
     centers, ids = m.cluster_centers_.copy(), m.sample_ids_.copy()
     for bad in ([4], [80], [-1], [6, 6], [7, 5], [1.5], [[1, 2]]):
         with pytest.raises(InvalidInputError):
@@ -92,7 +101,9 @@ def test_bad_ids_raise_and_change_nothing(cls):
         m.delete(np.r_[0:2, 6:80])  # would leave 2 < k points
     np.testing.assert_array_equal(m.cluster_centers_, centers)
     np.testing.assert_array_equal(m.sample_ids_, ids)
+    assert_same_state(m, twin)
     assert m.delete([]).n_deleted == 0
+    assert_same_state(m, twin)
 
 
 def test_fit_does_not_modify_input_and_rows_are_gone():
@@ -320,7 +331,7 @@ def test_q_phases_are_lattice_random_draws():
     rng.integers(0, 2 ** 63)  # the key is drawn first
     eps = q.epsilon_
     ref = np.stack([Lattice.random(eps, 3, rng).phase for _ in range(4)])
-    np.testing.assert_array_equal(q._phases, ref)
+    np.testing.assert_array_equal(q._state.p.phases, ref)
 
 
 def test_keyed_seeding_is_d2_sampling():
@@ -350,7 +361,7 @@ def test_q_fit_quality_and_predict():
     # centers are lattice cell centers
     s = q._state
     if q.n_iter_ > 0:
-        lat = Lattice(s.eps, q._phases[q.n_iter_ - 1])
+        lat = Lattice(s.eps, s.p.phases[q.n_iter_ - 1])
         np.testing.assert_array_equal(lat.centers(lat.quantize(q.cluster_centers_)),
                                       q.cluster_centers_)
 
@@ -440,7 +451,7 @@ def test_q_certification_never_wrong_exhaustive():
         params = dict(n_clusters=3, epsilon=[0.5, 2.0, 8.0][seed % 3], max_iter=8)
         base = QKMeans(random_state=seed, **params).fit(X)
         for i in range(60):
-            reason, _ = base._certify(np.array([i]))
+            reason, _ = deletion._q_certify(base._state, np.array([i]))
             ref = QKMeans(random_state=seed, **params).fit(np.delete(X, i, 0),
                                                           sample_ids=np.delete(np.arange(60), i))
             same = (ref._state.n_run == base._state.n_run and
@@ -665,44 +676,41 @@ def test_race_trace_certification_never_wrong():
 
 
 def _check_leaf_storage(dc, X, ids):
-    """Leaf j's slots hold its remaining points in row order, then zeros."""
+    """Leaf j's arrays hold its remaining points in row order, each leaf an
+    array of its own (no view of a buffer that could hold deleted rows)."""
     alive = np.isin(ids, dc.sample_ids_)
+    st = dc._state
     total = 0
     for j in range(dc.n_leaves_):
-        a, c = dc._start[j], dc._count[j]
-        rows = np.flatnonzero(alive & (dc._leaf == j)) if dc._leaf.shape[0] == len(ids) \
-            else None
-        cap = (dc._start[j + 1] if j + 1 < dc.n_leaves_ else dc._X.shape[0]) - a
-        got_ids = dc._sids[a:a + c]
+        got_ids = st.sids[j]
+        c = got_ids.shape[0]
+        assert st.X[j].shape == (c, X.shape[1]) and st.rows[j].shape == (c,)
+        assert st.X[j].base is None and st.X[j].flags.c_contiguous
         # expected: the remaining ids of this leaf, in original row order
         exp_ids = ids[alive][np.isin(ids[alive], got_ids)]
         np.testing.assert_array_equal(got_ids, exp_ids)
-        np.testing.assert_array_equal(dc._X[a:a + c], X[np.searchsorted(ids, got_ids)])
-        assert (dc._X[a + c:a + cap] == 0).all() and (dc._sids[a + c:a + cap] == -1).all()
-        if rows is not None:
-            np.testing.assert_array_equal(ids[rows], got_ids)
+        np.testing.assert_array_equal(st.X[j], X[np.searchsorted(ids, got_ids)])
+        np.testing.assert_array_equal(st.ids[st.rows[j]], got_ids)
+        assert (st.leaf[st.rows[j]] == j).all() and st.alive[st.rows[j]].all()
         total += c
     assert total == alive.sum() == dc.sample_ids_.shape[0]
 
 
 @pytest.mark.parametrize("params", [dict(), dict(n_local_trials=1), dict(n_init=2)])
-def test_dc_leaf_storage_and_seed_reuse_replay(params):
+def test_dc_leaf_storage_and_seed_reuse_replay(params, monkeypatch):
     """Many single and batch deletions: the leaf-contiguous storage stays
     consistent (also across compaction) and every model equals a fresh fit
     on the remaining points; most leaf seedings are reused."""
     X, _ = blobs(13, n=900, d=4, k=4, spread=8)
     ids = np.arange(900) * 2 + 5  # sorted, arbitrary
     dc = DCKMeans(4, n_leaves=4, random_state=3, **params).fit(X, sample_ids=ids)
-    from pyfkm._core import _seeding
     calls = [0, False, 0]  # races run by dc.delete; counting on; leaf fits
-    orig = _seeding.race_seeding_trace
-    leaf_fit = dc._leaf_fit
+    orig = deletion._seeding.race_seeding_trace
+    leaf_fit = deletion._dc_leaf_fit
 
-    def counting_fit(j):
-        calls[2] += 1
-        return leaf_fit(j)
-
-    dc._leaf_fit = counting_fit
+    def counting_fit(*a, **kw):
+        calls[2] += calls[1]
+        return leaf_fit(*a, **kw)
 
     def counting(*a, **kw):
         calls[0] += calls[1]
@@ -713,30 +721,544 @@ def test_dc_leaf_storage_and_seed_reuse_replay(params):
         dc.delete(victims)
         calls[1] = False
 
+    monkeypatch.setattr(deletion, "_dc_leaf_fit", counting_fit)
+    monkeypatch.setattr(deletion._seeding, "race_seeding_trace", counting)
     rng = np.random.default_rng(4)
-    deletion._seeding.race_seeding_trace = counting
-    try:
-        n_del = 0
-        for step in range(30):
-            size = 1 if step % 4 else 12
-            delete(rng.choice(dc.sample_ids_, size=size, replace=False))
-            n_del += size
-            _check_leaf_storage(dc, X, ids)
-            if step % 3 == 0:
-                keep = np.isin(ids, dc.sample_ids_)
-                ref = DCKMeans(4, n_leaves=4, random_state=3, **params).fit(
-                    X[keep], sample_ids=ids[keep])
-                assert_same_dc(dc, ref)
-        # past the compaction threshold (a quarter deleted)
-        delete(rng.choice(dc.sample_ids_, size=200, replace=False))
-        assert dc._ids.shape[0] == dc.sample_ids_.shape[0] == 900 - n_del - 200
+    n_del = 0
+    for step in range(30):
+        size = 1 if step % 4 else 12
+        delete(rng.choice(dc.sample_ids_, size=size, replace=False))
+        n_del += size
         _check_leaf_storage(dc, X, ids)
-        delete(dc.sample_ids_[:3])
-        _check_leaf_storage(dc, X, ids)
-        keep = np.isin(ids, dc.sample_ids_)
-        assert_same_dc(dc, DCKMeans(4, n_leaves=4, random_state=3, **params).fit(
-            X[keep], sample_ids=ids[keep]))
-    finally:
-        deletion._seeding.race_seeding_trace = orig
+        if step % 3 == 0:
+            keep = np.isin(ids, dc.sample_ids_)
+            ref = DCKMeans(4, n_leaves=4, random_state=3, **params).fit(
+                X[keep], sample_ids=ids[keep])
+            assert_same_dc(dc, ref)
+    # past the compaction threshold (a quarter deleted)
+    delete(rng.choice(dc.sample_ids_, size=200, replace=False))
+    assert dc._state.ids.shape[0] == dc.sample_ids_.shape[0] == 900 - n_del - 200
+    _check_leaf_storage(dc, X, ids)
+    delete(dc.sample_ids_[:3])
+    _check_leaf_storage(dc, X, ids)
+    keep = np.isin(ids, dc.sample_ids_)
+    assert_same_dc(dc, DCKMeans(4, n_leaves=4, random_state=3, **params).fit(
+        X[keep], sample_ids=ids[keep]))
     # without reuse every leaf fit reruns its races (n_init each)
     assert calls[2] > 40 and calls[0] < 0.4 * calls[2] * params.get("n_init", 1)
+
+
+# ------------------------------------------- issue 18: failures change nothing
+#
+# A mutating call that raises must leave the model exactly as it was.  The
+# reference is a *twin*: a model built by the same calls that never saw the
+# failure (fitted independently, not copied); the whole object graph is
+# compared (tests/test_pickle.py's assert_same_state, arrays byte for byte).
+# Then the failed call is made again for real, and must give what it gives
+# on a model that never failed.
+
+def q_model(random_state=5):
+    X, _ = blobs(21, n=240, spread=8)
+    return QKMeans(3, epsilon=1.0, random_state=random_state).fit(X)
+
+
+def dc_model(random_state=5):
+    X, _ = blobs(21, n=240, spread=8)
+    return DCKMeans(3, n_leaves=4, random_state=random_state).fit(X)
+
+
+def q_position(model, i):
+    """Row position of id ``i`` in the model's state."""
+    s = model._state
+    return s.order[np.searchsorted(s.ids_sorted, [i])]
+
+
+def q_certified_ids(model, count):
+    """The first alive ids whose deletions, one at a time in this order,
+    are certified (found by deleting them from a copy)."""
+    m, out = pickle.loads(pickle.dumps(model)), []
+    for i in m.sample_ids_:
+        if len(out) == count:
+            break
+        if deletion._q_certify(m._state, q_position(m, i))[0] == "":
+            assert m.delete([i]).reason == ""
+            out.append(int(i))
+    assert len(out) == count
+    return out
+
+
+def _q_ops():
+    """name -> (build, prep, call): ``build()`` a fitted model, ``prep(m)``
+    calls made on model, twin and reference alike, ``call(m)`` the call that
+    is made to fail."""
+    X2, _ = blobs(22, n=200, spread=8)
+    base = q_model()
+    cert = q_certified_ids(base, 3)
+    seed_id = int(base.seed_ids_[1])
+    reasons = {}
+    for i in base.sample_ids_:
+        reasons.setdefault(deletion._q_certify(base._state, q_position(base, i))[0], int(i))
+    # certified deletions, one at a time, up to one short of compacting the
+    # arrays (a quarter of the 240 rows dead)
+    chain = q_certified_ids(base, 61)
+
+    def refit(m):
+        m.fit(X2)
+
+    def no_prep(m):
+        pass
+
+    def to_the_threshold(m):
+        for i in chain[:60]:
+            m.delete([i])
+
+    m = q_model()
+    to_the_threshold(m)
+    assert m._state.X.shape[0] == 240 and m.n_samples_ == 180
+    assert deletion._q_certify(m._state, q_position(m, chain[60]))[0] == ""
+
+    ops = {
+        "refit": (q_model, lambda m: m.set_params(n_clusters=4, epsilon="auto"), refit),
+        "refit-generator": (lambda: q_model(random_state=np.random.default_rng(11)),
+                            lambda m: m.set_params(n_clusters=2), refit),
+        "certified": (q_model, lambda m: m.delete(cert[:1]), lambda m: m.delete(cert[1:3])),
+        "seed": (q_model, no_prep, lambda m: m.delete([seed_id, cert[0]])),
+        "centroid": (q_model, no_prep, lambda m: m.delete([reasons["centroid"]])),
+        "compaction": (q_model, to_the_threshold, lambda m: m.delete(chain[60:61])),
+    }
+    return ops
+
+
+def _dc_ops():
+    X2, _ = blobs(22, n=200, spread=8)
+
+    def refit(m):
+        m.fit(X2)
+
+    def no_prep(m):
+        pass
+
+    m = dc_model()
+    m.delete(np.arange(100, 150))
+    assert m._state.ids.shape[0] == 240
+    m.delete(np.arange(10, 22))
+    assert m._state.ids.shape[0] == 240 - 62  # the "compaction" call compacts
+    return {
+        "refit": (dc_model, lambda m: m.set_params(n_clusters=4, n_init=2), refit),
+        "refit-generator": (lambda: dc_model(random_state=np.random.default_rng(11)),
+                            lambda m: m.set_params(n_leaves=2), refit),
+        "one": (dc_model, lambda m: m.delete([0]), lambda m: m.delete([7])),
+        "batch": (dc_model, no_prep, lambda m: m.delete(np.arange(20, 40))),
+        "compaction": (dc_model, lambda m: m.delete(np.arange(100, 150)),
+                       lambda m: m.delete(np.arange(10, 22))),
+    }
+
+
+class Injected(RuntimeError):
+    pass
+
+
+def _proxy_qassign(orig, hook):
+    class QAssignProxy:
+        def __init__(self, *a):
+            hook()
+            self._qa = orig(*a)
+
+        def step(self, *a):
+            hook()
+            return self._qa.step(*a)
+    return QAssignProxy
+
+
+def _inject(mp, owner, name, fail_at, counter):
+    """Patch ``owner.name`` to count its calls and raise Injected at call
+    number ``fail_at`` (0: never)."""
+    orig = getattr(owner, name)
+
+    def hook():
+        counter[0] += 1
+        if counter[0] == fail_at:
+            raise Injected(f"{name} call {fail_at}")
+
+    if name == "QAssign":
+        mp.setattr(owner, name, _proxy_qassign(orig, hook))
+        return
+
+    def wrapper(*a, **kw):
+        hook()
+        return orig(*a, **kw)
+    mp.setattr(owner, name, wrapper)
+
+
+Q_TARGETS = [
+    (deletion._IdIndex, "lookup"), (deletion, "check_array"), (deletion, "_check_sample_ids"),
+    (deletion, "as_generator"), (deletion, "_q_state"), (deletion, "_q_fit"),
+    (deletion, "_q_certify"), (deletion, "_q_certified"), (deletion, "_q_retrained"),
+    (deletion, "_balanced_centroids"), (deletion, "_pow2_ceil1"), (deletion, "_writable"),
+    (deletion, "_write_rows"), (deletion._seeding, "race_seeding_dist"),
+    (deletion._lattice, "quantize"), (deletion._lattice, "centers"),
+    (deletion._lloyd, "QAssign"),
+]
+DC_TARGETS = [
+    (deletion._IdIndex, "lookup"), (deletion, "check_array"), (deletion, "_check_sample_ids"),
+    (deletion, "as_generator"), (deletion, "_dc_fit"), (deletion, "_dc_deleted"),
+    (deletion, "_dc_layout"), (deletion, "_dc_leaf_fit"), (deletion, "_dc_node_fit"),
+    (deletion, "_node_kmeans"), (deletion, "_keyed_uniform"), (deletion, "_race_seeding"),
+    (deletion._RaceTrace, "build"), (deletion._RaceTrace, "remove"), (deletion, "_pow2_ceil"),
+    (deletion, "_writable"), (deletion, "_write_rows"),
+    (deletion._seeding, "race_seeding_trace"), (deletion._seeding, "race_seeding"),
+    (deletion._lloyd, "lloyd_loop"),
+]
+# what each operation must reach (so that the injection covers every stage)
+MUST_REACH = {
+    ("Q", "refit"): {"_q_fit", "race_seeding_dist", "QAssign", "quantize", "centers"},
+    ("Q", "refit-generator"): {"as_generator", "_q_fit"},
+    ("Q", "certified"): {"lookup", "_q_certify", "_q_certified", "_write_rows"},
+    ("Q", "seed"): {"_q_retrained", "race_seeding_dist", "QAssign"},
+    ("Q", "centroid"): {"_q_certify", "_q_retrained", "QAssign"},
+    ("Q", "compaction"): {"_q_certify", "_q_certified"},
+    ("DC", "refit"): {"_dc_fit", "race_seeding_trace", "race_seeding", "lloyd_loop"},
+    ("DC", "refit-generator"): {"as_generator", "_dc_leaf_fit"},
+    ("DC", "one"): {"lookup", "remove", "_dc_leaf_fit", "_dc_node_fit", "_write_rows"},
+    ("DC", "batch"): {"remove", "race_seeding_trace", "lloyd_loop", "_write_rows"},
+    ("DC", "compaction"): {"_dc_deleted", "_dc_leaf_fit", "_dc_node_fit"},
+}
+
+
+def _run_injections(kind, name, build, prep, call, targets, monkeypatch):
+    twin = build()
+    prep(twin)
+    ref = build()
+    prep(ref)
+    call(ref)
+    X, _ = blobs(21, n=240, spread=8)
+    reached, n_failures = set(), 0
+    for owner, target in targets:
+        counter = [0]
+        m = build()
+        prep(m)
+        with monkeypatch.context() as mp:
+            _inject(mp, owner, target, 0, counter)
+            call(m)
+        n_calls = counter[0]
+        if n_calls == 0:
+            continue
+        reached.add(target)
+        for fail_at in sorted({1, (n_calls + 1) // 2, n_calls}):
+            m = build()
+            prep(m)
+            counter = [0]
+            with monkeypatch.context() as mp:
+                _inject(mp, owner, target, fail_at, counter)
+                with pytest.raises(Injected):
+                    call(m)
+            n_failures += 1
+            assert_same_state(m, twin, f"{kind} {name}: {target} #{fail_at}")
+            np.testing.assert_array_equal(m.predict(X), twin.predict(X))
+            call(m)  # now for real: as on a model that never failed
+            assert_same_state(m, ref, f"{kind} {name}: {target} #{fail_at}, then")
+    missing = MUST_REACH[kind, name] - reached
+    assert not missing, f"{kind} {name} never reached {missing}"
+    assert n_failures > len(reached)  # first, middle and last calls where they differ
+
+
+@pytest.mark.parametrize("name", ["refit", "refit-generator", "certified", "seed", "centroid",
+                                  "compaction"])
+def test_q_injected_failures_change_nothing(name, monkeypatch):
+    build, prep, call = _q_ops()[name]
+    _run_injections("Q", name, build, prep, call, Q_TARGETS, monkeypatch)
+
+
+@pytest.mark.parametrize("name", ["refit", "refit-generator", "one", "batch", "compaction"])
+def test_dc_injected_failures_change_nothing(name, monkeypatch):
+    build, prep, call = _dc_ops()[name]
+    _run_injections("DC", name, build, prep, call, DC_TARGETS, monkeypatch)
+
+
+def test_overwrite_undoes_a_failed_write(monkeypatch):
+    """The in-place erasure is all or nothing (checked on plain arrays)."""
+    a, b = np.arange(6.0), np.arange(6)
+    calls = [0]
+    orig = deletion._write_rows
+
+    def failing(x, index, value):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise Injected("third write")
+        orig(x, index, value)
+
+    monkeypatch.setattr(deletion, "_write_rows", failing)
+    with pytest.raises(Injected):
+        deletion._overwrite([(a, [1, 2], 0.0), (b, slice(0, 3), -1), (a, [5], 0.0)])
+    np.testing.assert_array_equal(a, np.arange(6.0))
+    np.testing.assert_array_equal(b, np.arange(6))
+    monkeypatch.setattr(deletion, "_write_rows", orig)
+    deletion._overwrite([(a, [1, 2], 0.0), (b, slice(0, 3), -1), (a, [5], 0.0)])
+    np.testing.assert_array_equal(a, [0, 0, 0, 3, 4, 0])
+    np.testing.assert_array_equal(b, [-1, -1, -1, 3, 4, 5])
+
+
+@pytest.mark.parametrize("cls", [QKMeans, DCKMeans])
+def test_failed_refits_change_nothing(cls):
+    """Natural failures of a refit (the issue's TypeError after a failed
+    DCKMeans refit; QKMeans with a changed n_clusters): bad n_clusters, NaN,
+    infinity, overflowing distances, repeated ids, bad parameters after a
+    change of others; a Generator random_state gets its state back."""
+    X, _ = blobs(23, n=120)
+    make = (lambda rs: cls(3, random_state=rs))
+    m, twin = make(np.random.default_rng(2)).fit(X), make(np.random.default_rng(2)).fit(X)
+    m.delete([1, 2])
+    twin.delete([1, 2])
+    nan = X.copy()
+    nan[5, 1] = np.nan
+    inf = X.copy()
+    inf[7, 0] = np.inf
+    # (data, parameters changed before the refit, fit keywords)
+    cases = [(X, dict(n_clusters=200), {}), (nan, {}, {}), (inf, {}, {}),
+             (X * 1e200, dict(n_clusters=4), {}),  # squared distances overflow
+             (X, {}, dict(sample_ids=np.zeros(120, dtype=int))),
+             (X[:, :2].copy(), dict(n_clusters=121), {}),
+             (X, dict(n_clusters=4, max_iter=0), {}),
+             # a bad parameter checked after good new ones
+             (X, dict(n_clusters=4, gamma=2.0) if cls is QKMeans else
+              dict(n_clusters=4, n_init=2, n_leaves=3), {})]
+    params = m.get_params()
+    for data, change, kw in cases:
+        m.set_params(**change)
+        with pytest.raises(InvalidInputError):
+            m.fit(data, **kw)
+        m.set_params(**params)
+        assert_same_state(m, twin)
+    np.testing.assert_array_equal(m.predict(X), twin.predict(X))
+    r1, r2 = m.delete([3, 40]), twin.delete([3, 40])
+    assert (r1.n_deleted, r1.retrained, r1.reason) == (r2.n_deleted, r2.retrained, r2.reason)
+    assert_same_state(m, twin)
+    m.fit(X[::2])
+    twin.fit(X[::2])
+    assert_same_state(m, twin)  # the generators advanced alike
+
+
+@pytest.mark.parametrize("cls", [QKMeans, DCKMeans])
+def test_hyper_parameters_changed_after_fit_do_not_reach_delete(cls):
+    """set_params takes effect at the next fit: deletions keep replaying the
+    fitted model."""
+    X, _ = blobs(24, n=200)
+    m, twin = cls(3, random_state=1).fit(X), cls(3, random_state=1).fit(X)
+    m.set_params(n_clusters=5, max_iter=2, **({"epsilon": 0.01} if cls is QKMeans
+                                               else {"n_init": 3}))
+    for victims in ([4], [5, 6], list(range(30, 60))):
+        r1, r2 = m.delete(victims), twin.delete(victims)
+        assert (r1.retrained, r1.reason) == (r2.retrained, r2.reason)
+    np.testing.assert_array_equal(m.cluster_centers_, twin.cluster_centers_)
+    assert m.cluster_centers_.shape == (3, 3)
+    m.set_params(n_clusters=3, max_iter=10, **({"epsilon": "auto"} if cls is QKMeans
+                                                else {"n_init": 1}))
+    assert_same_state(m, twin)
+
+
+@pytest.mark.parametrize("cls", [QKMeans, DCKMeans])
+def test_fit_copies_the_callers_array(cls):
+    """Changing the caller's X after fit changes neither the model nor its
+    later deletions (float64 C order, float32, Fortran order)."""
+    X0, _ = blobs(25, n=150)
+    for X in (X0.copy(), X0.astype(np.float32), np.asfortranarray(X0)):
+        m = cls(3, random_state=2).fit(X)
+        ref = cls(3, random_state=2).fit(X.copy())
+        X[:] = 1e6
+        np.testing.assert_array_equal(m.cluster_centers_, ref.cluster_centers_)
+        for victims in ([1], [2, 3], list(range(40, 70))):
+            m.delete(victims)
+            ref.delete(victims)
+            assert_same_state(m, ref)
+
+
+# --------------------------------------------------------- issue 18: threads
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: QKMeans(3, epsilon=1.0, random_state=5), id="QKMeans"),
+    pytest.param(lambda: DCKMeans(3, n_leaves=4, random_state=5), id="DCKMeans"),
+])
+def test_concurrent_deletions_are_serialized(make):
+    """Two threads delete disjoint id sets from one model, one id at a time,
+    20 times over: the end state is the sequential one (exact deletion makes
+    it independent of the order: a fresh fit on the remaining rows)."""
+    X, _ = blobs(26, n=240, spread=8)
+    rng = np.random.default_rng(3)
+    ids = rng.permutation(240)
+    A, B = ids[:25], ids[25:50]
+    seq = make().fit(X)
+    for i in np.concatenate([A, B]):
+        seq.delete([i])
+    keep = np.setdiff1d(np.arange(240), ids[:50])
+    fresh = make().fit(X[keep], sample_ids=keep)
+    np.testing.assert_array_equal(seq.cluster_centers_, fresh.cluster_centers_)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        for run in range(20):
+            m = make().fit(X)
+            barrier = threading.Barrier(2)
+            errors = []
+
+            def work(victims):
+                try:
+                    barrier.wait()
+                    for i in victims:
+                        m.delete([i])
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+
+            threads = [threading.Thread(target=work, args=(v,)) for v in (A, B)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert errors == []
+            np.testing.assert_array_equal(m.sample_ids_, keep)
+            np.testing.assert_array_equal(m.cluster_centers_, seq.cluster_centers_)
+            assert m.inertia_ == seq.inertia_
+            if isinstance(m, QKMeans):
+                np.testing.assert_array_equal(m.labels_, seq.labels_)
+                np.testing.assert_array_equal(m.seed_ids_, seq.seed_ids_)
+    finally:
+        sys.setswitchinterval(interval)
+
+
+# --------------------------------------------------------- issue 18: erasure
+
+def _f64(values):
+    return [np.float64(v).tobytes() for v in np.ravel(values)]
+
+
+def _erasure_check(model, X, deleted, kept):
+    """No byte pattern of a deleted row's values anywhere in the model or
+    its pickle; patterns of retained rows are found in both."""
+    gone = search_everywhere(model, patterns(X[deleted]))
+    assert gone == {"object": [], "pickle": []}, gone
+    here = search_everywhere(model, patterns(X[kept]))
+    assert here["object"]
+    # the rows are stored as float64: all their float64 patterns are found
+    assert set(here["pickle"]) >= set(_f64(X[kept]))
+
+
+@pytest.mark.parametrize("cls", [QKMeans, DCKMeans])
+def test_erasure_errors_and_search_sanity(cls):
+    """Before any deletion every row's values are found (so the searches
+    below can fail), and a search for values never seen finds nothing."""
+    X = np.random.default_rng(27).normal(size=(200, 3)) * 3
+    m = cls(3, random_state=4).fit(X.copy())
+    found = search_everywhere(m, patterns(X[:5]))
+    assert set(found["pickle"]) >= set(_f64(X[:5])) and found["object"]
+    never = np.random.default_rng(99).normal(size=(5, 3)) + 100
+    assert search_everywhere(m, patterns(never)) == {"object": [], "pickle": []}
+
+
+def test_q_erasure_certified_and_retrained():
+    X = np.random.default_rng(28).normal(size=(400, 3))
+    X[:200] += 6
+    m = QKMeans(2, epsilon=2.0, random_state=3).fit(X.copy())  # no caller buffer kept
+    deleted = []
+    # certified deletions (the rows stay allocated, overwritten)
+    cert = q_certified_ids(m, 5)
+    for i in cert:
+        assert m.delete([i]).reason == ""
+    deleted += cert
+    alive = np.setdiff1d(np.arange(400), deleted)
+    _erasure_check(m, X, deleted, alive[:10])
+    assert m._state.X.shape[0] == 400  # not compacted: erased in place
+    # a deleted seed retrains
+    seed = int(m.seed_ids_[0])
+    assert m.delete([seed]).reason == "seed"
+    deleted.append(seed)
+    alive = np.setdiff1d(np.arange(400), deleted)
+    _erasure_check(m, X, deleted, alive[-10:])
+    # a batch (retraining or certified), then past the compaction threshold
+    for batch in (alive[:7], alive[7:110]):
+        m.delete(batch)
+        deleted += batch.tolist()
+        alive = np.setdiff1d(np.arange(400), deleted)
+        _erasure_check(m, X, deleted, alive[:10])
+    for copy_ in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        _erasure_check(copy_, X, deleted, alive[:10])
+
+
+def test_dc_erasure_reused_and_rerun_seedings():
+    X = np.random.default_rng(29).normal(size=(400, 3))
+    X[:200] += 6
+    m = DCKMeans(3, n_leaves=4, random_state=3).fit(X.copy())
+    st = m._state
+    # one deletion that keeps its leaf's seeds, one that deletes a leaf seed
+    tr = st.traces[0][0]
+    seed_rows = st.rows[0][tr.seeds]
+    cand_rows = st.rows[0][tr.cand[tr.cand >= 0]]
+    plain = [int(r) for r in st.rows[0] if r not in cand_rows][:1]
+    races = []
+    orig = deletion._seeding.race_seeding_trace
+
+    def counting(*a, **kw):
+        races.append(1)
+        return orig(*a, **kw)
+
+    deletion._seeding.race_seeding_trace = counting
+    try:
+        deleted = []
+        for victims, n_races in ((plain, 0), (seed_rows[:1].tolist(), 1),
+                                 (list(range(300, 320)), None)):
+            del races[:]
+            m.delete(victims)
+            assert n_races is None or len(races) == n_races
+            deleted += [int(v) for v in victims]
+            alive = np.setdiff1d(np.arange(400), deleted)
+            _erasure_check(m, X, deleted, alive[:10])
+    finally:
+        deletion._seeding.race_seeding_trace = orig
+    assert m._state.ids.shape[0] == 400  # not compacted: the deleted ids are kept
+    batch = np.setdiff1d(np.arange(110), deleted)
+    m.delete(batch)  # past a quarter: compaction
+    deleted = sorted(set(deleted) | set(batch.tolist()))
+    alive = np.setdiff1d(np.arange(400), deleted)
+    assert m._state.ids.shape[0] == alive.shape[0]
+    _erasure_check(m, X, deleted, alive[:10])
+
+
+@pytest.mark.parametrize("cls", [QKMeans, DCKMeans])
+def test_callers_array_is_not_reachable(cls):
+    X = np.random.default_rng(30).normal(size=(120, 2))
+    m = cls(3, random_state=0).fit(X)
+    seen, stack = set(), [m]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, type):
+            continue
+        seen.add(id(o))
+        assert o is not X
+        stack.extend(gc.get_referents(o))
+    assert len(seen) > 20
+
+
+def test_q_derived_state_forgets_the_deleted_row():
+    """After a certified deletion the state does not depend on the deleted
+    row's values: two models whose data differ only in that row hold the
+    same state, rounding-error bounds and the bound on |x| included (the
+    exact old losses would give its distances away); the updated sums and
+    losses agree to rounding."""
+    X = np.random.default_rng(28).normal(size=(400, 3))
+    X[:200] += 6
+    base = QKMeans(2, epsilon=2.0, random_state=3).fit(X)
+    far = int(np.argmax(base._state.mind[0]))  # it gives the bound on |x|
+    assert far not in base._state.seeds
+    for r, shift in ((far, 0.5), (10, 0.4)):
+        X2 = X.copy()
+        X2[r] += shift
+        states = []
+        for data in (X, X2):
+            m = QKMeans(2, epsilon=2.0, random_state=3).fit(data)
+            assert m.delete([r]).reason == ""
+            states.append(dict(vars(m._state)))
+        a, b = states
+        for name in ("sums", "loss"):
+            np.testing.assert_allclose(np.array(a.pop(name)), np.array(b.pop(name)),
+                                       rtol=1e-13, atol=1e-9)
+        assert_same_state(a, b)
+        fresh = deletion._q_maxabs(a["C"][0], a["mind"][0].max())
+        np.testing.assert_array_equal(a["maxabs"], fresh)
