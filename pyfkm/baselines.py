@@ -265,6 +265,15 @@ class _RetrainingFederatedBase(BaseEstimator):
 
     Subclasses give the local number of clusters (``_client_k``) and the
     server step (``_server``).
+
+    What is kept, what is erased: a private copy of every client's data
+    (the caller's arrays are never referenced), the clients' local models
+    and the server's model.  ``remove`` overwrites the removed rows with
+    zeros (in a new array: a shallow copy of the model keeps its own) and
+    refits the client and the server from the remaining points;
+    ``remove_clients`` drops the departed clients' data and local models.
+    No value of a removed row stays in the object or its pickle.  Calls
+    are not serialized: do not remove from several threads at once.
     """
 
     def _check_common(self):
@@ -321,7 +330,7 @@ class _RetrainingFederatedBase(BaseEstimator):
         # commit: the generators are kept unused, for retraining after removals
         self._k_client, self._client_rngs, self._server_rng = k, gens[:L], gens[L]
         self._params = p
-        self._X = arrs
+        self._X = [np.array(a, dtype=np.float64, order="C", copy=True) for a in arrs]
         self._removed = [np.zeros(a.shape[0], dtype=bool) for a in arrs]
         self._left = np.zeros(L, dtype=bool)
         self._locals = locals_
@@ -408,7 +417,10 @@ class _RetrainingFederatedBase(BaseEstimator):
         old = self.cluster_centers_
         removed_all = list(self._removed)
         removed_all[client] = new_removed
-        self._removed = removed_all
+        X_all = list(self._X)
+        X_all[client] = self._X[client].copy()     # erased: the removed rows are zeros
+        X_all[client][arr] = 0.0
+        self._removed, self._X = removed_all, X_all
         self._locals = locals_
         self._publish(server)
         return BaselineRemovalReport(
@@ -458,8 +470,8 @@ class _RetrainingFederatedBase(BaseEstimator):
         left, X, removed = self._left.copy(), list(self._X), list(self._removed)
         for i in gone:
             left[i] = True
-            X[i] = X[i][:0]
-            removed[i] = removed[i][:0]
+            X[i] = np.zeros((0, d))                 # not a view: nothing of it stays
+            removed[i] = np.zeros(0, dtype=bool)
         self._left, self._X, self._removed = left, X, removed
         self._locals = locals_
         self._publish(server)

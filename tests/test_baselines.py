@@ -549,3 +549,24 @@ def test_docstring_examples():
     result = doctest.testmod(baselines,
                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("cls", ["KFed", "FederatedDCKMeans"])
+def test_removal_erases_rows_and_departed_clients(cls):
+    """Issue 18: no value of a removed row or of a departed client stays in
+    the model or its pickle; the caller's arrays are copied, not kept."""
+    import pyfkm.baselines as b
+    from _forensics import patterns, search_object, search_pickle
+    rng = np.random.default_rng(21)
+    data = [rng.uniform(-0.5, 0.5, size=(40, 3)) for _ in range(3)]
+    before = [a.copy() for a in data]
+    m = getattr(b, cls)(3, random_state=0).fit(data)
+    m.remove(0, [1, 5, 7])
+    m.remove_clients([2])
+    for a, c in zip(data, before):
+        np.testing.assert_array_equal(a, c)           # the caller's data untouched
+    gone = patterns(np.vstack([data[0][[1, 5, 7]], data[2]]))
+    kept = patterns(data[1][:5])
+    del data, before
+    assert search_object(m, gone) == [] and search_pickle(m, gone) == []
+    assert search_object(m, kept) != [] and search_pickle(m, kept) != []
