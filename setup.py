@@ -6,9 +6,10 @@ environment for an unoptimised build with assertions (-O0 -g -DFKM_DEBUG).
 
 Set SANITIZE=1 for a build under AddressSanitizer and UndefinedBehaviorSanitizer
 (GCC or Clang): the library and the extensions get -fsanitize=address,undefined
--fno-sanitize-recover=undefined -fno-omit-frame-pointer -fno-wrapv -g -O1
-instead of -O3, and the extensions link the sanitizer runtimes.  CPython itself
-is not sanitized, so the runtimes must be preloaded when the tests run::
+-fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1 instead of -O3
+(plus -fsanitize=float-cast-overflow and -fno-wrapv), and the extensions link
+the sanitizer runtimes.  CPython itself is not sanitized, so the runtimes must
+be preloaded when the tests run::
 
     SANITIZE=1 python setup.py build_ext --inplace
     LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
@@ -45,8 +46,12 @@ else:
 san_flags = ["-fsanitize=address,undefined"] if SANITIZE else []
 # -fno-wrapv undoes the -fwrapv in Python's own CFLAGS, under which GCC does
 # not report signed overflow (the C code must not rely on it: C11 leaves it
-# undefined, and other Pythons' CFLAGS may lack -fwrapv).
+# undefined, and other Pythons' CFLAGS may lack -fwrapv).  float-cast-overflow
+# (a double out of an integer type's range converted to it, undefined in C11)
+# is not part of GCC's or Clang's "undefined" group.
 san_compile = san_flags + (["-fno-sanitize-recover=undefined",
+                            "-fsanitize=float-cast-overflow",
+                            "-fno-sanitize-recover=float-cast-overflow",
                             "-fno-omit-frame-pointer", "-fno-wrapv"]
                            if SANITIZE else [])
 
