@@ -40,8 +40,10 @@ import numbers
 import os
 import tempfile
 import threading
+import stat
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -56,7 +58,7 @@ from ._core import _lloyd, _seeding
 from .kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
 from .lattice import Lattice, row_keys
 from .rng import as_generator, spawn
-from .seeding import RemovableSeeding
+from .seeding import RemovableSeeding, _copy_generator
 
 __all__ = [
     "FederatedKMeans",
@@ -185,7 +187,7 @@ class MufcClient:
         self.n_clusters = int(n_clusters)
         self.gamma = float(gamma)
         self.lower, self.upper = float(lower), float(upper)
-        self.n_bins_per_dim = int(np.ceil((self.upper - self.lower) / self.gamma - 1e-12))
+        self.n_bins_per_dim = _n_bins(self.lower, self.upper, self.gamma)
         self.client_init = client_init
         self.max_iter, self.tol = max_iter, tol
         self._rng = as_generator(random_state)
@@ -255,8 +257,10 @@ class MufcClient:
 
     def _export(self, prefix, arrays):
         """Header dict; arrays go into ``arrays`` under ``prefix``."""
-        arrays[prefix + "X"] = self.X
-        arrays[prefix + "removed"] = self.removed_
+        # copies: a removal erases rows in place, and a save or a pickle
+        # writes these arrays after the estimator's lock is released
+        arrays[prefix + "X"] = self.X.copy()
+        arrays[prefix + "removed"] = self.removed_.copy()
         arrays[prefix + "active"] = self._active
         head = {"n_clusters": self.n_clusters, "gamma": self.gamma, "lower": self.lower,
                 "upper": self.upper, "client_init": self.client_init,
@@ -279,7 +283,7 @@ class MufcClient:
         obj._active = arrays[prefix + "active"].astype(np.int64)
         obj.n_clusters = int(head["n_clusters"])
         obj.gamma, obj.lower, obj.upper = (float(head[k]) for k in ("gamma", "lower", "upper"))
-        obj.n_bins_per_dim = int(np.ceil((obj.upper - obj.lower) / obj.gamma - 1e-12))
+        obj.n_bins_per_dim = _n_bins(obj.lower, obj.upper, obj.gamma)
         obj.client_init = head["client_init"]
         obj.max_iter, obj.tol = int(head["max_iter"]), float(head["tol"])
         obj._rng = _rng_from_state(head["rng"]) if rng is None else rng
@@ -364,15 +368,16 @@ class MufcClient:
             old_seeding._state.X[pos[pos >= 0]] = 0
 
 
-_CLONE_SEED = np.random.SeedSequence(0)
+# bins per dimension: at most this many (a smaller gamma is a mistake: the
+# grid would be far finer than float64 data)
+_MAX_BINS = 1 << 40
 
 
-def _copy_generator(gen):
-    """An independent Generator in ``gen``'s state (5x cheaper than
-    ``copy.deepcopy``: the throwaway seed skips the OS entropy)."""
-    bg = type(gen.bit_generator)(_CLONE_SEED)
-    bg.state = gen.bit_generator.state
-    return np.random.Generator(bg)
+def _n_bins(lower, upper, gamma):
+    """Bins per dimension of the grid of step ``gamma`` on ``[lower, upper]``:
+    ``ceil((upper - lower) / gamma)`` (a ratio within 1e-12 above an integer
+    rounds to it), and at least 1."""
+    return max(1, int(np.ceil((upper - lower) / gamma - 1e-12)))
 
 
 def _replace_seconds(report, seconds):
@@ -551,8 +556,9 @@ class MufcServer:
         class notes); its model is distributed exactly as a recluster's.
         On error the server's state (generator included) is unchanged.
         """
-        bins = np.asarray(bins, dtype=np.int64).reshape(-1, self.d)
-        counts = np.asarray(counts, dtype=np.int64)
+        # copies: the server keeps them, the caller may reuse its buffers
+        bins = np.array(bins, dtype=np.int64, copy=True).reshape(-1, self.d)
+        counts = np.array(counts, dtype=np.int64, copy=True).ravel()
         same_bins = np.array_equal(bins, self.bins_)
         if same_bins and np.array_equal(counts, self.counts_) \
                 and hasattr(self, "cluster_centers_"):
@@ -683,6 +689,18 @@ class MufcServer:
         return best
 
 
+def _spawn_aside(rng, n):
+    """``(children, commit)``: the generators ``rng.spawn(n)`` would return,
+    drawn from a twin of its seed sequence so that ``rng`` is unchanged
+    until ``commit()`` (a fit that fails leaves a user's generator as it was)."""
+    ss = rng.bit_generator.seed_seq
+    twin = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size,
+                                  n_children_spawned=ss.n_children_spawned)
+    bg = type(rng.bit_generator)
+    return ([np.random.Generator(bg(c)) for c in twin.spawn(n)],
+            lambda: ss.spawn(n))
+
+
 def _fit_client_task(X, n_clusters, kw, rng_state):
     """A client's local fit, runnable on any executor (threads, processes,
     Dask): returns the client's state as plain arrays and a JSON-able dict,
@@ -767,7 +785,7 @@ class _SecureAggregator:
     are used up; rounds with longer messages compute their masks online.
     """
 
-    def __init__(self, d, n_bins, max_nonzeros, n_clients, modulus, random_state,
+    def __init__(self, d, n_bins, max_nonzeros, client_ids, modulus, random_state,
                  precompute_nonzeros=1, precompute_rounds=8):
         from . import secagg
         self.secagg = secagg
@@ -775,8 +793,11 @@ class _SecureAggregator:
         self.params = secagg.ScmaParams.create(d, n_bins, max_nonzeros, modulus=modulus,
                                                random_state=gen)
         from .secagg._driver import setup_in_process
-        self.server, self.roles = setup_in_process(self.params, n_clients, gen)
-        self._dirty = set(range(n_clients))
+        # roles (a dict by client id) only for the clients that take part:
+        # a departed client costs no key agreement
+        self.server, self.roles = setup_in_process(self.params, len(client_ids), gen,
+                                                   client_ids=client_ids)
+        self._dirty = set(self.roles)
         self._precompute_nonzeros = int(precompute_nonzeros)
         self._precompute_rounds = int(precompute_rounds)
         self._covered = (None, 0)  # participants and last round with precomputed masks
@@ -948,7 +969,7 @@ class FederatedKMeans(BaseEstimator):
 
     **Copies and files.**  ``pickle`` and ``copy.deepcopy`` go through the
     same state as :meth:`save` and the same validation as :meth:`load`,
-    without key material (a copy runs a fresh key agreement before its next
+    without key material (a copy runs the key agreement again before its next
     secure round) or the ``executor`` (a live resource: set it again); a
     copy continues unlearning with results identical to the original's.
     :meth:`load` trusts nothing in the file (see its Raises section).
@@ -996,6 +1017,10 @@ class FederatedKMeans(BaseEstimator):
             g = (hi - lo) / np.sqrt(n)
         if not isinstance(g, numbers.Real) or not np.isfinite(g) or g <= 0:
             raise InvalidInputError(f"gamma={g!r} must be a positive float or 'auto'")
+        if (hi - lo) / g > _MAX_BINS:
+            raise InvalidInputError(
+                f"gamma={g!r} gives more than {_MAX_BINS} bins per dimension on "
+                f"bounds={self.bounds!r}; use a larger gamma")
         check_int(self.n_init, "n_init", 1)
         check_int(self.max_iter, "max_iter", 1)
         if self.executor is not None and not callable(getattr(self.executor, "submit", None)):
@@ -1057,11 +1082,17 @@ class FederatedKMeans(BaseEstimator):
             exactly as it was.
         """
         with self._lock:
-            state = self._fit_state(clients)
-            for k in [k for k in self.__dict__ if k.endswith("_") and not k.startswith("_")]:
-                del self.__dict__[k]
+            state, commit_rng = self._fit_state(clients)
+            state.update(self._published(state["_server"], state["_clients"],
+                                         state["n_features_in_"]))
+            stale = [k for k in self.__dict__
+                     if k.endswith("_") and not k.startswith("_") and k not in state]
+            # one dict update: a predict running meanwhile sees the old
+            # model or the new one, never a mix
             self.__dict__.update(state)
-            self._publish()
+            for k in stale:
+                del self.__dict__[k]
+            commit_rng()
             return self
 
     def _fit_state(self, clients):
@@ -1071,7 +1102,7 @@ class FederatedKMeans(BaseEstimator):
         n, d = sum(a.shape[0] for a in arrs), arrs[0].shape[1]
         K, g, lo, hi = self._check_params(n, d)
         rng = as_generator(self.random_state)
-        gens = spawn(rng, len(arrs) + 2)
+        gens, commit_rng = _spawn_aside(rng, len(arrs) + 2)
         t0 = time.perf_counter()
         kw = dict(gamma=g, lower=lo, upper=hi, client_init=self.client_init,
                   max_iter=self.max_iter, tol=self.tol)
@@ -1090,7 +1121,7 @@ class FederatedKMeans(BaseEstimator):
         B = clients_[0].n_bins_per_dim
         L = len(arrs)
         agg_rng = gens[L + 1]
-        agg = self._make_aggregator(d, B, L, agg_rng)
+        agg = self._make_aggregator(d, B, clients_, range(L), agg_rng)
         server = MufcServer(K, gamma=g, n_features=d, lower=lo,
                             server_points=self.server_points, n_init=self.n_init,
                             max_iter=self.max_iter, tol=self.tol, random_state=gens[L])
@@ -1103,18 +1134,21 @@ class FederatedKMeans(BaseEstimator):
                 "_participants": participants, "gamma_": g, "n_bins_per_dim_": B,
                 "n_features_in_": d, "bytes_sent_": nbytes,
                 "fit_seconds_": {"clients": t1 - t0, "aggregation": t2 - t1,
-                                 "server": t3 - t2}}
+                                 "server": t3 - t2}}, commit_rng
 
     def _publish(self):
-        s = self._server
-        self.cluster_centers_ = s.cluster_centers_
-        self.n_iter_ = s.n_iter_
-        self.aggregate_bins_, self.aggregate_counts_ = s.bins_, s.counts_
-        d = self.n_features_in_
-        self.client_centers_ = [np.zeros((0, d)) if c is None else c.cluster_centers_
-                                for c in self._clients]
-        self.client_sizes_ = [np.zeros(0, dtype=np.int64) if c is None else c.cluster_sizes_
-                              for c in self._clients]
+        self.__dict__.update(self._published(self._server, self._clients,
+                                             self.n_features_in_))
+
+    @staticmethod
+    def _published(s, clients, d):
+        """The public fitted attributes of a server and clients."""
+        return {"cluster_centers_": s.cluster_centers_, "n_iter_": s.n_iter_,
+                "aggregate_bins_": s.bins_, "aggregate_counts_": s.counts_,
+                "client_centers_": [np.zeros((0, d)) if c is None else c.cluster_centers_
+                                    for c in clients],
+                "client_sizes_": [np.zeros(0, dtype=np.int64) if c is None
+                                  else c.cluster_sizes_ for c in clients]}
 
     def _check_fitted(self):
         if not hasattr(self, "_server"):
@@ -1265,7 +1299,8 @@ class FederatedKMeans(BaseEstimator):
                 "clients": [None if c is None else c._export(f"c{i}.", arrays)
                             for i, c in enumerate(self._clients)],
                 "server": self._server._export(arrays),
-                "agg_rng": _rng_state(self._agg_rng)}
+                "agg_rng": _rng_state(self._agg_rng),
+                "fit_seconds": dict(self.fit_seconds_)}
         return head, arrays
 
     def save(self, path):
@@ -1278,8 +1313,8 @@ class FederatedKMeans(BaseEstimator):
         half-written model; the temporary file is removed on any error.
         Removed rows are not in the file (their rows are zeros) and
         departed clients store nothing.  Secret key material is not
-        stored: a loaded model re-runs the key agreement (fresh keys, new
-        run id) before its next secure round; its results are identical to
+        stored: a loaded model runs the key agreement again before its
+        next secure round; its results are identical to
         the original object's because the aggregate is exact.
         """
         with self._lock:
@@ -1357,23 +1392,30 @@ class FederatedKMeans(BaseEstimator):
             raise ModelFileError(
                 f"{where}: inconsistent model ({type(e).__name__}: {e})") from None
 
-    def _make_aggregator(self, d, B, L, agg_rng):
-        K = int(self.n_clusters)
+    def _make_aggregator(self, d, B, clients, participants, agg_rng):
+        """The aggregator of ``participants``; its messages are sized for
+        their centers (at most ``min(K, n_l)`` for a client of ``n_l``
+        points, which removals only lower)."""
         if not self.secure:
             return _ClearAggregator(d)
-        return _SecureAggregator(d, B, max(K * L, 1), L, self.modulus or DEFAULT_PRIME, agg_rng)
+        M = sum(min(int(self.n_clusters), clients[i].X.shape[0]) for i in participants)
+        return _SecureAggregator(d, B, max(M, 1), list(participants),
+                                 self.modulus or DEFAULT_PRIME, agg_rng)
 
     def _check_X(self, X):
         self._check_fitted()
-        return check_features(X, self.n_features_in_, self).astype(np.float64, copy=False)
+        C = self.cluster_centers_
+        if C.shape[0] == 0:
+            raise InvalidInputError("the model has no centers: every point was removed")
+        return check_features(X, self.n_features_in_, self).astype(np.float64, copy=False), C
 
     def predict(self, X):
         """Index of the nearest server centroid for each row of ``X``."""
-        return nearest_center(self._check_X(X), self.cluster_centers_)[1]
+        return nearest_center(*self._check_X(X))[1]
 
     def score(self, X):
         """Negative k-means objective of ``X`` under the server centroids."""
-        return -float(nearest_center(self._check_X(X), self.cluster_centers_)[0].sum())
+        return -float(nearest_center(*self._check_X(X))[0].sum())
 
 
 def _fsync_dir(d):
@@ -1420,9 +1462,16 @@ def _read_npz(path, max_bytes=None):
     much more than its size)."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ModelFileError(f"{path}: not a regular file")
+            if max_bytes is not None and st.st_size > int(max_bytes):
+                raise ModelFileError(f"{path}: the file is larger than max_bytes={max_bytes}")
+            data = f.read(st.st_size + 1)
     except OSError as e:
         raise ModelFileError(f"{path}: cannot read the file ({e})") from None
+    if len(data) != st.st_size:
+        raise ModelFileError(f"{path}: the file changed while it was read")
     limit = max(4 * len(data), 64 << 20) if max_bytes is None else int(max_bytes)
     buf = io.BytesIO(data)
     try:
@@ -1438,14 +1487,19 @@ def _read_npz(path, max_bytes=None):
                 name = info.filename
                 if not name.endswith(".npy") or name[:-4] in out:
                     raise ModelFileError(f"{path}: unexpected archive member {name!r}")
+                if info.flag_bits & 0x1 or \
+                        info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                    raise ModelFileError(
+                        f"{path}: archive member {name!r} is encrypted or compressed "
+                        "with a method pyfkm does not write")
                 with z.open(info) as f:
                     raw = f.read(info.file_size + 1)
                 out[name[:-4]] = _parse_npy(raw, f"{path}: {name[:-4]}")
         return out
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
-            NotImplementedError, KeyError, OverflowError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError,
+            ValueError, NotImplementedError, KeyError, OverflowError, RuntimeError) as e:
         raise ModelFileError(
             f"{path}: damaged or truncated model file ({type(e).__name__}: {e})") from None
 
@@ -1553,9 +1607,10 @@ class _ModelReader:
         if h.get("format") != self.cls._FORMAT:
             self.fail("format", f"{h.get('format')!r} is not {self.cls._FORMAT!r}")
         version = h.get("version")
-        if version not in self.cls._READS:
+        if type(version) is not int or version not in self.cls._READS:
             self.fail("version", f"{version!r} is not supported (this pyfkm reads versions "
                       f"{', '.join(map(str, self.cls._READS))})")
+        self.version = version
         obj = self.params(h.get("params"))
         self.d = d = self.value(h, "n_features", "n_features", "int", 1, 1 << 20)
         self.K, _, self.lo, self.hi = obj._check_params(1, d)
@@ -1563,7 +1618,7 @@ class _ModelReader:
         if g <= 0 or (not isinstance(obj.gamma, str) and g != float(obj.gamma)):
             self.fail("gamma", f"{g!r} is not positive or differs from the parameter")
         self.B = self.value(h, "n_bins_per_dim", "n_bins_per_dim", "int", 1)
-        if self.B != int(np.ceil((self.hi - self.lo) / g - 1e-12)):
+        if (self.hi - self.lo) / g > _MAX_BINS or self.B != _n_bins(self.lo, self.hi, g):
             self.fail("n_bins_per_dim", f"{self.B} does not match gamma and bounds")
         self.obj = obj
         heads = h.get("clients")
@@ -1576,8 +1631,9 @@ class _ModelReader:
                 parts != sorted(set(parts)) or parts[0] < 0 or parts[-1] >= L:
             self.fail("participants", f"must be distinct sorted client indices in [0, {L})")
         clients = []
+        part_set = set(parts)
         for i, ch in enumerate(heads):
-            if i not in parts:      # departed: nothing of it is read (versions < 3
+            if i not in part_set:   # departed: nothing of it is read (versions < 3
                 clients.append(None)  # stored its data: dropped here)
                 if version >= 3 and ch is not None:
                     self.fail(f"clients[{i}]", "a departed client must store nothing")
@@ -1594,8 +1650,11 @@ class _ModelReader:
         obj._clients, obj._server, obj._participants = clients, server, parts
         obj.gamma_, obj.n_bins_per_dim_, obj.n_features_in_ = g, self.B, d
         obj.bytes_sent_ = self.value(h, "bytes_sent", "bytes_sent", "int", 0)
+        fs = h.get("fit_seconds", {})          # absent before version 3
+        obj.fit_seconds_ = {k: self.value(fs, k, f"fit_seconds.{k}", "float", lo=0)
+                            for k in (("clients", "aggregation", "server") if fs else ())}
         obj._agg_rng = self.rng(h.get("agg_rng"), "agg_rng")
-        obj._agg = obj._make_aggregator(d, self.B, L, obj._agg_rng)
+        obj._agg = obj._make_aggregator(d, self.B, clients, parts, obj._agg_rng)
         obj._publish()
         return obj
 
@@ -1641,6 +1700,8 @@ class _ModelReader:
                                     ("tol", float(obj.tol), "float")):
             self.same(ch, key, f"{f}.{key}", expected, kind)
         X = self.array(pre + "X", "f", (None, self.d))
+        if X.dtype not in (np.float64, np.float32):
+            self.fail(pre + "X", f"dtype {X.dtype} is not native float64 or float32")
         n = X.shape[0]
         removed = self.array(pre + "removed", "b", (n,))
         active = self.array(pre + "active", "iu", (None,), np.int64)
@@ -1722,6 +1783,8 @@ class _ModelReader:
                 self.fail("s.samples", "a sample lies outside its bin")
         arrays = {"s.bins": bins, "s.counts": counts, "s.centers": centers,
                   "s.samples": samples}
+        if not sh.get("seeds") and self.version >= 2 and obj.server_points == "centers" and kk:
+            self.fail("s.seeds", "missing (a fitted 'centers' server keeps its seeds)")
         if sh.get("seeds"):
             arrays["s.seeds"] = self.array("s.seeds", "iu", (obj.n_init, None), np.int64)
         return MufcServer._restore(dict(sh, rng=None), arrays, rng=rng)

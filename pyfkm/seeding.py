@@ -79,6 +79,18 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
     return X[ids].copy(), ids
 
 
+def _copy_generator(gen):
+    """An independent Generator in ``gen``'s current state, with a copy of
+    its seed sequence (so that it spawns the same children); several times
+    cheaper than ``copy.deepcopy``."""
+    ss = gen.bit_generator.seed_seq
+    twin = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size,
+                                  n_children_spawned=ss.n_children_spawned)
+    bg = type(gen.bit_generator)(twin)
+    bg.state = gen.bit_generator.state
+    return np.random.Generator(bg)
+
+
 def _seed_call(X, fn, *args):
     """Call a seeding kernel entry point; a non-finite D^2 mass caused by
     NaN/inf in X becomes the usual "X contains NaN or infinity" error."""
@@ -205,12 +217,20 @@ class RemovableSeeding:
         self._lock = threading.RLock()
 
     def __getstate__(self):
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
+        # a snapshot taken under the lock (a removal erases rows in place):
+        # copies of the data, the state arrays and the generator
+        with self._lock:
+            st = self._state
+            w = st.sample_weight
+            return {"n_clusters": self.n_clusters,
+                    "seeding": (st.X.copy(), None if w is None else w.copy(),
+                                _copy_generator(st.generator), st.export_state())}
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        X, w, gen, arrays = state["seeding"]
+        self.n_clusters = int(state["n_clusters"])
+        # validated: a pickle is data from outside
+        self._state = _seeding.SeedingState.from_state(X, w, self.n_clusters, gen, arrays)
         self._lock = threading.RLock()
 
     def remove(self, ids):
@@ -281,8 +301,6 @@ class RemovableSeeding:
         X, w, k = _prepare(X, n_clusters, sample_weight)
         obj = cls.__new__(cls)
         obj.n_clusters = k
-        X = np.array(X, order="C", copy=True)
-        w = None if w is None else np.array(w, dtype=np.float64, copy=True)
         obj._state = _seeding.SeedingState.from_state(X, w, k, generator, state)
         obj._lock = threading.RLock()
         return obj

@@ -613,3 +613,146 @@ def test_a_failed_save_leaves_no_temporary_file_and_the_old_file(tmp_path, monke
     assert path.read_bytes() == before
     with pytest.raises(pyfkm.InvalidInputError, match="does not exist"):
         m.save(tmp_path / "no" / "m.npz")
+
+
+# -- regressions from the review ---------------------------------------------------
+
+def test_save_and_pickle_are_snapshots_when_a_removal_runs_meanwhile(tmp_path, monkeypatch):
+    """save writes after releasing the lock: a removal committed while the
+    archive is written (erasing rows in place) must not reach the file."""
+    m = _fit(14)
+    twin = _fit(14)
+    real = np.savez
+
+    def savez_with_a_removal(*args, **kw):
+        monkeypatch.setattr(np, "savez", real)
+        m.remove(0, [_center_id(m, 0), _non_center_id(m, 0)])
+        return real(*args, **kw)
+    monkeypatch.setattr(np, "savez", savez_with_a_removal)
+    m.save(tmp_path / "m.npz")
+    _assert_same(FederatedKMeans.load(tmp_path / "m.npz"), twin)
+    state = m.__getstate__()
+    m.remove(1, [_center_id(m, 1)])
+    obj = FederatedKMeans.__new__(FederatedKMeans)
+    obj.__setstate__(state)            # the pickle state taken before that removal
+    assert not obj._clients[1].removed_.any()
+
+
+def test_seeding_pickle_state_is_a_snapshot_and_oob_buffers_are_copied():
+    X = np.random.default_rng(15).normal(size=(80, 2))
+    s = RemovableSeeding(X, 4, random_state=0)
+    state = s.__getstate__()
+    centre = int(s.center_ids_[1])
+    s.remove(centre)
+    old = RemovableSeeding.__new__(RemovableSeeding)
+    old.__setstate__(state)
+    assert centre in old.center_ids_.tolist() and not old.removed_.any()
+    # protocol 5 with out-of-band, read-only buffers (what Dask does)
+    bufs = []
+    data = pickle.dumps(old, protocol=5, buffer_callback=bufs.append)
+    ro = [memoryview(bytes(b.raw())) for b in bufs]          # read-only copies
+    copy_ = pickle.loads(data, buffers=ro)
+    copy_.remove(centre)
+    assert (copy_._state.X[centre] == 0).all() and copy_.removed_[centre]
+    np.testing.assert_array_equal(copy_.center_ids_, s.center_ids_)
+
+
+def test_zip_tricks_and_special_files_raise_model_file_error(tmp_path):
+    import os
+    import zipfile
+    _, path = _saved(tmp_path)
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    for method in (zipfile.ZIP_LZMA, zipfile.ZIP_BZIP2):
+        p = tmp_path / f"m{method}.npz"
+        with zipfile.ZipFile(p, "w", compression=method) as z:
+            for n, b in members.items():
+                z.writestr(n, b)
+        with pytest.raises(ModelFileError, match="method"):
+            FederatedKMeans.load(p)
+    raw = bytearray(path.read_bytes())
+    i = raw.find(b"PK\x03\x04")
+    raw[i + 6] |= 1                          # the first member's "encrypted" flag
+    j = raw.find(b"PK\x01\x02")
+    raw[j + 8] |= 1                          # and in the central directory
+    (tmp_path / "enc.npz").write_bytes(bytes(raw))
+    with pytest.raises(ModelFileError):
+        FederatedKMeans.load(tmp_path / "enc.npz")
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(ModelFileError, match="regular file"):
+            FederatedKMeans.load("/dev/zero")
+
+
+def test_loader_refuses_foreign_dtypes_versions_and_missing_seeds(tmp_path):
+    _, path = _saved(tmp_path)
+    head, arrays = _read(path)
+    for dt in (">f8", np.longdouble, np.float16):
+        bad = dict(arrays)
+        bad["c0.X"] = arrays["c0.X"].astype(dt)
+        _write(tmp_path / "d.npz", head, bad)
+        with pytest.raises(ModelFileError, match="c0.X"):
+            FederatedKMeans.load(tmp_path / "d.npz")
+    for v in (True, 3.0, "3"):
+        _write(tmp_path / "v.npz", dict(head, version=v), arrays)
+        with pytest.raises(ModelFileError, match="version"):
+            FederatedKMeans.load(tmp_path / "v.npz")
+    bad = {k: a for k, a in arrays.items() if k != "s.seeds"}
+    h = json.loads(json.dumps(head))
+    h["server"]["seeds"] = False
+    _write(tmp_path / "s.npz", h, bad)
+    with pytest.raises(ModelFileError, match="seeds"):
+        FederatedKMeans.load(tmp_path / "s.npz")
+
+
+def test_departed_clients_cost_no_key_agreement_on_load(tmp_path):
+    """A small file listing many departed clients (null entries) must not
+    make load run a key agreement for each of them."""
+    _, path = _saved(tmp_path)
+    head, arrays = _read(path)
+    head["clients"] = head["clients"] + [None] * 500
+    _write(tmp_path / "many.npz", head, arrays)
+    m = FederatedKMeans.load(tmp_path / "many.npz")
+    assert sorted(m._agg.roles) == head["participants"] == [0, 1, 2]
+    assert len(m.client_centers_) == 504
+    m.remove(0, [10])
+
+
+def test_a_failed_fit_leaves_a_user_generator_unchanged():
+    from concurrent.futures import ThreadPoolExecutor
+    gen, twin = np.random.default_rng(3), np.random.default_rng(3)
+    m = FederatedKMeans(3, n_init=2, random_state=gen, server_points="centers")
+    with ThreadPoolExecutor(2) as ex:
+        real = mufc._fit_client_task
+        mufc._fit_client_task = _failing(real, 2)
+        try:
+            with pytest.raises(_Boom):
+                m.set_params(executor=ex).fit(_clients(1))
+        finally:
+            mufc._fit_client_task = real
+    m.set_params(executor=None).fit(_clients(1))
+    ref = FederatedKMeans(3, n_init=2, random_state=twin, server_points="centers").fit(_clients(1))
+    _assert_same(m, ref)
+    assert gen.bit_generator.seed_seq.n_children_spawned == \
+        twin.bit_generator.seed_seq.n_children_spawned
+
+
+def test_server_copies_the_aggregate_it_keeps():
+    srv = mufc.MufcServer(2, gamma=0.25, n_features=1, server_points="centers",
+                          n_init=2, random_state=0)
+    bins, counts = np.array([[0], [1], [3]]), np.array([4, 2, 5])
+    srv.update(bins, counts)
+    counts[0] = 1                                # the caller reuses its buffer
+    assert srv.counts_.tolist() == [4, 2, 5]
+    assert srv.update(bins, counts)              # a real change, seen as one
+
+
+def test_an_emptied_model_predicts_with_a_clear_error_and_round_trips(tmp_path):
+    m = _fit(16, secure=False)
+    for i, c in enumerate(m._clients):
+        m.remove(i, np.flatnonzero(~c.removed_))
+    assert m.cluster_centers_.shape == (0, 3)
+    with pytest.raises(pyfkm.InvalidInputError, match="no centers"):
+        m.predict(np.zeros((2, 3)))
+    m.save(tmp_path / "m.npz")
+    m2 = pickle.loads(pickle.dumps(FederatedKMeans.load(tmp_path / "m.npz")))
+    assert m2.cluster_centers_.shape == (0, 3) and m2.fit_seconds_ == m.fit_seconds_

@@ -196,7 +196,7 @@ cdef class SeedingState:
     cdef readonly fkm_index_t n_clusters
     cdef readonly fkm_index_t n_active
     cdef readonly fkm_index_t n_positive
-    cdef object generator
+    cdef readonly object generator
     cdef object _removed_arr, _mind_arr, _labels_arr, _centers_arr
     cdef object _pos_arr, _counts_arr, _wsizes_arr
     cdef uint8_t[::1] removed
@@ -261,12 +261,18 @@ cdef class SeedingState:
                              "and X must have at least one column")
         if not np.isfinite(X).all():
             raise ValueError("seeding state: X has NaN or infinite values")
+        # removal erases rows in place: the state owns writeable buffers
+        # (an unpickled array may be read-only or another object's memory)
+        if not (X.flags.writeable and X.flags.owndata):
+            X = X.copy()
         if sample_weight is not None:
             if not isinstance(sample_weight, np.ndarray) or sample_weight.dtype != np.float64 \
                     or sample_weight.shape != (n,) or not sample_weight.flags.c_contiguous:
                 raise ValueError(f"seeding state: sample_weight must be float64 of shape ({n},)")
             if not (np.isfinite(sample_weight).all() and (sample_weight >= 0).all()):
                 raise ValueError("seeding state: sample_weight must be finite and >= 0")
+            if not (sample_weight.flags.writeable and sample_weight.flags.owndata):
+                sample_weight = sample_weight.copy()
         arrays = {
             "removed": (np.uint8, n), "mind": (np.float64, n), "labels": (np.int32, n),
             "centers": (np.int64, k), "counts": (np.int64, k), "wsizes": (np.float64, k)}

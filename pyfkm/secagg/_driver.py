@@ -10,20 +10,23 @@ from ._params import ScmaParams
 from ._roles import ScmaClient, ScmaServer
 
 
-def setup_in_process(params, n_clients, random_state=None):
-    """A server and ``n_clients`` clients (ids 0 .. n-1) after key agreement,
-    every message passed through its bytes.  ``random_state`` None draws the
-    keys from the OS; a generator makes them reproducible (tests only)."""
+def setup_in_process(params, n_clients, random_state=None, client_ids=None):
+    """A server and ``n_clients`` clients (ids 0 .. n-1, or ``client_ids``)
+    after key agreement, every message passed through its bytes; the clients
+    come as a list, or a dict by id when ``client_ids`` is given.
+    ``random_state`` None draws the keys from the OS; a generator makes them
+    reproducible (tests only)."""
+    ids = list(range(n_clients)) if client_ids is None else [int(i) for i in client_ids]
     gen = None if random_state is None else as_generator(random_state)
-    keys = spawn(gen, n_clients) if gen is not None else [None] * n_clients
-    roles = [ScmaClient(i, random_state=k) for i, k in enumerate(keys)]
+    keys = spawn(gen, len(ids)) if gen is not None else [None] * len(ids)
+    roles = [ScmaClient(i, random_state=k) for i, k in zip(ids, keys)]
     server = ScmaServer(params)
     for c in roles:
         server.receive_key(KeyMessage.from_bytes(c.key_message(params.run_id).to_bytes()))
     roster = server.roster().to_bytes()
     for c in roles:
         c.receive_roster(RosterMessage.from_bytes(roster))
-    return server, roles
+    return server, (roles if client_ids is None else dict(zip(ids, roles)))
 
 
 def secure_sum_sparse(clients, bins_per_dim, *, mode="auto", max_nonzeros=None,
