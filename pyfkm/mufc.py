@@ -57,7 +57,7 @@ from .field import DEFAULT_PRIME
 from ._core import _lloyd, _seeding
 from .kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
 from .lattice import Lattice, row_keys
-from .rng import as_generator, spawn
+from .rng import as_generator
 from .seeding import RemovableSeeding, _copy_generator
 
 __all__ = [

@@ -25,6 +25,7 @@ from pyfkm import FederatedKMeans, ModelFileError, PyfkmError, RemovableSeeding
 from pyfkm._core import _seeding
 
 from _forensics import patterns, search_file, search_object, search_pickle
+from test_mufc_server import _save_arrays as _read, _write
 
 
 def _clients(seed=0, sizes=(60, 50, 70, 40), d=3):
@@ -74,19 +75,6 @@ def _saved(tmp_path, **kw):
     path = tmp_path / "m.npz"
     m.save(path)
     return m, path
-
-
-def _read(path):
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    head = json.loads(bytes(arrays.pop("header")).decode())
-    return head, arrays
-
-
-def _write(path, head, arrays):
-    buf = io.BytesIO()
-    np.savez(buf, header=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8), **arrays)
-    path.write_bytes(buf.getvalue())
 
 
 def test_truncated_and_non_zip_files_raise_model_file_error(tmp_path):
