@@ -612,3 +612,21 @@ def test_quantize_below_minus_1p5_times_2_52_no_signed_overflow(dtype):
     for v in edge:
         row = np.array([0.5, -2.5, v, 7.0], dtype=dtype)
         assert Lattice(1.0).quantize(row[None, :]).tolist() == [[0, -3, math.floor(v), 7]]
+
+
+def test_kernels_refuse_a_phase_of_the_wrong_length():
+    """Issue 18: a phase shorter than the number of features (e.g. from a
+    tampered pickle) made the kernels read past its end; the wrappers now
+    check it against the number of columns themselves."""
+    X = np.zeros((2, 3))
+    bins = np.zeros((2, 3), dtype=np.int64)
+    gen = np.random.default_rng(0)
+    for phase in (np.zeros(1), np.zeros(2), np.zeros(4), np.zeros(0)):
+        with pytest.raises(ValueError, match="phase has"):
+            _lattice.quantize(X, phase, 0.5)
+        with pytest.raises(ValueError, match="phase has"):
+            _lattice.centers(bins, phase, 0.5)
+        with pytest.raises(ValueError, match="phase has"):
+            _lattice.sample(bins, phase, 0.5, gen)
+    assert _lattice.quantize(X + 0.75, np.full(3, 0.25), 0.5).tolist() == [[1, 1, 1]] * 2
+    assert _lattice.quantize(X + 0.75, None, 0.5).tolist() == [[1, 1, 1]] * 2

@@ -22,8 +22,16 @@ from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 from pyfkm.exceptions import CapacityError, InvalidInputError, NumericalError
 
 
-cdef const double *_phase_ptr(object phase, const double[::1] view):
-    if phase is None or view.shape[0] == 0:
+cdef const double *_phase_ptr(object phase, const double[::1] view,
+                               fkm_index_t d) except? NULL:
+    """The phase's data, NULL for no phase; a phase whose length is not the
+    number of columns is refused (the kernels read d entries)."""
+    if phase is None:
+        return NULL
+    if view.shape[0] != d:
+        raise ValueError(f"phase has {view.shape[0]} entries, expected one per "
+                         f"feature ({d})")
+    if d == 0:
         return NULL
     return &view[0]
 
@@ -45,7 +53,7 @@ def quantize(object X, object phase, double step):
     cdef const double[:, ::1] X64
     cdef const float[:, ::1] X32
     cdef const double[::1] ph = phase
-    cdef const double *pp = _phase_ptr(phase, ph)
+    cdef const double *pp = _phase_ptr(phase, ph, d)
     bins = np.empty((n, d), dtype=np.int64)
     cdef int64_t[:, ::1] b = bins
     cdef int status = FKM_OK
@@ -86,7 +94,7 @@ def centers(object bins, object phase, double step):
     cdef fkm_index_t n = bins.shape[0], d = bins.shape[1]
     cdef const int64_t[:, ::1] b = bins
     cdef const double[::1] ph = phase
-    cdef const double *pp = _phase_ptr(phase, ph)
+    cdef const double *pp = _phase_ptr(phase, ph, d)
     out = np.empty((n, d), dtype=np.float64)
     cdef double[:, ::1] o = out
     cdef int status = FKM_OK
@@ -103,7 +111,7 @@ def sample(object bins, object phase, double step, object generator):
     cdef fkm_index_t n = bins.shape[0], d = bins.shape[1]
     cdef const int64_t[:, ::1] b = bins
     cdef const double[::1] ph = phase
-    cdef const double *pp = _phase_ptr(phase, ph)
+    cdef const double *pp = _phase_ptr(phase, ph, d)
     out = np.empty((n, d), dtype=np.float64)
     cdef double[:, ::1] o = out
     cdef bitgen_t *bg = bitgen_of(generator)
