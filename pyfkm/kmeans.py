@@ -398,6 +398,14 @@ class KMeans(BaseEstimator):
 
     def _check_predict_X(self, X):
         self._check_fitted()
+        C = self.cluster_centers_
+        if not (isinstance(C, np.ndarray) and C.ndim == 2 and C.shape[0] >= 1
+                and C.shape[1] == self.n_features_in_ and C.dtype == np.float64
+                and C.flags.c_contiguous and np.isfinite(C).all()):
+            raise InvalidInputError(
+                "cluster_centers_ must be a finite C-contiguous float64 array of shape "
+                f"(n_clusters, {self.n_features_in_}), got "
+                f"{getattr(C, 'shape', type(C).__name__)}")
         return check_features(X, self.n_features_in_, self)
 
     def transform(self, X):

@@ -946,3 +946,36 @@ def test_relocation_recomputes_means_from_members(X, w, C0, big):
     np.testing.assert_allclose(C, rC, rtol=1e-12)
     np.testing.assert_array_equal(labels, rlabels)
     assert inertia == pytest.approx(rinertia, rel=1e-9, abs=1e-9)
+
+
+def test_centers_of_the_wrong_shape_never_reach_the_kernels():
+    """Issue 18: centers of another width (set by a user, or from a tampered
+    pickle) made the assignment kernels read past X's rows and the
+    workspace's partial sums.  predict refuses them with a clear error, and
+    the Cython wrappers check every length they index with themselves."""
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    km = KMeans(3, random_state=0).fit(X)
+    for bad in (np.zeros((3, 1)), np.zeros((3, 7)), np.zeros((0, 3)),
+                np.full((3, 3), np.nan), [[0.0, 0.0, 0.0]]):
+        km.cluster_centers_ = bad
+        with pytest.raises(InvalidInputError, match="cluster_centers_"):
+            km.predict(X)
+    C = np.zeros((3, 7))
+    ct, hn = _lloyd.pack_centers(C, np.zeros(7))
+    labels = np.zeros(50, dtype=np.int32)
+    with pytest.raises(ValueError, match="do not match"):
+        _lloyd.assign_explicit(X, None, np.zeros(0), ct, hn, C, labels, None)
+    bounds = np.array([0, 50], dtype=np.int64)
+    args = (np.zeros((1, 3, 7)), np.zeros((1, 3)), np.zeros(1), np.zeros(1, dtype=np.int64))
+    with pytest.raises(ValueError, match="do not match"):
+        _lloyd.assign_parts(X, None, np.zeros(0), ct, hn, C, bounds, 0, 1, labels, None, *args)
+    with pytest.raises(ValueError, match="shift"):
+        _lloyd.pack_centers(C, np.zeros(3))
+    C3 = np.zeros((3, 3))
+    ct3, hn3 = _lloyd.pack_centers(C3, np.zeros(3))
+    with pytest.raises(ValueError, match="wrong length"):
+        _lloyd.assign_explicit(X, None, np.zeros(0), ct3, hn3, C3, labels[:10], None)
+    with pytest.raises(ValueError, match="bounds"):
+        _lloyd.assign_parts(X, None, np.zeros(0), ct3, hn3, C3, np.array([0, 99]), 0, 1,
+                            labels, None, np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros(1),
+                            np.zeros(1, dtype=np.int64))

@@ -1,8 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython wrappers of csrc/fkm_lloyd.c (weighted Lloyd assignment/update).
 
-No input validation: pyfkm.kmeans passes C-contiguous float32/float64 X,
-float64 weights (or None) and float64 centers of matching shapes.
+No input validation beyond what protects memory: pyfkm.kmeans passes
+C-contiguous float32/float64 X, float64 weights (or None) and float64
+centers of matching shapes; the assignment wrappers still check every
+length the kernels index with (a model's centers can come from a user or a
+pickle), so a mismatch raises ValueError instead of reading past a buffer.
 """
 import threading
 
@@ -61,12 +64,35 @@ def pack_points(X):
 def pack_centers(const double[:, ::1] centers, const double[::1] shift):
     """Packed panels and half squared norms of centers - shift."""
     cdef fkm_index_t k = centers.shape[0], d = centers.shape[1]
+    if k < 1 or d < 1 or shift.shape[0] != d:
+        raise ValueError(f"pack_centers: centers of shape ({k}, {d}) and a shift "
+                         f"of length {shift.shape[0]}")
     ct = np.empty(max(fkm_lloyd_packed_size(k, d), 1), dtype=np.float64)
     hn = np.empty(((k + 7) // 8) * 8, dtype=np.float64)
     cdef double[::1] ctv = ct, hnv = hn
     with nogil:
         fkm_lloyd_pack_centers(&ctv[0], &hnv[0], &centers[0, 0], &shift[0], k, d)
     return ct, hn
+
+
+cdef int _check_assign(object X, object P, const double[::1] w, const double[::1] ct,
+                       const double[::1] hn, const double[:, ::1] centers,
+                       const int32_t[::1] labels, object mind) except -1:
+    """The lengths the assignment kernels index with, checked against X and
+    the centers (ValueError on any mismatch)."""
+    cdef fkm_index_t k = centers.shape[0], d = centers.shape[1]
+    cdef fkm_index_t n = X.shape[0]
+    if X.ndim != 2 or X.shape[1] != d or n < 1 or k < 1 or d < 1:
+        raise ValueError(f"Lloyd assignment: X of shape {X.shape} and centers of "
+                         f"shape ({k}, {d}) do not match")
+    if labels.shape[0] != n or (mind is not None and len(mind) != n) or \
+            w.shape[0] not in (0, n):
+        raise ValueError("Lloyd assignment: labels, distances or weights have the wrong length")
+    if ct.shape[0] < fkm_lloyd_packed_size(k, d) or hn.shape[0] < ((k + 7) // 8) * 8:
+        raise ValueError("Lloyd assignment: packed centers of the wrong size")
+    if P is not None and len(P) != n * d:
+        raise ValueError("Lloyd assignment: packed points of the wrong size")
+    return 0
 
 
 def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
@@ -93,6 +119,16 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
         Pv = P
         Pp = &Pv[0]
     cdef fkm_index_t k = centers.shape[0], d = centers.shape[1], p
+    _check_assign(X, P, w_or_empty, ct, hn, centers, labels, mind)
+    cdef fkm_index_t n = X.shape[0]
+    if not (0 <= part_lo <= part_hi < bounds.shape[0] and part_sums.shape[0] >= part_hi
+            and part_sums.shape[1] == k and part_sums.shape[2] == d
+            and part_wsums.shape[0] >= part_hi and part_wsums.shape[1] == k
+            and part_inertia.shape[0] >= part_hi and part_changed.shape[0] >= part_hi):
+        raise ValueError("assign_parts: part arrays inconsistent with the parts and centers")
+    for p in range(part_lo, part_hi):
+        if not 0 <= bounds[p] <= bounds[p + 1] <= n or (P is not None and bounds[p] % 4):
+            raise ValueError("assign_parts: part bounds out of range")
     cdef const double *wp = &w_or_empty[0] if w_or_empty.shape[0] > 0 else NULL
     cdef const double[:, ::1] X64
     cdef const float[:, ::1] X32
@@ -129,6 +165,7 @@ def assign_explicit(const double[:, ::1] X, P, const double[::1] w_or_empty,
     distances.  Returns (sums float64[k, d], wsums float64[k], inertia (nan
     without mind), n_changed)."""
     cdef fkm_index_t n = X.shape[0], k = centers.shape[0], d = centers.shape[1]
+    _check_assign(X, P, w_or_empty, ct, hn, centers, labels, mind)
     cdef fkm_index_t n_changed = 0
     cdef double inertia = float("nan")
     cdef int status
