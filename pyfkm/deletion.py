@@ -36,12 +36,13 @@ import numpy as np
 from ._base import BaseEstimator
 from ._core import _lattice, _lloyd, _seeding
 from ._validation import check_array, check_ids, check_int, check_n_clusters
-from .exceptions import InvalidIdError, InvalidInputError
+from .exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
 from .rng import as_generator
 
 __all__ = ["QKMeans", "DCKMeans", "DeletionReport", "auto_epsilon", "auto_n_leaves"]
 
 _U = 2.0 ** -53  # unit roundoff of float64
+_TINY = 2.0 ** -1022  # smallest normal float64
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -193,20 +194,13 @@ def _pow2_ceil(x):
     """``2^e`` with ``|x| <= 2^e`` (elementwise; 0 stays 0, inf and NaN stay).
 
     An upper bound that keeps only the binary exponent of ``|x|``: the
-    rounding-error bounds that the deletions carry forward are built from
-    it, so that they hold nothing more precise than the exponent of a sum
-    that once included a deleted point (see the Notes of QKMeans)."""
-    a = np.abs(np.asarray(x, dtype=np.float64))
-    p = np.ldexp(1.0, np.frexp(a)[1])
-    return np.where(np.isfinite(a) & (a > 0), p, a)
-
-
-def _pow2_ceil1(x):
-    """_pow2_ceil of one float (without numpy's per-call overhead)."""
-    a = abs(float(x))
-    if a == 0 or not math.isfinite(a):
-        return a
-    return math.ldexp(1.0, math.frexp(a)[1])
+    widths of the race bounds that the deletions carry forward are built
+    from it, so that they hold nothing more precise than the exponent of a
+    potential that once included a deleted point (see _RaceTrace and the
+    Notes of DCKMeans)."""
+    m, e = np.frexp(np.abs(np.asarray(x, dtype=np.float64)))
+    # |x| = m 2^e with m in [1/2, 1): ceil(m) = 1; 0, inf and NaN have m = |x|
+    return np.ldexp(np.ceil(m), e)
 
 
 @contextlib.contextmanager
@@ -237,6 +231,9 @@ def _overwrite(targets):
     The last step of a deletion, which erases the deleted rows in place in
     arrays too large to copy on every call; everything that can fail has
     been computed before it."""
+    if len(targets) == 1:  # one write: nothing to undo
+        _write_rows(*targets[0])
+        return
     done = []
     try:
         for a, index, value in targets:
@@ -278,7 +275,9 @@ class _LockedEstimator(BaseEstimator):
     the lock, so a concurrent delete cannot tear it, and ``copy.copy``
     therefore copies ``_state`` too: a delete overwrites rows in place, so
     a shallow copy sharing the state would be corrupted by the original's
-    deletions.
+    deletions.  ``__setstate__`` (pickle, ``copy.copy``) checks the state
+    field by field first (``_check_state`` of the subclass, see
+    _check_pickled): a pickle is data from outside.
     """
 
     def __new__(cls, *args, **kwargs):
@@ -294,6 +293,9 @@ class _LockedEstimator(BaseEstimator):
         return state
 
     def __setstate__(self, state):
+        # a pickle is data from outside: every field is checked before
+        # anything is installed (ModelFileError naming the field)
+        _check_pickled(type(self), state)
         self.__dict__.update(state)
         self._lock = threading.RLock()
 
@@ -313,8 +315,11 @@ class _LockedEstimator(BaseEstimator):
 
     def _fitted(self):
         """The fitted state (call with the lock held)."""
-        self._check_fitted("_state")
-        return self._state
+        state = self.__dict__.get("_state")
+        if state is None:
+            raise NotFittedError(
+                f"this {type(self).__name__} is not fitted yet; call fit first")
+        return state
 
 
 # ----------------------------------------------------------------------------
@@ -329,18 +334,19 @@ def _balanced_centroids(sums, counts, n, k, gamma, prev):
     ``c = (S + (g - m) c_prev) / g`` with ``g = gamma n / k``; otherwise
     ``c = S / m``.  An empty cluster with ``gamma = 0`` keeps ``c_prev``.
     Returns (centroids, denominators).  Elementwise float operations only
-    (the same rounding as one cluster at a time).
+    (the same rounding as one cluster at a time), on ``(k, d)`` sums or on a
+    stack ``(T, k, d)`` of them (one per iteration: certification).
     """
     g = gamma * n / k
     m = counts.astype(np.float64)
     small = counts < g
     if not small.any() and counts.all():  # the usual case: plain means
-        return sums / m[:, None], m
+        return sums / m[..., None], m
     den = np.where(small, g, np.where(counts > 0, m, np.inf))
     with np.errstate(invalid="ignore", divide="ignore"):
         top = np.where(small, g - m, 0.0)
-        num = np.where(small[:, None], sums + top[:, None] * prev, sums)
-        c = num / den[:, None]
+        num = np.where(small[..., None], sums + top[..., None] * prev, sums)
+        c = num / den[..., None]
     empty = ~small & (counts <= 0)
     if empty.any():
         c[empty] = prev[empty]
@@ -371,22 +377,120 @@ class _QState:
     one Q-Lloyd run on the stored rows (see QKMeans Notes, "What is kept,
     what is erased").  fit and a retraining delete build a new one; a
     certified delete builds a new one that shares the per-row arrays and
-    overwrites the deleted rows in them last."""
+    overwrites the deleted rows in them last.
+
+    The memo of the ``n_run + 1`` computed assignments (``t = 0`` to the
+    seeds), iteration first: ``C`` (n_run + 1, k, d) the centers, ``cells``
+    (n_run, k, d) the lattice cells of ``C[1:]``, ``counts`` (n_run + 1, k),
+    per row ``labels``/``mind`` (n_run + 1, n_rows), ``maxmind``
+    (n_run + 1,) the largest distance of a remaining row; the cluster
+    ``sums`` (n_run + 1, k, d) and the ``loss`` (n_run + 1,) on their grids
+    ``quantum`` (d,) and ``loss_quantum`` (n_run + 1,) (see _q_grid), None
+    until the first deletion (see _q_memo)."""
 
 
-def _q_maxabs(C0, max_mind0):
+def _q_maxabs(C0, maxmind0):
     """Per-coordinate bound on ``|x|`` for the certification's rounding
     bounds (no pass over X): ``|x_c| <= |seed_c| + |x - seed|`` for the seed
     of ``x``, the distance known from the assignment up to a relative
     ``(d + 2) u``, far below the 1e-8 slack."""
-    return (np.abs(C0).max(axis=0) + math.sqrt(max_mind0)) * (1.0 + 1e-8)
+    return (np.abs(C0).max(axis=0) + math.sqrt(maxmind0)) * (1.0 + 1e-8)
 
 
-def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
+def _q_grid(bound, n):
+    """The grid step (a power of two, elementwise) of the memoized sums of
+    at most ``n`` terms bounded by ``bound``.
+
+    The memo holds every sum as ``q * sum(rint(x / q))``: each term rounded
+    to the grid (within ``q / 2``), then summed exactly (integer multiples
+    of ``q`` below ``2^53 q``, so that every float sum of them, in any
+    order, is exact).  An updated sum (minus a deleted row's rounded term)
+    is therefore bit for bit the sum of the remaining rows' terms: the memo
+    does not depend on what was deleted, or in which order (a float sum
+    would, in its low bits).  The step is the smallest that keeps the sums
+    exact: ``bound < 2^e`` and ``n <= 2^c`` give ``q = 2^(e + c - 52)``
+    (at least the smallest normal float, so that ``r q`` is exact)."""
+    c = (int(n) - 1).bit_length()
+    return np.maximum(np.ldexp(1.0, np.frexp(bound)[1] + (c - 52)), _TINY)
+
+
+def _on_grid(x, q):
+    """The terms ``x`` rounded to the grid ``q`` (exact scalings: ``q`` is a
+    power of two)."""
+    return np.rint(x / q) * q
+
+
+def _label_sums(X, inv, plus, minus, k, chunk=2048):
+    """The rows of ``X`` on the grid, in grid units (``rint(x * inv)``, ``inv``
+    the inverse of the grid steps), added to row ``plus[i]`` (and subtracted
+    from row ``minus[i]`` unless ``minus`` is None) of a new (k, d) array;
+    exact (integers below 2^53).  ``chunk`` rows at a time through small
+    buffers, with bincount (BLAS would start threads that stay busy)."""
+    n, d = X.shape
+    out = np.zeros(k * d)
+    m = min(chunk, n)
+    R, idx, col = np.empty((m, d)), np.empty((m, d), dtype=np.intp), np.arange(d)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        r, ix = R[:b - a], idx[:b - a]
+        np.multiply(X[a:b], inv, out=r)
+        np.rint(r, out=r)
+        for rows, sign in ((plus, 1.0), (minus, -1.0)):
+            if rows is not None:
+                np.multiply(rows[a:b, None], d, out=ix)
+                ix += col
+                out += sign * np.bincount(ix.ravel(), weights=r.ravel(), minlength=k * d)
+    return out.reshape(k, d)
+
+
+def _q_grid_sums(X, labels, k, quantum, ref=None):
+    """Each cluster's sum of the rows of ``X`` on the grid ``quantum`` (d,)
+    for every assignment of ``labels`` (n_run + 1, n_rows).
+
+    Each assignment is summed from the nearest known one, updated by the
+    rows whose label differs (exact either way): the previous assignment,
+    or the same iteration of ``ref`` = (labels, sums) of another run on the
+    same rows and grid (the run before a retraining: mostly the same
+    labels), or nothing."""
+    n = X.shape[0]
+    inv = 1.0 / quantum  # exact: powers of two
+    units = np.empty((labels.shape[0], k, X.shape[1]))
+    for t, lab in enumerate(labels):
+        near = [(labels[t - 1], units[t - 1])] if t else []
+        if ref is not None and t < ref[0].shape[0]:
+            near.append((ref[0][t], ref[1][t] * inv))
+        best = None
+        for other, other_units in near:
+            moved = np.flatnonzero(lab != other)
+            if moved.size < n // 2 and (best is None or moved.size < best[0].size):
+                best = (moved, other, other_units)
+        if best is None:
+            units[t] = _label_sums(X, inv, lab, None, k)
+        else:
+            moved, other, other_units = best
+            units[t] = other_units + _label_sums(X[moved], inv, lab[moved], other[moved], k)
+    sums = units * quantum
+    sums += 0.0  # no -0.0 (a fresh sum of nothing is +0.0, as x - x)
+    return sums
+
+
+def _q_grid_loss(mind, loss_quantum):
+    """The loss of every assignment (rows of ``mind``) on its grid."""
+    loss = np.empty(mind.shape[0])
+    buf = np.empty(mind.shape[1])
+    for t, (row, q) in enumerate(zip(mind, loss_quantum)):
+        np.multiply(row, 1.0 / q, out=buf)
+        loss[t] = np.rint(buf, out=buf).sum() * q
+    return loss
+
+
+def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None, ref=None):
     """Q-Lloyd on all rows of ``X`` (no input validation); returns a _QState.
 
     ``seeds`` (positions) skips the race seeding when the caller knows its
-    outcome (a deletion that removed no seed: the keyed race is unchanged)."""
+    outcome (a deletion that removed no seed: the keyed race is unchanged).
+    ``ref`` = (quantum, labels, sums): the memo of another run on the same
+    rows (see _q_grid_sums), used if the grid is the same."""
     n, d = X.shape
     s = _QState()
     s.X, s.ids, s.eps = X, ids, eps
@@ -403,123 +507,143 @@ def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None):
     s.seed_ids = ids[s.seeds].copy()
     centers = X[s.seeds].astype(np.float64)
     # assignment steps with Elkan bounds (csrc/fkm_qlloyd.h): the result for
-    # a point depends on that point and the centers only
+    # a point depends on that point and the centers only; the float sums
+    # and losses of the kernel drive the run, the memo keeps them on grids
     qa = _lloyd.QAssign(X, k)
-    s.C, s.bins, s.sums, s.counts, s.loss = [centers], [None], [], [], []
-    s.labels, s.mind = [], []
+    C, cells, labels, mind, sums, counts, loss = [centers], [], [], [], [], [], []
 
-    def step(C, dist=None):
-        # losses: sums of the distances in point order (any summation order
-        # is covered by the error bounds loss_err below)
-        labels, mind, sums, counts, loss = qa.step(C, dist)
-        s.labels.append(labels)
-        s.mind.append(mind)
-        s.sums.append(sums)
-        s.counts.append(counts)
-        s.loss.append(loss)
+    def step(centers, dist=None):
+        for memo, value in zip((labels, mind, sums, counts, loss), qa.step(centers, dist)):
+            memo.append(value)
 
     step(centers, dist)
-    s.max_mind0 = float(s.mind[0].max())
-    s.maxabs = _q_maxabs(centers, s.max_mind0)
     s.n_iter = 0
     for t in range(1, max_iter + 1):
         phase = phases[t - 1]
-        c, _ = _balanced_centroids(s.sums[-1], s.counts[-1], n, k, gamma, s.C[-1])
+        c, _ = _balanced_centroids(sums[-1], counts[-1], n, k, gamma, C[-1])
         # Lattice(eps, phase).quantize / .centers without the checks (c is
         # finite: means of finite points)
-        bins = _lattice.quantize(c, phase, eps)
-        C = _lattice.centers(bins, phase, eps)
-        step(C)
-        s.C.append(C)
-        s.bins.append(bins)
-        if not s.loss[-1] < s.loss[-2]:  # loss stopped decreasing: keep t - 1
+        cells.append(_lattice.quantize(c, phase, eps))
+        C.append(_lattice.centers(cells[-1], phase, eps))
+        step(C[-1])
+        if not loss[-1] < loss[-2]:  # loss stopped decreasing: keep t - 1
             break
         s.n_iter = t
-    s.n_run = len(s.C) - 1  # iterations computed (the last may be rejected)
-    # per-point memo as (n_run + 1, n) arrays: a deletion erases a column
-    s.labels, s.mind = np.stack(s.labels), np.stack(s.mind)
-    # error-bound coefficients of the memoized float sums (see QKMeans Notes);
-    # 4 (n + 2) u L bounds the error of any float summation order of n terms
-    # (L rounded up to a power of two: see _pow2_ceil)
-    s.sum_err = [1.01 * _U * (m.astype(np.float64) ** 2 + 1) for m in s.counts]
-    s.loss_err = [4.0 * (n + 2) * _U * _pow2_ceil1(L) for L in s.loss]
+    s.n_run = len(C) - 1  # iterations computed (the last may be rejected)
+    # the memo, iteration first (per row: a deletion erases a column)
+    s.C, s.cells, s.counts = np.stack(C), np.stack(cells), np.stack(counts)
+    s.labels, s.mind = np.stack(labels), np.stack(mind)
+    s.maxmind = s.mind.max(axis=1)
+    s.maxabs = _q_maxabs(centers, s.maxmind[0])
+    s.quantum, s.loss_quantum = _q_grid(s.maxabs, n), _q_grid(s.maxmind, n)
+    if ref is not None and np.array_equal(ref[0], s.quantum):
+        s.sums = _q_grid_sums(X, s.labels, k, s.quantum, ref[1:])
+        s.loss = _q_grid_loss(s.mind, s.loss_quantum)
+    else:  # computed by the first deletion (_q_memo): a fit alone does not pay for it
+        s.sums = s.loss = None
     s.inertia = None
     return s
 
 
-def _q_state(X, ids, p, seeds=None):
+def _q_state(X, ids, p, seeds=None, ref=None):
     """_q_fit with the fitted parameters ``p`` (a _QParams), recorded in the
     state."""
     s = _q_fit(X, ids, p.k, p.eps(X.shape[0]), p.gamma, p.max_iter, p.key, p.phases,
-               seeds=seeds)
+               seeds=seeds, ref=ref)
     s.p = p
     return s
 
 
+def _hits(pos, seeds):
+    """Whether a position of ``pos`` is one of ``seeds`` (``np.isin`` costs
+    ~10 us, most of a small certified deletion)."""
+    if pos.size * seeds.size <= 4096:
+        return bool((pos[:, None] == seeds).any())
+    return bool(np.isin(pos, seeds).any())
+
+
+def _q_memo(s):
+    """The memoized sums and losses of the state ``s`` on their grids:
+    stored, or computed (and not stored: ``s`` is not changed) when ``s``
+    comes from a fit that did not compute them."""
+    if s.sums is None:
+        return (_q_grid_sums(s.X, s.labels, s.p.k, s.quantum),
+                _q_grid_loss(s.mind, s.loss_quantum))
+    return s.sums, s.loss
+
+
 def _q_certify(s, pos):
     """Return ("", update) if the deletion of rows ``pos`` of the state
-    ``s`` is certified, else (reason, None).  Changes nothing."""
+    ``s`` is certified, else (reason, update or None).  Changes nothing.
+
+    ``update`` = (sums, counts, loss, gone): the memo without the rows
+    ``pos`` (and their distances ``gone``), when it was computed.
+
+    Every memoized assignment at once (axis 0 of the memo is the
+    iteration): the checks of iteration ``t`` use the updated assignment
+    ``t - 1`` and the stored centers ``t - 1``.  The bounds depend on the
+    current counts, grids and losses only (see _q_grid)."""
     p = s.p
-    k, gamma = p.k, p.gamma
-    if np.isin(pos, s.seeds).any():
+    k, gamma, T = p.k, p.gamma, s.n_run
+    if _hits(pos, s.seeds):
         return "seed", None
     n_new = s.n_alive - pos.size
     if p.eps(n_new) != s.eps:
         return "epsilon", None
-    Xr = s.X[pos].astype(np.float64)
-    T = s.n_run
-    new_sums, new_counts, new_loss, new_serr, new_lerr = [], [], [], [], []
-    for t in range(T + 1):
-        lab = s.labels[t][pos]
-        sums = s.sums[t].copy()
-        np.subtract.at(sums, lab, Xr)
-        counts = s.counts[t] - np.bincount(lab, minlength=k)
-        # an emptied cluster's sum is exactly 0 (as any fresh sum of nothing)
-        sums[counts == 0] = 0.0
-        serr = s.sum_err[t] + _U * pos.size * (s.counts[t] + 1)
-        L = s.loss[t] - math.fsum(s.mind[t][pos])
-        # the subtraction's rounding, <= 4 u (|L_old| + |L|), bounded through
-        # the exponent of the larger (the exact old loss would give away
-        # the deleted points' distances, by difference with L)
-        lerr = s.loss_err[t] + 8 * _U * _pow2_ceil1(max(abs(s.loss[t]), abs(L)))
-        new_sums.append(sums)
-        new_counts.append(counts)
-        new_loss.append(L)
-        new_serr.append(serr)
-        new_lerr.append(lerr)
-    for t in range(1, T + 1):
-        prev = s.C[t - 1]
-        c, den = _balanced_centroids(new_sums[t - 1], new_counts[t - 1], n_new, k,
-                                     gamma, prev)
-        # |fresh sum - updated sum| <= 2 * err coefficient * max|x| per coordinate
-        dS = 2.0 * new_serr[t - 1][:, None] * s.maxabs[None, :]
-        with np.errstate(invalid="ignore"):
-            dc = np.where(np.isfinite(den)[:, None], dS / den[:, None], 0.0)
-        dc = dc + 16 * _U * (s.maxabs[None, :] + np.abs(prev))
-        tv = c / s.eps - p.phases[t - 1]
+    lab = s.labels[:, pos]  # (T + 1, |pos|)
+    it = np.arange(T + 1)[:, None]
+    # the deleted rows' grid terms out of their clusters' sums and out of
+    # the losses: exact, as a fresh sum of the remaining terms
+    sums, loss = _q_memo(s)
+    sums = sums.copy()
+    np.subtract.at(sums, (it, lab), _on_grid(s.X[pos], s.quantum))
+    counts = s.counts - np.bincount((it * k + lab).ravel(),
+                                    minlength=(T + 1) * k).reshape(T + 1, k)
+    gone = s.mind[:, pos]
+    loss = loss - _on_grid(gone, s.loss_quantum[:, None]).sum(axis=1)
+    # the balanced centroids of iterations 1..T from the updated assignments
+    # 0..T-1 and the stored centers 0..T-1
+    prev = s.C[:-1]
+    c, den = _balanced_centroids(sums[:-1], counts[:-1], n_new, k, gamma, prev)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # |grid sum - exact sum| <= m q / 2; |float sum of a fresh fit -
+        # exact sum| <= 1.01 u (m^2 + 1) max|x| (m terms, any order)
+        m = counts[:-1].astype(np.float64)[..., None]
+        dS = m * (0.5 * s.quantum) + 1.01 * _U * (m * m + 1.0) * s.maxabs
+        dc = np.where(np.isfinite(den)[..., None], dS / den[..., None], 0.0)
+        dc = dc + 16 * _U * (s.maxabs + np.abs(prev))
+        tv = c / s.eps - p.phases[:T, None, :]
         margin = 2.0 * (dc / s.eps + 8 * _U * (np.abs(tv) + 1.0)) + 1e-300
-        lo, hi = np.floor(tv - margin), np.floor(tv + margin)
-        if not (np.array_equal(lo, hi) and np.array_equal(lo, s.bins[t])):
-            return "centroid", None
-    for t in range(1, T + 1):
-        diff = new_loss[t] - new_loss[t - 1]
-        bound = 2.0 * (new_lerr[t] + new_lerr[t - 1]) + 1e-300
-        if abs(diff) <= bound:
-            return "early stop", None
-        stopped = not diff < 0
-        if stopped != (t == T and T > s.n_iter):
-            return "early stop", None
-    return "", (new_sums, new_counts, new_loss, new_serr, new_lerr)
+        lo = np.floor(tv - margin)
+        same = (lo == np.floor(tv + margin)) & (lo == s.cells)
+    update = (sums, counts, loss, gone)
+    if not same.all():
+        return "centroid", update
+    # |grid loss - exact| <= n q / 2; a fresh fit's float loss is within
+    # 4 (n + 2) u of the exact one (n nonnegative terms, any order)
+    half = 0.5 * n_new * s.loss_quantum
+    err = half + 4.0 * (n_new + 2) * _U * (loss + half)
+    diff = loss[1:] - loss[:-1]
+    stopped = ~(diff < 0)
+    expected = np.zeros(T, dtype=bool)
+    expected[-1] = T > s.n_iter  # the last iteration was rejected
+    if (np.abs(diff) <= 2.0 * (err[1:] + err[:-1]) + 1e-300).any() or \
+            (stopped != expected).any():
+        return "early stop", update
+    return "", update
 
 
-def _q_retrained(s, pos, reason):
+def _q_retrained(s, pos, reason, update=None):
     """A new state: Q-Lloyd on the rows of ``s`` but ``pos`` (``s`` is not
-    changed)."""
+    changed).  ``update``: the memo of ``s`` without ``pos`` (_q_certify),
+    where the new run starts its grid sums."""
     alive = s.alive.copy()
     alive[pos] = False
     # no seed removed: the keyed race on the rest picks the same ids
     seeds = None if reason == "seed" else (np.cumsum(alive) - 1)[s.seeds]
-    return _q_state(np.ascontiguousarray(s.X[alive]), s.ids[alive], s.p, seeds=seeds)
+    ref = None if update is None else (s.quantum, np.compress(alive, s.labels, axis=1),
+                                       update[0])
+    return _q_state(np.ascontiguousarray(s.X[alive]), s.ids[alive], s.p, seeds=seeds, ref=ref)
 
 
 def _q_certified(s, pos, update):
@@ -530,24 +654,38 @@ def _q_certified(s, pos, update):
     When a quarter of the rows are dead it gets compacted copies instead
     and ``s`` is not changed at all."""
     new = _shallow(s)
-    (new.sums, new.counts, new.loss, new.sum_err, new.loss_err) = (list(u) for u in update)
+    new.sums, new.counts, new.loss, gone = update
     new.n_alive = s.n_alive - pos.size
     new.inertia = None
-    if float(s.mind[0][pos].max()) >= s.max_mind0:
-        # a deleted point gave the bound on |x|: recompute it from the rest
-        # (dead rows hold 0)
-        rest = s.mind[0].copy()
-        rest[pos] = 0.0
-        new.max_mind0 = float(rest.max())
-        new.maxabs = _q_maxabs(s.C[0], new.max_mind0)
-    if new.n_alive * 4 < 3 * s.X.shape[0]:  # compact: fresh arrays of the live rows
+    compact = new.n_alive * 4 < 3 * s.X.shape[0]
+    top = np.flatnonzero(gone.max(axis=1) >= s.maxmind)
+    regrid = top.size or (new.n_alive - 1).bit_length() != (s.n_alive - 1).bit_length()
+    if compact or regrid:
         keep = s.alive.copy()
         keep[pos] = False
+    if top.size:  # a deleted row was the farthest: the largest of the rest
+        new.maxmind = s.maxmind.copy()
+        new.maxmind[top] = np.compress(keep, s.mind[top], axis=1).max(axis=1)
+        new.maxabs = _q_maxabs(s.C[0], new.maxmind[0])
+    if regrid:
+        # the grids that a fit on the remaining rows chooses (the old ones
+        # would keep the scale of the deleted rows); the memo summed again
+        # where they changed
+        new.quantum = _q_grid(new.maxabs, new.n_alive)
+        new.loss_quantum = _q_grid(new.maxmind, new.n_alive)
+        if not np.array_equal(new.quantum, s.quantum):
+            new.sums = _q_grid_sums(s.X[keep], np.compress(keep, s.labels, axis=1), s.p.k,
+                                    new.quantum)
+        redo = np.flatnonzero(new.loss_quantum != s.loss_quantum)
+        if redo.size:
+            new.loss[redo] = _q_grid_loss(np.compress(keep, s.mind[redo], axis=1),
+                                          new.loss_quantum[redo])
+    if compact:  # fresh arrays of the live rows
         remap = np.cumsum(keep) - 1
         new.X = np.ascontiguousarray(s.X[keep])
         new.ids = s.ids[keep]
-        new.labels = s.labels[:, keep]
-        new.mind = s.mind[:, keep]
+        new.labels = np.compress(keep, s.labels, axis=1)
+        new.mind = np.compress(keep, s.mind, axis=1)
         new.seeds = remap[s.seeds]
         new.alive = np.ones(new.X.shape[0], dtype=bool)
         new.order = np.argsort(new.ids, kind="stable")
@@ -617,10 +755,21 @@ class QKMeans(_LockedEstimator):
        ``(c - x) / (m - 1)`` for one point) and ``n`` decreased (which also
        changes the balance correction of every small cluster), the new
        centroid lies in the same lattice cell *with a margin* larger than a
-       rigorous bound on the float rounding difference between the updated
-       sums and any float summation of the remaining members;
+       rigorous bound on the difference between the updated sums and any
+       float summation of the remaining members;
     4. every loss comparison keeps its outcome with a margin larger than the
-       rounding bound of the updated losses.
+       rigorous bound on the difference between the updated losses and
+       any float summation of the remaining distances.
+
+    The memoized sums and losses are exact sums of the terms rounded to a
+    grid (a power of two per coordinate and per iteration, the finest that
+    keeps every sum below ``2^53`` grid steps, chosen from the bound on
+    ``|x|``, the largest distances and the number of remaining rows):
+    removing a deleted row's rounded term is exact, so an updated sum is
+    bit for bit the sum of the remaining rows' terms, and the bounds of 3.
+    and 4. (half a grid step per term, plus the float rounding of a fresh
+    fit's sums) depend on the current counts, grids and losses only, not on
+    the history of deletions.
 
     By induction the centers of every iteration are unchanged, hence so are
     the assignments of the remaining points: the assignment step
@@ -635,27 +784,34 @@ class QKMeans(_LockedEstimator):
     caller's array; needed to retrain) and their ids; for each computed
     iteration, every point's label and squared distance to its center (the
     memo of Ginart et al. that certification and ``labels_``/``inertia_``
-    read) and each cluster's sum, count and the total loss; the lattice
-    cells and centers of every iteration; the positions and ids of the
-    seeds; a per-coordinate bound on ``|x|`` over the remaining rows (the
-    largest coordinate of a seed plus the largest distance of a remaining
-    point to its seed); rounding-error coefficients of the memoized sums,
-    which depend on the cluster counts, the number of deletions and the
-    binary exponents of the losses only.  It also holds the model key and
-    the lattice phases (random draws, no data) and the hyper-parameters of
-    the fit.  ``delete`` erases a deleted row at once: its coordinates,
-    labels and distances are overwritten (0, -1, 0) in every array, its
-    contribution is subtracted from every memoized sum, count and loss, the
-    bound on ``|x|`` is recomputed when the row attained it, and a
-    retraining builds the whole memo from the remaining rows alone.  What
-    stays is what a fresh fit on the remaining rows would hold, but for
-    float rounding in the low bits of the updated sums and losses, the
-    rounding-error coefficients (larger: they grow with each certified
-    deletion) and the deleted *ids* (marked dead, so that deleting one
-    again says "already deleted"; the caller's identifiers, no data),
-    kept until the arrays are compacted, when a quarter of the stored rows
-    are dead and at every retraining.  Pickles, ``copy`` and ``deepcopy``
-    hold the same.
+    read), the largest of these distances, each cluster's count and sum and
+    the total loss (on their grids, see above; a fit leaves the sums and
+    losses to the first deletion, which computes them from the rows: a
+    model that never deletes does not pay for them); the lattice cells and
+    centers of every iteration; the positions and ids of the seeds; a
+    per-coordinate bound on ``|x|`` over the remaining rows (the largest
+    coordinate of a seed plus the largest distance of a remaining point to
+    its seed).  It also holds the model key and the lattice phases (random
+    draws, no data) and the hyper-parameters of the fit.  ``delete``
+    erases a deleted row at once: its coordinates, labels and distances are
+    overwritten (0, -1, 0) in every array, its rounded terms are subtracted
+    from every memoized sum and loss (exactly) and it leaves every count;
+    the largest distances, the bound on ``|x|`` and the grids are
+    recomputed from the remaining rows when they change (the row attained
+    a largest distance, or the number of rows halved), the sums and losses
+    summed again on the new grids; a retraining builds the whole memo from
+    the remaining rows alone.  What stays is, bit for bit, what a fresh fit
+    on the remaining rows would hold (no rounding error, error bound or
+    binary exponent carried over from the deleted rows: the memo does not
+    tell which cluster lost a point, nor in which order points were
+    deleted), but for the deleted *ids* (marked dead, so that deleting one
+    again says "already deleted"; the caller's identifiers, no data), kept
+    until the arrays are compacted, when a quarter of the stored rows are
+    dead and at every retraining.  Pickles, ``copy`` and ``deepcopy`` hold
+    the same; an unpickled state is checked field by field before it is
+    installed (types, shapes, index ranges, counts against the labels,
+    bounds and grids; :class:`~pyfkm.exceptions.ModelFileError` naming the
+    field).
 
     Failures and threads.  ``fit`` and ``delete`` build the new state aside
     and install it at the end (the in-place erasure of a certified deletion
@@ -696,6 +852,10 @@ class QKMeans(_LockedEstimator):
         self.gamma = gamma
         self.max_iter = max_iter
         self.random_state = random_state
+
+    @staticmethod
+    def _check_state(fields, state):
+        _q_check_state(fields, state)
 
     # -- parameters ---------------------------------------------------------
     def _check_params(self, n):
@@ -849,7 +1009,7 @@ class QKMeans(_LockedEstimator):
                 return DeletionReport(0, False, "", time.perf_counter() - t0)
             reason, update = _q_certify(s, pos)
             if reason:
-                new = _q_retrained(s, pos, reason)
+                new = _q_retrained(s, pos, reason, update)
             else:
                 new = _q_certified(s, pos, update)
             self._state = new  # the commit
@@ -968,8 +1128,10 @@ class _RaceTrace:
         if T > 1 and k > 1:
             d = X.shape[1]
             # the removed point's term at step j: min(D^2 to seeds < j, |x - cand|^2)
-            D = np.minimum.accumulate(_sqdist(X[self.seeds[:-1]], x))
-            Tc = _sqdist(X[self.cand[1:].ravel()], x).reshape(k - 1, T)
+            # (one row-wise _sqdist for the seeds and the candidates)
+            dist = _sqdist(X[np.concatenate((self.seeds[:-1], self.cand[1:].ravel()))], x)
+            D = np.minimum.accumulate(dist[:k - 1])
+            Tc = dist[k - 1:].reshape(k - 1, T)
             a = np.minimum(D[:, None], Tc)
             e = 4.0 * (d + 4) * _U  # both computations of a term, any order
             # the exact term a* is one of the nonnegative terms of the sum,
@@ -1073,12 +1235,23 @@ class DCKMeans(_LockedEstimator):
     it; its leaf's race trace is rebuilt by a fresh race or, when the seeds
     are certified unchanged, has the point's term subtracted from the
     potential bounds (which then widen by an amount that does not depend
-    on the point).  What stays is what a fresh fit on the remaining rows
-    would hold, but for the race bounds (wider, and rounded differently in
-    their low bits) and the deleted *ids* and their leaves (so that
-    deleting one again says "already deleted"; the caller's identifiers,
-    no data), kept until a quarter of the ids are dead.  Pickles, ``copy``
-    and ``deepcopy`` hold the same.
+    on the point's term).  What stays is what a fresh fit on the remaining
+    rows would hold, but for the race bounds of the leaves whose seeds were
+    kept and the deleted *ids* and their leaves (so that deleting one again
+    says "already deleted"; the caller's identifiers, no data), kept until
+    a quarter of the ids are dead.  Those race bounds keep two traces of
+    the deleted points of their leaf: the binary exponent of a potential
+    that once included a deleted point (a width is a multiple of the power
+    of two above the bounds before the removal: one bit per step and
+    candidate, whether the deleted point's term pushed that potential past
+    a power of two), and the float rounding of the subtraction in their low
+    bits (they are the old bounds minus the term, not a fresh sum of the
+    remaining terms); a fresh race of the leaf replaces them.  Pickles,
+    ``copy`` and ``deepcopy`` hold the same; an unpickled state is checked
+    field by field before it is installed (types, shapes, index ranges,
+    the leaves of the ids, every remaining row once in its leaf, the node
+    keys, the traces' positions, the sizes and masses of the node results;
+    :class:`~pyfkm.exceptions.ModelFileError` naming the field).
 
     Failures and threads.  ``fit`` and ``delete`` build the new state aside
     (a delete builds new arrays for the touched leaves) and install it at
@@ -1119,6 +1292,10 @@ class DCKMeans(_LockedEstimator):
         self.n_init = n_init
         self.n_local_trials = n_local_trials
         self.random_state = random_state
+
+    @staticmethod
+    def _check_state(fields, state):
+        _dc_check_state(fields, state)
 
     def _check_params(self, n):
         """The validated hyper-parameters (changes nothing)."""
@@ -1283,8 +1460,16 @@ def _dc_layout(X, rows, ids, leaf, L):
     return Xl, rl, [np.ascontiguousarray(ids[r]) for r in rl]
 
 
-def _dc_node_key(key, l, j):
-    return int(_keyed_uniform(key, [l * (1 << 32) + j], 2 ** 41)[0] * 2 ** 53)
+def _dc_node_keys(key, l, m):
+    """The keys of the nodes ``0..m-1`` of level ``l``."""
+    u = _keyed_uniform(key, l * (1 << 32) + np.arange(m), 2 ** 41)
+    return [int(x) for x in u * 2 ** 53]
+
+
+def _dc_leaves(key, ids, L):
+    """The leaf of every id: a keyed uniform draw."""
+    u = _keyed_uniform(key, ids, 1 << 40)
+    return np.minimum((u * L).astype(np.int64), L - 1)
 
 
 def _dc_leaf_fit(st, j, X, sids, traces):
@@ -1318,15 +1503,14 @@ def _dc_fit(X, ids, key, *, k, L, h, w, max_iter, n_init, n_trials):
     st = _DCState()
     st.k, st.L, st.h, st.w, st.max_iter, st.d = k, L, h, w, max_iter, X.shape[1]
     st.n_init, st.n_trials, st.key = n_init, n_trials, key
-    u = _keyed_uniform(key, ids, 1 << 40)
     st.ids = ids
-    st.leaf = np.minimum((u * L).astype(np.int64), L - 1)
+    st.leaf = _dc_leaves(key, ids, L)
     st.alive = np.ones(n, dtype=bool)
     st.n_alive = n
     st.order = np.argsort(ids, kind="stable")
     st.ids_sorted = ids[st.order]
     st.X, st.rows, st.sids = _dc_layout(X, np.arange(n), ids, st.leaf, L)
-    st.keys = [[_dc_node_key(key, l, j) for j in range(w ** (h - l))] for l in range(h + 1)]
+    st.keys = [_dc_node_keys(key, l, w ** (h - l)) for l in range(h + 1)]
     st.traces = [None] * L
     levels = [[None] * (w ** (h - l)) for l in range(h + 1)]
     for j in range(L):
@@ -1337,6 +1521,12 @@ def _dc_fit(X, ids, key, *, k, L, h, w, max_iter, n_init, n_trials):
     st.levels = levels
     st.inertia = None
     return st
+
+
+def _without(a, p):
+    """A new C-contiguous array: ``a`` without its row ``p`` (np.delete
+    costs twice as much)."""
+    return np.concatenate((a[:p], a[p + 1:]))
 
 
 def _dc_deleted(st, pos):
@@ -1360,7 +1550,7 @@ def _dc_deleted(st, pos):
         if tr is not None:  # are the leaf's seeds unchanged without row p?
             new = [t.remove(p, Xj[p], Xj, Xj.shape[0] - 1) for t in tr]
             tr = None if None in new else new
-        leaves[j] = (np.delete(Xj, p, axis=0), np.delete(rj, p), np.delete(sj, p), tr)
+        leaves[j] = (_without(Xj, p), _without(rj, p), _without(sj, p), tr)
     # refit them and their paths to the root
     levels = [list(lv) for lv in st.levels]
     traces = list(st.traces)
@@ -1391,3 +1581,328 @@ def _dc_deleted(st, pos):
     _writable(new, ("alive",))
     _overwrite([(new.alive, pos, False)])
     return new
+
+
+# ----------------------------------------------------------------------------
+# Checks of an unpickled state (a pickle is data from outside)
+# ----------------------------------------------------------------------------
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _Fields:
+    """Field-by-field checks of a fitted state read from a pickle: every
+    failure raises ModelFileError naming the field.  Values are checked,
+    never converted: a valid state is installed as it is."""
+
+    def __init__(self, where):
+        self.where = where
+
+    def fail(self, field, what):
+        raise ModelFileError(f"{self.where}: field {field}: {what}")
+
+    def attrs(self, obj, cls, names, field, absent=()):
+        """The attributes ``names`` of ``obj``, an instance of exactly
+        ``cls`` without other attributes (nor any of ``absent``)."""
+        if type(obj) is not cls:
+            self.fail(field, f"a {type(obj).__name__}, not a {cls.__name__}")
+        got = {}
+        for name in names:
+            if not hasattr(obj, name):
+                self.fail(f"{field}.{name}", "missing")
+            got[name] = getattr(obj, name)
+        extra = sorted(map(repr, set(getattr(obj, "__dict__", {})) - set(names)))
+        extra += [repr(name) for name in absent if hasattr(obj, name)]
+        if extra:
+            self.fail(field, f"unexpected attribute {extra[0]}")
+        return got
+
+    def int(self, value, field, lo, hi=None):
+        if type(value) is not int or value < lo or (hi is not None and value > hi):
+            self.fail(field, f"{_short(value)} is not an int in [{lo}, "
+                             f"{'inf' if hi is None else hi}]")
+        return value
+
+    def real(self, value, field, lo=-math.inf, hi=math.inf):
+        if not isinstance(value, float) or not (math.isfinite(value) and lo <= value <= hi):
+            self.fail(field, f"{_short(value)} is not a finite float in [{lo}, {hi}]")
+        return value
+
+    def array(self, value, field, dtype, shape, finite=False):
+        """``value``, a C-contiguous ndarray of ``dtype`` and ``shape`` (None:
+        any length)."""
+        if type(value) is not np.ndarray:
+            self.fail(field, f"a {type(value).__name__}, not a numpy array")
+        if value.dtype != np.dtype(dtype):
+            self.fail(field, f"dtype {value.dtype}, expected {np.dtype(dtype)}")
+        if value.ndim != len(shape) or any(want is not None and got != want
+                                           for got, want in zip(value.shape, shape)):
+            want = "(" + ", ".join("any" if s is None else str(s) for s in shape)
+            self.fail(field, f"shape {value.shape}, expected {want}{',' * (len(shape) == 1)})")
+        if not value.flags.c_contiguous:
+            self.fail(field, "not C-contiguous")
+        if finite and not np.isfinite(value).all():
+            self.fail(field, "NaN or infinity")
+        return value
+
+    def index(self, value, field, n):
+        """An integer array with entries in [0, n)."""
+        if value.size and (value.min() < 0 or value.max() >= n):
+            self.fail(field, f"entries outside [0, {n})")
+        return value
+
+    def list(self, value, field, n):
+        if type(value) is not list or len(value) != n:
+            self.fail(field, f"not a list of {n} entries")
+        return value
+
+    def ids(self, v):
+        """The id arrays ``ids``, ``order``, ``ids_sorted`` of ``v``:
+        distinct nonnegative ids, ``ids[order]`` strictly increasing."""
+        ids = self.array(v["ids"], "ids", np.int64, (None,))
+        n = ids.shape[0]
+        if n and ids.min() < 0:
+            self.fail("ids", "negative entries")
+        order = self.index(self.array(v["order"], "order", np.int64, (n,)), "order", n)
+        ids_sorted = self.array(v["ids_sorted"], "ids_sorted", np.int64, (n,))
+        if not (ids_sorted[1:] > ids_sorted[:-1]).all():
+            self.fail("ids_sorted", "not strictly increasing")
+        if not np.array_equal(ids[order], ids_sorted):
+            self.fail("order", "ids[order] is not ids_sorted")
+        return ids
+
+    def alive(self, v, n, k):
+        """The flags ``alive`` (n,) and their count ``n_alive`` (>= k)."""
+        alive = self.array(v["alive"], "alive", np.bool_, (n,))
+        n_alive = self.int(v["n_alive"], "n_alive", k, n)
+        if int(np.count_nonzero(alive)) != n_alive:
+            self.fail("n_alive", "not the number of remaining rows")
+        return alive, n_alive
+
+    def unshared(self, written, others):
+        """The arrays ``written`` (updated in place by deletions) share no
+        memory with each other nor with ``others`` (name -> array)."""
+        for name, a in written.items():
+            for other, b in {**written, **others}.items():
+                if other != name and np.may_share_memory(a, b):
+                    self.fail(name, f"shares memory with {other}")
+
+
+def _check_pickled(cls, state):
+    """Check the pickled ``state`` of a ``cls`` (a _LockedEstimator) before
+    anything is installed: the hyper-parameters (validated by the next fit)
+    and the fitted state, if any, field by field."""
+    where = f"{cls.__name__} pickle"
+    if type(state) is not dict:
+        raise ModelFileError(f"{where}: the state is a {type(state).__name__}, not a dict")
+    names = set(cls._param_names())
+    for name in state:
+        if name not in names and name != "_state":
+            raise ModelFileError(f"{where}: unexpected field {_short(name)}")
+    for name in sorted(names):
+        if name not in state:
+            raise ModelFileError(f"{where}: field {name}: missing")
+    if "_state" in state:
+        cls._check_state(_Fields(where), state["_state"])
+
+
+def _exact_on(a, q):
+    """Whether ``a`` holds exact sums on the grid ``q``: integer multiples
+    of ``q``, below 2^53 of them."""
+    units = a / q
+    return bool((np.rint(units) == units).all() and (np.abs(units) < 2.0 ** 53).all())
+
+
+_QP_FIELDS = ("k", "gamma", "max_iter", "epsilon", "key", "phases", "n_features")
+_Q_FIELDS = ("p", "X", "ids", "eps", "alive", "n_alive", "order", "ids_sorted", "seeds",
+             "seed_ids", "n_iter", "n_run", "C", "cells", "counts", "labels", "mind", "maxmind",
+             "maxabs", "quantum", "loss_quantum", "sums", "loss", "inertia")
+
+
+def _q_check_state(f, s):
+    """Check an unpickled _QState ``s`` with the _Fields ``f``: everything
+    that delete, predict and the fitted attributes index with or pass to C,
+    and the invariants that the certification relies on and that are
+    cheap to check (counts of the labels, erased rows, bounds and grids)."""
+    v = f.attrs(s, _QState, _Q_FIELDS, "_state")
+    pv = f.attrs(v["p"], _QParams, _QP_FIELDS, "p")
+    k = f.int(pv["k"], "p.k", 1)
+    f.real(pv["gamma"], "p.gamma", 0.0, 1.0)
+    max_iter = f.int(pv["max_iter"], "p.max_iter", 1)
+    d = f.int(pv["n_features"], "p.n_features", 1)
+    e = pv["epsilon"]
+    if not (e == "auto" if isinstance(e, str) else
+            isinstance(e, float) and math.isfinite(e) and e > 0):
+        f.fail("p.epsilon", f"{_short(e)} is not 'auto' or a finite float > 0")
+    f.int(pv["key"], "p.key", 0, 2 ** 63 - 1)
+    phases = f.array(pv["phases"], "p.phases", np.float64, (max_iter, d), finite=True)
+    if not ((phases >= -0.5) & (phases < 0.5)).all():
+        f.fail("p.phases", "entries outside [-1/2, 1/2)")
+    X = f.array(v["X"], "X", np.float64, (None, d), finite=True)
+    n = X.shape[0]
+    ids = f.ids(v)
+    if ids.shape[0] != n:
+        f.fail("ids", f"{ids.shape[0]} entries for {n} rows")
+    alive, n_alive = f.alive(v, n, k)
+    if f.real(v["eps"], "eps") != v["p"].eps(n_alive):
+        f.fail("eps", "not the lattice step of the parameters")
+    seeds = f.index(f.array(v["seeds"], "seeds", np.int64, (k,)), "seeds", n)
+    if not alive[seeds].all() or np.unique(seeds).shape[0] != k:
+        f.fail("seeds", "not distinct remaining rows")
+    if not np.array_equal(f.array(v["seed_ids"], "seed_ids", np.int64, (k,)), ids[seeds]):
+        f.fail("seed_ids", "not the ids of the seeds")
+    n_run = f.int(v["n_run"], "n_run", 1, max_iter)
+    if f.int(v["n_iter"], "n_iter", n_run - 1, n_run) == n_run < max_iter:
+        f.fail("n_iter", "the run stopped early without rejecting an iteration")
+    T1 = n_run + 1
+    C = f.array(v["C"], "C", np.float64, (T1, k, d), finite=True)
+    if not np.array_equal(C[0], X[seeds]):
+        f.fail("C", "C[0] is not the rows of the seeds")
+    f.array(v["cells"], "cells", np.int64, (n_run, k, d))
+    labels = f.array(v["labels"], "labels", np.int32, (T1, n))
+    live = f.index(labels[:, alive], "labels", k)
+    if not (labels[:, ~alive] == -1).all():
+        f.fail("labels", "a deleted row's label is not -1")
+    counts = f.array(v["counts"], "counts", np.int64, (T1, k))
+    tally = np.bincount((np.arange(T1)[:, None] * k + live).ravel(), minlength=T1 * k)
+    if not np.array_equal(tally.reshape(T1, k), counts):
+        f.fail("counts", "not the counts of the labels")
+    mind = f.array(v["mind"], "mind", np.float64, (T1, n), finite=True)
+    if (mind < 0).any() or (mind[:, ~alive] != 0).any():
+        f.fail("mind", "a negative distance, or a deleted row's is not 0")
+    if (X[~alive] != 0).any():
+        f.fail("X", "a deleted row is not erased")
+    maxmind = f.array(v["maxmind"], "maxmind", np.float64, (T1,))
+    if not np.array_equal(maxmind, mind.max(axis=1)):
+        f.fail("maxmind", "not the largest distances")
+    maxabs = f.array(v["maxabs"], "maxabs", np.float64, (d,))
+    if not np.array_equal(maxabs, _q_maxabs(C[0], maxmind[0])):
+        f.fail("maxabs", "not the bound on |x| of the seeds and distances")
+    quantum = f.array(v["quantum"], "quantum", np.float64, (d,))
+    if not np.array_equal(quantum, _q_grid(maxabs, n_alive)):
+        f.fail("quantum", "not the grid of the sums")
+    loss_quantum = f.array(v["loss_quantum"], "loss_quantum", np.float64, (T1,))
+    if not np.array_equal(loss_quantum, _q_grid(maxmind, n_alive)):
+        f.fail("loss_quantum", "not the grid of the losses")
+    if (v["sums"] is None) != (v["loss"] is None):
+        f.fail("sums" if v["sums"] is None else "loss", "None, and the other is not")
+    if v["sums"] is not None:
+        sums = f.array(v["sums"], "sums", np.float64, (T1, k, d), finite=True)
+        if not _exact_on(sums, quantum):
+            f.fail("sums", "not sums on the grid")
+        loss = f.array(v["loss"], "loss", np.float64, (T1,), finite=True)
+        if (loss < 0).any() or not _exact_on(loss, loss_quantum):
+            f.fail("loss", "not nonnegative sums on the grid")
+    if v["inertia"] is not None:
+        f.real(v["inertia"], "inertia", 0.0)
+    written = {name: v[name] for name in ("X", "alive", "labels", "mind")}
+    others = {name: v[name] for name in ("ids", "order", "ids_sorted", "seeds", "seed_ids",
+                                         "C", "cells", "counts", "maxmind", "maxabs",
+                                         "quantum", "loss_quantum", "sums", "loss")
+              if v[name] is not None}
+    f.unshared(written, {**others, "p.phases": phases})
+
+
+_DC_FIELDS = ("k", "L", "h", "w", "max_iter", "d", "n_init", "n_trials", "key", "ids", "leaf",
+              "alive", "n_alive", "order", "ids_sorted", "X", "rows", "sids", "keys", "traces",
+              "levels", "inertia")
+_TRACE_BOUNDS = ("lo", "hi", "pick")
+
+
+def _dc_check_trace(f, t, field, k, T, n):
+    """An unpickled _RaceTrace of a leaf of ``n`` points (``T`` trials)."""
+    bounds = T > 1 and k > 1
+    v = f.attrs(t, _RaceTrace, ("seeds", "cand") + (_TRACE_BOUNDS if bounds else ()), field,
+                absent=() if bounds else _TRACE_BOUNDS)
+    seeds = f.index(f.array(v["seeds"], field + ".seeds", np.int64, (k,)), field + ".seeds", n)
+    if np.unique(seeds).shape[0] != k:
+        f.fail(field + ".seeds", "repeated")
+    cand = f.array(v["cand"], field + ".cand", np.int64, (k, T))
+    if (cand[0] != -1).any():
+        f.fail(field + ".cand", "a candidate at the first step")
+    f.index(cand[1:], field + ".cand", n)
+    if bounds:
+        for name in ("lo", "hi"):
+            if np.isinf(f.array(v[name], f"{field}.{name}", np.float64, (k, T))).any():
+                f.fail(f"{field}.{name}", "infinity")
+        f.index(f.array(v["pick"], field + ".pick", np.int64, (k,)), field + ".pick", T)
+
+
+def _dc_check_state(f, st):
+    """Check an unpickled _DCState ``st`` with the _Fields ``f`` (see
+    _q_check_state): the parameters, the ids and their keyed leaves, the
+    leaves' points (every remaining row once, in its leaf, in row order),
+    the node keys, the race traces and the node results (centers and
+    masses of the sizes the tree computes)."""
+    v = f.attrs(st, _DCState, _DC_FIELDS, "_state")
+    k = f.int(v["k"], "k", 1)
+    Xs = v["X"]
+    if type(Xs) is not list or not Xs:
+        f.fail("X", "not a non-empty list")
+    L = f.int(v["L"], "L", len(Xs), len(Xs))
+    if L & (L - 1):
+        f.fail("L", f"{L} is not a power of two")
+    h = f.int(v["h"], "h", 1, 64)
+    w = f.int(v["w"], "w", 1, L)
+    if w ** h != L:
+        f.fail("w", f"w**h = {w}**{h} is not L = {L}")
+    f.int(v["max_iter"], "max_iter", 1)
+    n_init = f.int(v["n_init"], "n_init", 1)
+    T = f.int(v["n_trials"], "n_trials", 1, 16)
+    d = f.int(v["d"], "d", 1)
+    key = f.int(v["key"], "key", 0, 2 ** 63 - 1)
+    ids = f.ids(v)
+    n = ids.shape[0]
+    leaf = f.array(v["leaf"], "leaf", np.int64, (n,))
+    if not np.array_equal(leaf, _dc_leaves(key, ids, L)):
+        f.fail("leaf", "not the keyed leaves of the ids")
+    alive, n_alive = f.alive(v, n, k)
+    rows, sids = f.list(v["rows"], "rows", L), f.list(v["sids"], "sids", L)
+    total = 0
+    for j in range(L):
+        Xj = f.array(Xs[j], f"X[{j}]", np.float64, (None, d), finite=True)
+        rj = f.array(rows[j], f"rows[{j}]", np.int64, (Xj.shape[0],))
+        f.index(rj, f"rows[{j}]", n)
+        if not (rj[1:] > rj[:-1]).all() or not alive[rj].all() or (leaf[rj] != j).any():
+            f.fail(f"rows[{j}]", "not the remaining rows of the leaf in increasing order")
+        if not np.array_equal(f.array(sids[j], f"sids[{j}]", np.int64, rj.shape), ids[rj]):
+            f.fail(f"sids[{j}]", "not the ids of the rows")
+        total += rj.shape[0]
+    if total != n_alive:
+        f.fail("rows", "the leaves do not hold every remaining row")
+    keys = f.list(v["keys"], "keys", h + 1)
+    for l in range(h + 1):
+        kl = f.list(keys[l], f"keys[{l}]", w ** (h - l))
+        if any(type(x) is not int for x in kl) or kl != _dc_node_keys(key, l, len(kl)):
+            f.fail(f"keys[{l}]", "not the node keys of the model key")
+    traces = f.list(v["traces"], "traces", L)
+    for j, tr in enumerate(traces):
+        if tr is not None:
+            for i, t in enumerate(f.list(tr, f"traces[{j}]", n_init)):
+                _dc_check_trace(f, t, f"traces[{j}][{i}]", k, T, Xs[j].shape[0])
+    levels = f.list(v["levels"], "levels", h + 1)
+    for l in range(h + 1):
+        for j, node in enumerate(f.list(levels[l], f"levels[{l}]", w ** (h - l))):
+            field = f"levels[{l}][{j}]"
+            if type(node) is not tuple or len(node) != 2:
+                f.fail(field, "not a (centers, masses) pair")
+            C = f.array(node[0], field + "[0]", np.float64, (None, d), finite=True)
+            mass = f.array(node[1], field + "[1]", np.float64, C.shape[:1], finite=True)
+            if (mass < 0).any():
+                f.fail(field + "[1]", "negative masses")
+            if l == 0:  # the leaf's points, or k centers of them
+                size, total = Xs[j].shape[0], float(Xs[j].shape[0])
+            else:  # its children's centers of positive mass, or k centers of them
+                kids = [km for _, km in levels[l - 1][j * w:(j + 1) * w]]
+                size = sum(int(np.count_nonzero(km > 0)) for km in kids)
+                total = float(sum(km.sum() for km in kids))
+            if C.shape[0] != min(size, k) or mass.sum() != total:
+                f.fail(field, "not the centers and masses of the node's points")
+    if v["inertia"] is not None:
+        f.real(v["inertia"], "inertia", 0.0)
+    arrays = {"ids": ids, "leaf": leaf, "order": v["order"], "ids_sorted": v["ids_sorted"]}
+    for j in range(L):
+        arrays.update({f"X[{j}]": Xs[j], f"rows[{j}]": rows[j], f"sids[{j}]": sids[j]})
+    f.unshared({"alive": alive}, arrays)
