@@ -57,8 +57,8 @@ from .field import DEFAULT_PRIME
 from ._core import _lloyd, _seeding
 from .kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
 from .lattice import Lattice, row_keys
-from .rng import as_generator
-from .seeding import RemovableSeeding, _copy_generator
+from .rng import as_generator, copy_generator as _copy_generator, spawn_aside as _spawn_aside
+from .seeding import RemovableSeeding
 
 __all__ = [
     "FederatedKMeans",
@@ -687,18 +687,6 @@ class MufcServer:
                 best = res
         self._seeds, self._traces = seeds, traces
         return best
-
-
-def _spawn_aside(rng, n):
-    """``(children, commit)``: the generators ``rng.spawn(n)`` would return,
-    drawn from a twin of its seed sequence so that ``rng`` is unchanged
-    until ``commit()`` (a fit that fails leaves a user's generator as it was)."""
-    ss = rng.bit_generator.seed_seq
-    twin = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size,
-                                  n_children_spawned=ss.n_children_spawned)
-    bg = type(rng.bit_generator)
-    return ([np.random.Generator(bg(c)) for c in twin.spawn(n)],
-            lambda: ss.spawn(n))
 
 
 def _fit_client_task(X, n_clusters, kw, rng_state):

@@ -9,7 +9,7 @@ from ._core import _seeding
 from ._validation import (check_array, check_ids, check_n_clusters, check_sample_weight,
                           raise_if_not_finite)
 from .exceptions import InvalidIdError, NumericalError
-from .rng import as_generator
+from .rng import as_generator, copy_generator as _copy_generator
 
 __all__ = ["kmeans_plusplus", "RemovableSeeding", "RemovalReport"]
 
@@ -77,18 +77,6 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
     X, w, k = _prepare(X, n_clusters, sample_weight)
     ids, _, _ = _seed_call(X, _seeding.seed, X, w, k, as_generator(random_state))
     return X[ids].copy(), ids
-
-
-def _copy_generator(gen):
-    """An independent Generator in ``gen``'s current state, with a copy of
-    its seed sequence (so that it spawns the same children); several times
-    cheaper than ``copy.deepcopy``."""
-    ss = gen.bit_generator.seed_seq
-    twin = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size,
-                                  n_children_spawned=ss.n_children_spawned)
-    bg = type(gen.bit_generator)(twin)
-    bg.state = gen.bit_generator.state
-    return np.random.Generator(bg)
 
 
 def _seed_call(X, fn, *args):
