@@ -1,0 +1,571 @@
+"""Shamir secret sharing of 32-byte secrets over the integers modulo a 257-bit prime.
+
+A client of a secure-aggregation round shares its round secrets (an X25519
+private key, a self-mask seed) ``t``-out-of-``n`` among its holders; the
+server reconstructs them from the shares that ``t`` or more holders reveal
+(Bonawitz et al., CCS 2017; Bell et al., CCS 2020).  One round shares two
+secrets to up to about a thousand holders, so everything here is plain
+Python integer arithmetic, written for speed but small enough to audit.
+
+The field.  :data:`PRIME` ``= 2**256 + 297`` is the smallest prime above
+``2**256``, so a secret (32 bytes read little-endian, below ``2**256``) is a
+field element and distinct secrets are distinct elements.  A share is a
+field element, sent as :data:`SHARE_BYTES` ``= 33`` little-endian bytes.
+
+Sharing.  Secret ``s`` is the value at 0 of a polynomial
+``f(z) = s + a_1 z + ... + a_{t-1} z**(t-1)`` whose coefficients ``a_k``
+are drawn uniformly from the field with the OS CSPRNG (``os.urandom`` and
+rejection sampling, no modulo bias); the holder with abscissa ``x`` (an
+integer in ``[1, 2**32]``, never 0) gets ``f(x)``.  Any ``t - 1`` shares are
+uniformly distributed whatever the secret; any ``t`` determine it.
+
+Reconstruction.  ``s = sum_i lambda_i f(x_i)`` over ``t`` points, with the
+Lagrange coefficients at zero ``lambda_i = prod_{j != i} x_j / (x_j - x_i)``
+(:func:`lagrange_at_zero`: O(t**2) products of small integers and a single
+modular inversion).  Points beyond the first ``t`` are checked to lie on the
+same polynomial, so a tampered or inconsistent share raises instead of
+yielding a wrong secret -- but only then: from exactly ``t`` shares, a
+tampered share gives a wrong secret silently (Shamir sharing does not
+authenticate; the protocol carries shares inside authenticated encryption).
+
+Side channels.  Python integers are not constant-time and cannot be wiped:
+the timing of these functions depends on the values, and secrets linger in
+memory until collected.  The intended threat model (an honest-but-curious
+server that sees messages, not timings of the clients' processes) does not
+depend on either.
+
+Examples
+--------
+>>> key, seed = bytes(range(32)), b"\\x07" * 32
+>>> shares = split([key, seed], threshold=2, xs=[1, 2, 3])
+>>> reconstruct([3, 1], [shares[2], shares[0]], threshold=2) == [key, seed]
+True
+"""
+import functools
+import math
+import operator
+import os
+from operator import mul
+
+from ..exceptions import InvalidInputError, ProtocolError
+
+__all__ = [
+    "MAX_X",
+    "PRIME",
+    "SECRET_BYTES",
+    "SHARE_BYTES",
+    "lagrange_at_zero",
+    "reconstruct",
+    "share_from_bytes",
+    "share_to_bytes",
+    "split",
+]
+
+PRIME = 2**256 + 297
+"""The field's modulus: the smallest prime above ``2**256``."""
+
+SECRET_BYTES = 32
+"""Length of a secret in bytes (read little-endian, so always below :data:`PRIME`)."""
+
+SHARE_BYTES = 33
+"""Length of an encoded share: a field element as 33 little-endian bytes."""
+
+MAX_X = 2**32
+"""Largest abscissa of a holder; abscissas lie in ``[1, MAX_X]``."""
+
+_HORNER_CHUNK = 16   # Horner steps between two reductions mod the prime
+_PRODUCT_CHUNK = 8   # node differences (<= 33 bits each) multiplied before one reduction
+
+_urandom = os.urandom  # the only source of randomness (tests may replace it)
+
+
+# --------------------------------------------------------------------------------------
+# public API
+
+
+def split(secrets, threshold, xs):
+    """Shamir-share each secret ``threshold``-out-of-``len(xs)``.
+
+    Parameters
+    ----------
+    secrets : sequence of bytes
+        The secrets, each :data:`SECRET_BYTES` ``= 32`` bytes (``bytes`` or
+        ``bytearray``), read as little-endian integers.
+    threshold : int
+        Number of shares that determine a secret, ``1 <= threshold <= len(xs)``
+        (1 means every share *is* the secret).
+    xs : sequence of int
+        The holders' abscissas: distinct integers in ``[1, 2**32]``.
+
+    Returns
+    -------
+    shares : list of list of int
+        ``shares[i][j]`` is the share of ``secrets[j]`` for the holder at
+        ``xs[i]``, an integer in ``[0, PRIME)`` (:func:`share_to_bytes` encodes it).
+
+    Raises
+    ------
+    InvalidInputError
+        A secret that is not 32 bytes, a threshold out of range, abscissas
+        that are not distinct integers in ``[1, 2**32]``.
+
+    Notes
+    -----
+    Every call draws fresh polynomial coefficients from ``os.urandom``;
+    nothing is reused across calls.  The polynomials are evaluated by Horner's
+    rule, two of them at a time packed into one Python integer, with a
+    reduction every 16 steps.
+
+    Examples
+    --------
+    >>> shares = split([b"\\x01" * 32], threshold=2, xs=[5, 9, 11])
+    >>> len(shares), len(shares[0]), all(0 <= s < PRIME for row in shares for s in row)
+    (3, 1, True)
+    >>> split([b"\\x01" * 32], threshold=1, xs=[5])   # threshold 1: the secret itself
+    [[454086624460063511464984254936031011189294057512315937409637584344757371137]]
+    """
+    values = []
+    for j, s in enumerate(_as_list(secrets, "secrets", InvalidInputError)):
+        if not isinstance(s, (bytes, bytearray)) or len(s) != SECRET_BYTES:
+            raise InvalidInputError(
+                f"secret {j} must be {SECRET_BYTES} bytes, got "
+                + (f"{len(s)} bytes" if isinstance(s, (bytes, bytearray)) else type(s).__name__))
+        values.append(int.from_bytes(s, "little"))
+    nodes = _check_nodes(xs, InvalidInputError)
+    t = _check_threshold(threshold)
+    if t > len(nodes):
+        raise InvalidInputError(f"threshold={t} should be <= len(xs)={len(nodes)}")
+    return _split(values, t, nodes, PRIME)
+
+
+def reconstruct(xs, shares, threshold):
+    """Recover the secrets from the shares of ``threshold`` or more holders.
+
+    Parameters
+    ----------
+    xs : sequence of int
+        The abscissas of the holders whose shares are given: distinct
+        integers in ``[1, 2**32]``.
+    shares : sequence of list or tuple
+        ``shares[i][j]`` is the share of secret ``j`` held at ``xs[i]``: an
+        int in ``[0, PRIME)`` or its :data:`SHARE_BYTES`-byte encoding.
+        Every row holds the same number of shares.
+    threshold : int
+        The threshold the secrets were shared with (``>= 1``).
+
+    Returns
+    -------
+    secrets : list of bytes
+        The 32-byte secrets, in the order of the columns of ``shares``.
+
+    Raises
+    ------
+    ProtocolError
+        Fewer than ``threshold`` points; abscissas repeated, out of range or
+        not integers; ``len(shares) != len(xs)`` or rows of different lengths
+        (or rows that are not lists or tuples); a share that is not an
+        integer in ``[0, PRIME)`` nor 33 bytes encoding one; a point beyond
+        the first ``threshold`` that does not lie on the polynomial through
+        them (a tampered or inconsistent share); a reconstructed value
+        ``>= 2**256`` (not a 32-byte secret).
+    InvalidInputError
+        ``threshold`` is not an integer ``>= 1``.
+
+    Notes
+    -----
+    The first ``threshold`` points determine the secrets (Lagrange
+    interpolation at 0, :func:`lagrange_at_zero`, cached by abscissas); each
+    further point is checked against the polynomial through them (the
+    Lagrange form evaluated at that abscissa: O(threshold) products per
+    point and secret, so checking ``k - threshold`` extra points costs about
+    as much as ``k - threshold`` holders' worth of :func:`split`).  With
+    exactly ``threshold`` points nothing can be checked: a tampered share
+    then yields a wrong secret.
+
+    Examples
+    --------
+    >>> secret = bytes(range(32))
+    >>> shares = split([secret], threshold=3, xs=[1, 2, 3, 4, 5])
+    >>> reconstruct([2, 4, 5], [shares[1], shares[3], shares[4]], threshold=3) == [secret]
+    True
+    >>> bad = [list(row) for row in shares]
+    >>> bad[4][0] = (bad[4][0] + 1) % PRIME
+    >>> reconstruct([1, 2, 3, 4, 5], bad, threshold=3)
+    Traceback (most recent call last):
+    ...
+    pyfkm.exceptions.ProtocolError: the share of secret 0 at x=5 does not lie on the polynomial ...
+    """
+    t = _check_threshold(threshold)
+    nodes = _check_nodes(xs, ProtocolError)
+    rows = _as_list(shares, "shares", ProtocolError)
+    if len(rows) != len(nodes):
+        raise ProtocolError(f"{len(rows)} rows of shares for {len(nodes)} abscissas")
+    if len(nodes) < t:
+        raise ProtocolError(f"{len(nodes)} points should be >= threshold={t}")
+    rows = [_check_row(row, i) for i, row in enumerate(rows)]
+    m = len(rows[0])
+    for i, row in enumerate(rows):
+        if len(row) != m:
+            raise ProtocolError(f"row {i} of shares holds {len(row)} shares, row 0 holds {m}")
+    values = _interpolate(nodes, rows, t, PRIME)
+    for j, v in enumerate(values):
+        if v >> (8 * SECRET_BYTES):
+            raise ProtocolError(f"reconstructed value {j} is not a {SECRET_BYTES}-byte secret "
+                                "(inconsistent shares)")
+    return [v.to_bytes(SECRET_BYTES, "little") for v in values]
+
+
+def lagrange_at_zero(xs):
+    """The Lagrange coefficients that interpolate at 0 from values at ``xs``.
+
+    ``f(0) = sum_i lam[i] * f(xs[i]) mod PRIME`` for every polynomial ``f``
+    of degree below ``len(xs)``, with
+    ``lam[i] = prod_{j != i} xs[j] / (xs[j] - xs[i]) mod PRIME``.
+
+    Parameters
+    ----------
+    xs : sequence of int
+        The nodes: integers that are nonzero and distinct modulo :data:`PRIME`.
+
+    Returns
+    -------
+    lam : list of int
+        The coefficients, in ``[0, PRIME)``, in the order of ``xs``.
+
+    Raises
+    ------
+    InvalidInputError
+        ``xs`` empty, not integers, zero or repeated modulo :data:`PRIME`.
+
+    Notes
+    -----
+    O(len(xs)**2) products of node differences (exact integers, reduced
+    every 8 factors) and one modular inversion for the whole set
+    (Montgomery's batch-inversion trick).  Results are cached for the 32 most
+    recent node tuples; they depend on the nodes only.
+
+    Examples
+    --------
+    >>> lam = lagrange_at_zero([1, 2, 3])
+    >>> [c if c < PRIME // 2 else c - PRIME for c in lam]   # 3, -3, 1
+    [3, -3, 1]
+    >>> sum(c * (7 + 5 * x) for c, x in zip(lam, [1, 2, 3])) % PRIME   # f(z) = 7 + 5z
+    7
+    """
+    nodes = []
+    for i, x in enumerate(_as_list(xs, "xs", InvalidInputError)):
+        if isinstance(x, bool):
+            raise InvalidInputError(f"xs[{i}] must be an integer, got bool")
+        try:
+            nodes.append(operator.index(x) % PRIME)
+        except TypeError:
+            raise InvalidInputError(
+                f"xs[{i}] must be an integer, got {type(x).__name__}") from None
+    if not nodes:
+        raise InvalidInputError("xs must not be empty")
+    if 0 in nodes:
+        raise InvalidInputError("a node is zero modulo PRIME")
+    if len(set(nodes)) != len(nodes):
+        raise InvalidInputError("nodes are repeated modulo PRIME")
+    return list(_weights(tuple(nodes), PRIME)[0])
+
+
+def share_to_bytes(v):
+    """Encode a share as :data:`SHARE_BYTES` ``= 33`` little-endian bytes.
+
+    Raises
+    ------
+    InvalidInputError
+        ``v`` is not an integer in ``[0, PRIME)``.
+
+    Examples
+    --------
+    >>> b = share_to_bytes(258)
+    >>> len(b), b[:3].hex(), b[3:] == bytes(30)
+    (33, '020100', True)
+    >>> share_from_bytes(share_to_bytes(PRIME - 1)) == PRIME - 1
+    True
+    """
+    if isinstance(v, bool):
+        raise InvalidInputError("a share must be an integer, got bool")
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise InvalidInputError(f"a share must be an integer, got {type(v).__name__}") from None
+    if not 0 <= v < PRIME:
+        raise InvalidInputError("a share must lie in [0, PRIME)")
+    return v.to_bytes(SHARE_BYTES, "little")
+
+
+def share_from_bytes(b):
+    """Decode a share encoded by :func:`share_to_bytes`.
+
+    Raises
+    ------
+    ProtocolError
+        ``b`` is not ``bytes``/``bytearray`` of length 33, or encodes a value
+        ``>= PRIME``.
+
+    Examples
+    --------
+    >>> share_from_bytes(bytes([5]) + bytes(32))
+    5
+    >>> share_from_bytes(b"\\xff" * 33)
+    Traceback (most recent call last):
+    ...
+    pyfkm.exceptions.ProtocolError: an encoded share must be below PRIME
+    """
+    if not isinstance(b, (bytes, bytearray)):
+        raise ProtocolError(f"an encoded share must be bytes, got {type(b).__name__}")
+    if len(b) != SHARE_BYTES:
+        raise ProtocolError(f"an encoded share must be {SHARE_BYTES} bytes, got {len(b)}")
+    v = int.from_bytes(b, "little")
+    if v >= PRIME:
+        raise ProtocolError("an encoded share must be below PRIME")
+    return v
+
+
+# --------------------------------------------------------------------------------------
+# validation (the public functions' edge)
+
+
+def _as_list(seq, name, error):
+    if isinstance(seq, (str, bytes, bytearray)):
+        raise error(f"{name} must be a sequence, got {type(seq).__name__}")
+    try:
+        return list(seq)
+    except TypeError:
+        raise error(f"{name} must be a sequence, got {type(seq).__name__}") from None
+
+
+def _check_threshold(threshold):
+    if isinstance(threshold, bool):
+        raise InvalidInputError("threshold must be an integer, got bool")
+    try:
+        t = operator.index(threshold)
+    except TypeError:
+        raise InvalidInputError(
+            f"threshold must be an integer, got {type(threshold).__name__}") from None
+    if t < 1:
+        raise InvalidInputError(f"threshold={t} should be >= 1")
+    return t
+
+
+def _check_nodes(xs, error):
+    """Distinct Python ints in [1, MAX_X], or ``error``."""
+    nodes = []
+    for i, x in enumerate(_as_list(xs, "xs", error)):
+        if isinstance(x, bool):
+            raise error(f"xs[{i}] must be an integer, got bool")
+        try:
+            x = operator.index(x)
+        except TypeError:
+            raise error(f"xs[{i}] must be an integer, got {type(x).__name__}") from None
+        if not 1 <= x <= MAX_X:
+            raise error(f"xs[{i}]={x} must lie in [1, 2**32]")
+        nodes.append(x)
+    if len(set(nodes)) != len(nodes):
+        raise error("xs must be distinct")
+    return nodes
+
+
+def _check_row(row, i):
+    """Row ``i`` of shares as a list of ints in [0, PRIME), or ProtocolError."""
+    if not isinstance(row, (list, tuple)):
+        raise ProtocolError(f"row {i} of shares must be a list or tuple, got {type(row).__name__}")
+    out = []
+    for j, v in enumerate(row):
+        if isinstance(v, (bytes, bytearray)):
+            out.append(share_from_bytes(v))
+            continue
+        if isinstance(v, bool):
+            raise ProtocolError(f"share [{i}][{j}] must be an integer or bytes, got bool")
+        try:
+            v = operator.index(v)
+        except TypeError:
+            raise ProtocolError(f"share [{i}][{j}] must be an integer or bytes, "
+                                f"got {type(v).__name__}") from None
+        if not 0 <= v < PRIME:
+            raise ProtocolError(f"share [{i}][{j}] must lie in [0, PRIME)")
+        out.append(v)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# kernels: no input validation; ``prime`` is a parameter so that tests can run
+# them over a tiny field and check secrecy by enumeration.
+
+
+def _random_coefficients(count, prime=PRIME):
+    """``count`` independent uniform elements of ``[0, prime)`` from ``_urandom``.
+
+    Each is read from ``nbytes = ceil(bits(prime) / 8) + 1`` little-endian
+    bytes ``v``; it is kept iff ``v < limit``, the largest multiple of
+    ``prime`` not above ``256**nbytes``, and mapped to ``v % prime``, which
+    is then exactly uniform (a draw is rejected with probability below 1/256).
+    """
+    nbytes = (prime.bit_length() + 7) // 8 + 1
+    limit = (1 << (8 * nbytes)) // prime * prime
+    out = []
+    while len(out) < count:
+        buf = _urandom((count - len(out)) * nbytes)
+        for k in range(0, len(buf), nbytes):
+            v = int.from_bytes(buf[k:k + nbytes], "little")
+            if v < limit:
+                out.append(v % prime)
+    return out
+
+
+def _split(values, threshold, xs, prime):
+    """Shares of ``values`` (ints in ``[0, prime)``) at the distinct nonzero
+    ``xs`` (ints below ``prime``): ``shares[i][j] = f_j(xs[i]) mod prime``.
+
+    ``f_j(z) = values[j] + sum_{k=1}^{t-1} a[j (t-1) + k - 1] z**k`` with
+    ``a = _random_coefficients(len(values) * (threshold - 1), prime)``: one
+    call per split, secret-major, degree 1 first.
+    """
+    t = threshold
+    a = _random_coefficients(len(values) * (t - 1), prime)
+    # coefficient lists, highest degree first, for Horner's rule
+    polys = [a[j * (t - 1):(j + 1) * (t - 1)][::-1] + [s] for j, s in enumerate(values)]
+    return _evaluate(polys, xs, prime)
+
+
+def _evaluate(polys, xs, prime):
+    """``out[i][j] = polys[j](xs[i]) mod prime`` for coefficient lists of one
+    length, highest degree first, with entries in ``[0, prime)``, and
+    nonnegative ``xs``.
+
+    Horner's rule on two polynomials at a time: ``f`` and ``g`` are packed
+    into one integer, ``f + g * 2**W``; a step ``acc * x + c`` acts on both
+    halves, and with both halves nonnegative and below ``2**W`` no carry
+    crosses between them.  Each half is reduced every ``_HORNER_CHUNK = g``
+    steps; starting below ``prime``, after ``g`` steps it is below
+    ``prime * (1 + X + ... + X**g) <= prime * (g + 1) * X**g`` with
+    ``X = max(xs)``, which ``W`` bounds.
+    """
+    m = len(polys)
+    if m == 0:
+        return [[] for _ in xs]
+    deg1 = len(polys[0])
+    g = _HORNER_CHUNK
+    w = prime.bit_length() + g * max(xs).bit_length() + (g + 1).bit_length()
+    mask = (1 << w) - 1
+    cols = []
+    for j in range(0, m, 2):
+        f = polys[j]
+        h = polys[j + 1] if j + 1 < m else [0] * deg1
+        packed = [a + (b << w) for a, b in zip(f, h)]
+        chunks = [packed[k:k + g] for k in range(0, deg1, g)]
+        last = chunks.pop()
+        lo, hi = [], []
+        for x in xs:
+            acc = 0
+            for chunk in chunks:
+                for c in chunk:
+                    acc = acc * x + c
+                acc = (acc & mask) % prime + ((acc >> w) % prime << w)
+            for c in last:
+                acc = acc * x + c
+            lo.append((acc & mask) % prime)
+            hi.append((acc >> w) % prime)
+        cols.append(lo)
+        if j + 1 < m:
+            cols.append(hi)
+    return [list(r) for r in zip(*cols)]
+
+
+def _batch_inverse(values, prime):
+    """Inverses mod ``prime`` of nonzero ``values`` with one modular inversion
+    (Montgomery's trick: prefix products, invert the total, walk back)."""
+    prefix = []
+    acc = 1
+    for v in values:
+        prefix.append(acc)
+        acc = acc * v % prime
+    inv = pow(acc, -1, prime)
+    out = [0] * len(values)
+    for i in range(len(values) - 1, -1, -1):
+        out[i] = inv * prefix[i] % prime
+        inv = inv * values[i] % prime
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _weights(xs, prime):
+    """``(lam, w)`` for a tuple ``xs`` of distinct nonzero ints below ``prime``:
+    the Lagrange coefficients at 0, ``lam[i] = prod_{j != i} x_j / (x_j - x_i)``,
+    and the barycentric weights ``w[i] = 1 / prod_{j != i} (x_i - x_j)``.
+
+    With ``e_i = prod_{j != i} (x_j - x_i)`` and ``P = prod_j x_j``:
+    ``lam[i] = P / (x_i e_i)`` and ``w[i] = (-1)**(n-1) x_i / (x_i e_i)``;
+    the ``n`` values ``x_i e_i`` are inverted together.
+    """
+    n = len(xs)
+    k = _PRODUCT_CHUNK
+    xe = []
+    for i, xi in enumerate(xs):
+        d = [xj - xi for xj in xs]
+        d[i] = xi            # x_i e_i directly
+        acc = 1
+        for s in range(0, n, k):
+            acc = acc * math.prod(d[s:s + k]) % prime
+        xe.append(acc)
+    inv = _batch_inverse(xe, prime)
+    total = 1
+    for s in range(0, n, k):
+        total = total * math.prod(xs[s:s + k]) % prime
+    lam = tuple(total * v % prime for v in inv)
+    if n % 2:
+        w = tuple(x * v % prime for x, v in zip(xs, inv))
+    else:
+        w = tuple(-x * v % prime for x, v in zip(xs, inv))
+    return lam, w
+
+
+def _value_at(x, xs, u, prime):
+    """``sum_i u_i prod_{k != i} (x - xs[k]) mod prime``.
+
+    With ``u_i = w_i y_i`` (barycentric weights ``w`` of ``xs``) this is the
+    value at ``x`` of the polynomial through the points ``(xs[i], y_i)``.
+    Accumulated as ``num / den = sum_{i <= k} u_i / (x - xs[i])`` with
+    ``den = prod_{i <= k} (x - xs[i])``, so no inversion is needed:
+    ``num <- num (x - x_k) + u_k den``, ``den <- den (x - x_k)``, both reduced
+    every ``_PRODUCT_CHUNK`` steps.
+    """
+    g = _PRODUCT_CHUNK
+    num, den = 0, 1
+    for s in range(0, len(xs), g):
+        for xk, uk in zip(xs[s:s + g], u[s:s + g]):
+            d = x - xk
+            num = num * d + uk * den
+            den *= d
+        num %= prime
+        den %= prime
+    return num
+
+
+def _interpolate(xs, rows, threshold, prime):
+    """Values at 0 of the polynomials of degree < ``threshold`` through the
+    first ``threshold`` points (``rows[i][j]``: value of polynomial ``j`` at
+    ``xs[i]``); every further point must lie on them, else ProtocolError.
+    ``xs`` distinct nonzero ints below ``prime``, ``rows`` reduced and of one
+    length, ``len(xs) >= threshold``.
+
+    A further point ``x`` is checked against the Lagrange form
+    ``f(x) = sum_i w_i y_i prod_{k != i} (x - x_k)`` (:func:`_value_at`):
+    O(threshold) products per point and polynomial, no inversion.
+    """
+    t = threshold
+    base = tuple(xs[:t])
+    lam, w = _weights(base, prime)
+    columns = list(zip(*rows[:t]))
+    values = [sum(map(mul, lam, col)) % prime for col in columns]
+    if len(xs) > t:
+        weighted = [[a * b % prime for a, b in zip(w, col)] for col in columns]
+        for i in range(t, len(xs)):
+            for j, u in enumerate(weighted):
+                if _value_at(xs[i], base, u, prime) != rows[i][j]:
+                    raise ProtocolError(f"the share of secret {j} at x={xs[i]} does not lie "
+                                        f"on the polynomial through the first {t} points")
+    return values
