@@ -54,9 +54,7 @@ from ._validation import check_array, check_clients, check_features, check_n_clu
 from .exceptions import InvalidInputError
 from .kmeans import _LloydWorkspace, nearest_center
 from .rng import as_generator
-from .secagg._messages import RoundMessage
-from .secagg._msa import (DEFAULT_SCALE_BITS, AggregateMessage, MaskedVectorMessage,
-                          check_discrete_sigma, setup_msa)
+from .secagg._msa import DEFAULT_SCALE_BITS, check_discrete_sigma, msa_round, setup_msa
 
 __all__ = [
     "DPFederatedKMeans",
@@ -267,30 +265,31 @@ class _FederatedLloydBase(BaseEstimator):
         plan, report, accountant, noise_mode = self._plan(n, k, d, bounds)
 
         gen = None if self.random_state is None else as_generator(self.random_state)
-        init_gen, msa_gen = (gen.spawn(2) if gen is not None else (None, None))
+        init_gen = gen.spawn(1)[0] if gen is not None else None
         centers = init if init is not None else sphere_packing_init(k, d, bounds, init_gen)
         n_words = k * d + k
-        server, msa = setup_msa(len(arrs), n_words, noise=noise_mode,
-                                random_state=msa_gen)
+        # the private mode's noise is distributed: every client adds its
+        # share (variance sigma**2 / threshold), which no party can remove;
+        # the baselines' modes model a trusted curator (the server adds it)
+        distributed = noise_mode == "discrete_gaussian"
+        server, msa = setup_msa(len(arrs), n_words,
+                                noise=None if distributed else noise_mode)
         local = [_LocalData(a) for a in arrs]
         ex = self.executor
         n_iter = 0
         for step in plan:
             eta = step["eta"]
-            rmsg = RoundMessage.from_bytes(server.start_round().to_bytes())
             if ex is None:
                 vecs = [c.stats(centers, eta, self._relative) for c in local]
             else:
                 futs = [ex.submit(c.stats, centers, eta, self._relative) for c in local]
                 vecs = [f.result() for f in futs]
-            for c, v in zip(msa, vecs):
-                server.receive(MaskedVectorMessage.from_bytes(c.respond(rmsg, v).to_bytes()))
             segments = ()
             if noise_mode is not None:
                 segments = ((k * d, step["sum_scale"], b"SUM"), (k, step["count_scale"], b"CNT"))
-            agg = AggregateMessage.from_bytes(server.finish_round(segments).to_bytes())
-            outs = [c.unmask(agg) for c in msa]       # every client decodes the same
-            out = outs[0]
+            out, _ = msa_round(server, msa, vecs,
+                               noise=segments if distributed else (),
+                               server_noise=() if distributed else segments)
             new = _update_centers(centers, out[:k * d].reshape(k, d), out[k * d:], eta,
                                   self._relative, bounds, self.postprocess)
             n_iter += 1
@@ -396,15 +395,21 @@ class DPFederatedKMeans(_FederatedLloydBase):
     postprocess : {"fold", "truncate", "none"}, default="fold"
         How centers are brought back into the bounds.
     noise : {"discrete_gaussian", "gaussian"}, default="discrete_gaussian"
-        Exact discrete Gaussian on the fixed-point integers, or a continuous
-        Gaussian rounded to the grid (as in the paper's experiments).
+        ``"discrete_gaussian"``: *distributed* discrete Gaussian noise on the
+        fixed-point integers -- every client adds a share of variance
+        ``sigma**2 / threshold`` under its own OS key, so neither the server
+        nor the server with fewer than ``threshold`` clients can remove it
+        (see ``docs/threat_model.md`` for the guarantee and its accounting).
+        ``"gaussian"``: a continuous Gaussian added by the server and
+        rounded to the grid, as in the paper's experiments (a trusted-curator
+        baseline: the server could remove it).
     bounds : (float, float), default=(-1, 1)
         Every feature of every point lies in ``[lo, hi]`` (checked).
     random_state : None, int, SeedSequence or Generator
-        Seeds the initialization, the protocol keys and the server's noise
-        key.  None (default) uses OS randomness for all of them; a seed makes
-        a fit reproducible, which is for tests and simulations only (the
-        keys and noise are then not secret).
+        Seeds the initialization only.  Keys, masks and the noise come from
+        the operating system, so two fits with the same seed start alike
+        but draw independent noise (which is what privacy needs); a
+        noise-free :class:`FederatedLloyd` with a seed is reproducible.
     executor : concurrent.futures.Executor, optional
         Runs each client's local step (assignment and sums); default: in the
         calling thread.
@@ -422,7 +427,10 @@ class DPFederatedKMeans(_FederatedLloydBase):
     Notes
     -----
     Only the clients see their data and the decoded centers; the
-    :class:`~pyfkm.secagg._msa.MsaServer` only holds masked fixed-point words.
+    :class:`~pyfkm.secagg._msa.MsaServer` only holds masked fixed-point words
+    and shares it cannot combine.  Every client of every round takes part
+    in the secure aggregation with the run's default threshold (a strict
+    majority of the clients).
 
     Examples
     --------

@@ -42,6 +42,7 @@ import tempfile
 import threading
 import stat
 import time
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -366,6 +367,14 @@ class MufcClient:
         if old_seeding is not None:
             pos = old_pos[ids]
             old_seeding._state.X[pos[pos >= 0]] = 0
+
+
+    def _erase(self):
+        """Zero every buffer holding this client's rows (a departing or
+        dropped client)."""
+        self.X[...] = 0.0
+        if self._seeding is not None:
+            self._seeding._state.X[...] = 0
 
 
 # bins per dimension: at most this many (a smaller gamma is a mistake: the
@@ -721,6 +730,11 @@ class FederatedRemovalReport:
     bytes_sent : int
         Bytes of all messages of the aggregation round (0 in the clear).
     incremental_decode : bool
+    dropped : tuple of int
+        Clients that went silent in the round.  In a removal round an
+        unchanged client that drops changes nothing (its contribution is
+        the one already in the aggregate); a removing client that drops
+        makes the removal fail.
     """
 
     clients: tuple
@@ -735,11 +749,13 @@ class FederatedRemovalReport:
     incremental_decode: bool = False
     offline_seconds: float = 0.0
     details: tuple = field(default=(), repr=False)
+    dropped: tuple = ()
 
 
 class _ClearAggregator:
     def __init__(self, d):
         self.d = d
+        self.offline_seconds = 0.0
 
     def mark(self, i):
         pass
@@ -750,46 +766,88 @@ class _ClearAggregator:
     def forget(self, changed, departed=()):
         pass
 
-    def round(self, clients, participants):
+    def round(self, clients, participants, silent=()):
         t0 = time.perf_counter()
-        bins, counts = merge_sparse([clients[i].sparse_counts() for i in participants], self.d)
-        return bins, counts, 0, False, time.perf_counter() - t0
+        parts = [i for i in participants if i not in set(silent)]
+        bins, counts = merge_sparse([clients[i].sparse_counts() for i in parts], self.d)
+        return bins, counts, 0, False, time.perf_counter() - t0, tuple(sorted(silent))
+
+
+def resolve_neighbors(neighbors, n_clients):
+    """The graph degree of a run of ``n_clients``: ``"auto"`` is the complete
+    graph up to 64 clients and ``2 ceil(2 log2 L)`` neighbours beyond (so a
+    client's work grows like log L; SecAgg+, Bell et al. 2020); an int is
+    taken as given (even; 0 means complete)."""
+    if neighbors == "auto":
+        if n_clients <= 64:
+            return 0
+        return 2 * int(np.ceil(2 * np.log2(n_clients)))
+    if not isinstance(neighbors, numbers.Integral) or isinstance(neighbors, bool) \
+            or neighbors < 0 or neighbors % 2:
+        raise InvalidInputError(f"neighbors={neighbors!r} must be 'auto', 0 (complete graph) "
+                                "or an even int >= 2")
+    return int(neighbors)
+
+
+def resolve_threshold(threshold, n_clients):
+    """The run's threshold: a strict majority by default, else the given
+    int (at least a majority, so that no two sets of ``t`` clients are
+    disjoint: the consistency rule needs it)."""
+    if threshold is None:
+        return n_clients // 2 + 1
+    if not isinstance(threshold, numbers.Integral) or isinstance(threshold, bool) \
+            or not 1 <= threshold:
+        raise InvalidInputError(f"threshold={threshold!r} must be None or an int >= 1")
+    return min(int(threshold), n_clients) if n_clients == 1 else int(threshold)
 
 
 class _SecureAggregator:
     """Drives the SCMA roles in process, every message through its bytes
-    (the round's broadcast is parsed once).
+    (broadcasts are parsed once for all clients).
+
+    A round has an offline part (key shares: no data involved) and an
+    online part (masked inputs, unmasking, decoding).  After each round the
+    next round's offline part is run at once over the same participants
+    (timed as ``offline_seconds``), and the clients precompute their masks
+    for a one-bin difference round, so that an unlearning request pays only
+    the online part.
 
     After the first round, a round in which few clients changed their data
     (an unlearning request) is a *difference round*: every participant
     sends its change since the last round, under fresh masks sized for the
     number of bins that changed (the changed clients report it; the server
     learns that number from the decoded change anyway).  The decoded
-    aggregate is the same as a full round's (``ScmaServer.start_round``);
-    when the change is too large to be worth it (or the participants
-    changed) a full round runs.  Offline, the clients precompute the masks
-    of the next ``precompute_rounds`` rounds for a one-bin change (a
-    removal that moves no center), in one call each, when the next round's
-    are used up; rounds with longer messages compute their masks online.
+    aggregate is the same as a full round's; when the change is too large
+    to be worth it, or the difference round fails, a full round runs.
+
+    A client that goes silent in a round is recovered from: the round
+    completes over the survivors (``dropped`` names the others).  In a
+    difference round an unchanged client that drops changes nothing (its
+    change is zero); a changed client that drops makes the round fail.
     """
 
-    def __init__(self, d, n_bins, max_nonzeros, client_ids, modulus, random_state,
-                 precompute_nonzeros=1, precompute_rounds=8):
+    def __init__(self, d, n_bins, max_nonzeros, client_ids, modulus, *, threshold=None,
+                 neighbors="auto", progress=False, precompute_nonzeros=1):
         from . import secagg
+        from .secagg._driver import RoundTrip, setup_in_process
         self.secagg = secagg
-        gen = as_generator(random_state)
-        self.params = secagg.ScmaParams.create(d, n_bins, max_nonzeros, modulus=modulus,
-                                               random_state=gen)
-        from .secagg._driver import setup_in_process
+        self._RoundTrip = RoundTrip
+        self.params = secagg.ScmaParams.create(d, n_bins, max_nonzeros, modulus=modulus)
+        L = len(client_ids)
+        t = resolve_threshold(threshold, L)
+        if t > L:
+            raise InvalidInputError(f"threshold={t} exceeds the {L} participating clients")
         # roles (a dict by client id) only for the clients that take part:
         # a departed client costs no key agreement
-        self.server, self.roles = setup_in_process(self.params, len(client_ids), gen,
-                                                   client_ids=client_ids)
+        self.server, self.roles = setup_in_process(
+            self.params, L, client_ids=client_ids, threshold=t,
+            degree=resolve_neighbors(neighbors, L))
         self._dirty = set(self.roles)
         self._precompute_nonzeros = int(precompute_nonzeros)
-        self._precompute_rounds = int(precompute_rounds)
-        self._covered = (None, 0)  # participants and last round with precomputed masks
+        self._prepared = None      # a RoundTrip whose offline part ran
         self._last = None          # participants of the last decoded round
+        self.progress = progress
+        self.offline_seconds = 0.0
 
     def mark(self, i):
         self._dirty.add(i)
@@ -799,6 +857,7 @@ class _SecureAggregator:
         sets its data again and the next round is a full one."""
         self._dirty.update(participants)
         self._last = None
+        self._prepared = None
 
     def forget(self, changed, departed=()):
         """After a committed round: the clients whose data changed drop
@@ -825,59 +884,62 @@ class _SecureAggregator:
         words = self.secagg._roles.delta_params(self.params, m).message_words
         return m if 2 * words <= self.params.message_words else 0
 
-    def _play(self, participants, delta_nonzeros):
-        rmsg = self.server.start_round(participants, delta_nonzeros=delta_nonzeros).to_bytes()
-        # a broadcast: in process, its bytes are parsed once for all clients
-        # (the message is immutable); each answer travels as bytes and the
-        # server takes them all at once
-        msg = self.secagg.RoundMessage.from_bytes(rmsg)
-        roles = self.roles
-        outs = [roles[i].respond(msg).to_bytes() for i in participants]
-        self.server.receive_many(outs)
-        nbytes = len(rmsg) * len(participants) + sum(map(len, outs))
-        return self.server.finish_round(), nbytes
+    def _trip(self, parts, silent):
+        trip = self._prepared
+        self._prepared = None
+        if trip is None or trip.parts != parts or silent:
+            trip = self._RoundTrip(self.server, self.roles, parts, silent=silent,
+                                   progress=self.progress).share()
+        return trip
 
-    def round(self, clients, participants):
+    def round(self, clients, participants, silent=()):
         t0 = time.perf_counter()
         changed = sorted(self._dirty & set(participants))
         for i in changed:
-            self.roles[i].set_data(*clients[i].sparse_counts())
+            if i not in silent:
+                self.roles[i].set_data(*clients[i].sparse_counts())
         parts = tuple(sorted(participants))
-        if parts == self._last:
-            parts = self._last         # the same tuple: the clients check it once
-        dn = self._delta_size(changed) if self._last == parts else 0
+        dn = self._delta_size(changed) if self._last == parts and not silent else 0
         res = None
         nbytes = 0
         if dn:
+            trip = self._trip(parts, silent)
             try:
-                res, nbytes = self._play(parts, dn)
+                res = trip.inputs(dn).finish()
+                if set(changed) & set(res.dropped):
+                    raise ProtocolError(
+                        f"clients {sorted(set(changed) & set(res.dropped))} changed their "
+                        "data and dropped out of the round")
             except (DecodeError, CapacityError, ProtocolError):
                 res = None         # the change did not fit: a full round below
+            nbytes += trip.bytes_up + trip.bytes_down
         if res is None:
-            res, more = self._play(parts, 0)
-            nbytes += more
+            trip = self._trip(parts, silent)
+            res = trip.inputs(0).finish()
+            nbytes += trip.bytes_up + trip.bytes_down
         # only now: a round that raised leaves the clients marked changed
         self._dirty.difference_update(changed)
-        self._last = parts
+        self._last = parts if not res.dropped else None
         t_online = time.perf_counter() - t0
         self.precompute(parts)
-        return res.bins, res.counts, nbytes, res.report.incremental, t_online
+        return res.bins, res.counts, nbytes, res.report.incremental, t_online, res.dropped
 
     def precompute(self, participants):
-        """Offline phase (timed separately as ``offline_seconds``): unless
-        they already have them, every participant computes its masks for
-        the next ``precompute_rounds`` rounds now, sized for a difference
-        round of ``precompute_nonzeros`` bins; a round with a larger message
-        computes its masks online."""
+        """Offline phase (timed separately as ``offline_seconds``): the next
+        round's key shares over ``participants``, and every client's mask
+        for a difference round of ``precompute_nonzeros`` bins; a round
+        with a larger message computes its masks online."""
         t0 = time.perf_counter()
-        nxt = self.server._round + 1
-        parts, last = self._covered
-        if parts is not participants or nxt > last:
-            R = self._precompute_rounds
+        self._prepared = None
+        try:
+            trip = self._RoundTrip(self.server, self.roles, participants).share()
+        except ProtocolError:
+            trip = None                # the online part will try again
+        if trip is not None and not trip.failed:
             dn = min(self._precompute_nonzeros, self.params.max_nonzeros)
-            for i in participants:
-                self.roles[i].precompute_mask(nxt, participants, dn, n_rounds=R)
-            self._covered = (participants, nxt + R - 1)
+            for i in trip.sharers:
+                self.roles[i].precompute_mask(dn)
+            self._prepared = trip
         self.offline_seconds = time.perf_counter() - t0
 
 
@@ -909,11 +971,32 @@ class FederatedKMeans(BaseEstimator):
     modulus : int, optional
         SCMA prime (default :data:`pyfkm.field.DEFAULT_PRIME`).
     random_state : None, int, SeedSequence or Generator
+        Seeds the algorithm (local seeding, server sampling and k-means):
+        the same seed gives the same model.  It never seeds key material:
+        keys, run ids and masks come from the operating system, fresh for
+        every run and round (see ``docs/threat_model.md``).
     executor : concurrent.futures.Executor, optional
         Runs the clients' local fits (e.g. a ``ThreadPoolExecutor``, a
         ``ProcessPoolExecutor`` or Dask's ``Client.get_executor()``); the
         model is identical to the in-process one.  Each task returns the
         client's state as plain arrays (no live objects cross the executor).
+    threshold : int, optional
+        Fewest clients any secure round may have; clients refuse rounds
+        below it, and a round completes when at most ``L - threshold``
+        clients drop.  Default: a strict majority of the participating
+        clients.
+    neighbors : "auto" or int, default="auto"
+        Neighbours per client in the secure aggregation graph (even; 0 is
+        every pair).  "auto": every pair up to 64 clients, else
+        ``2 ceil(2 log2 L)`` (SecAgg+: a client's cost grows like log L).
+    client_timeout : float, optional
+        Seconds to wait for a client's local fit on the ``executor``; a
+        client whose task times out or raises is dropped from the round
+        (the model is the one fitted without it; ``dropped_clients_``).
+        None waits for every client.
+    progress : bool or callable, default=False
+        Report progress of the clients' fits and of the secure rounds
+        (:mod:`pyfkm._progress`: a tqdm bar when installed).
 
     Attributes
     ----------
@@ -925,6 +1008,11 @@ class FederatedKMeans(BaseEstimator):
     n_bins_per_dim_ : int
     n_iter_ : int (server Lloyd iterations of the best init)
     bytes_sent_ : int (bytes of the fit's aggregation round)
+    dropped_clients_ : tuple of int
+        Clients whose local fit failed or timed out, or whose message did
+        not arrive, during ``fit`` (or a later :meth:`add_clients`): the
+        model is the model fitted without them.  :meth:`add_clients` lets
+        them join later.
 
     Notes
     -----
@@ -977,7 +1065,8 @@ class FederatedKMeans(BaseEstimator):
 
     def __init__(self, n_clusters=8, *, gamma="auto", server_points="uniform",
                  client_init="k-means++", secure=True, n_init=10, max_iter=300, tol=1e-4,
-                 bounds=(-0.5, 0.5), modulus=None, random_state=None, executor=None):
+                 bounds=(-0.5, 0.5), modulus=None, random_state=None, executor=None,
+                 threshold=None, neighbors="auto", client_timeout=None, progress=False):
         self.n_clusters = n_clusters
         self.gamma = gamma
         self.server_points = server_points
@@ -990,6 +1079,10 @@ class FederatedKMeans(BaseEstimator):
         self.modulus = modulus
         self.random_state = random_state
         self.executor = executor
+        self.threshold = threshold
+        self.neighbors = neighbors
+        self.client_timeout = client_timeout
+        self.progress = progress
 
     def _check_params(self, n, d):
         K = self.n_clusters
@@ -1014,6 +1107,12 @@ class FederatedKMeans(BaseEstimator):
         if self.executor is not None and not callable(getattr(self.executor, "submit", None)):
             raise InvalidInputError("executor must be a concurrent.futures.Executor "
                                     "(an object with submit) or None")
+        resolve_neighbors(self.neighbors, 1)
+        resolve_threshold(self.threshold, 1)
+        ct = self.client_timeout
+        if ct is not None and (not isinstance(ct, numbers.Real) or isinstance(ct, bool)
+                               or not ct > 0):
+            raise InvalidInputError(f"client_timeout={ct!r} must be None or a positive number")
         return int(K), float(g), lo, hi
 
     # -- locking and copies ------------------------------------------------------
@@ -1094,35 +1193,71 @@ class FederatedKMeans(BaseEstimator):
         t0 = time.perf_counter()
         kw = dict(gamma=g, lower=lo, upper=hi, client_init=self.client_init,
                   max_iter=self.max_iter, tol=self.tol)
-        if self.executor is None:
-            clients_ = [MufcClient(X, K, random_state=gens[i], **kw)
-                        for i, X in enumerate(arrs)]
-        else:
-            futures = [self.executor.submit(_fit_client_task, X, K, kw, _rng_state(gens[i]))
-                       for i, X in enumerate(arrs)]
-            clients_ = []
-            for X, fut in zip(arrs, futures):
-                head, arrays = fut.result()
-                arrays["X"] = X
-                clients_.append(MufcClient._restore(head, "", arrays))
+        clients_, failed = self._fit_clients(arrs, K, kw, gens)
         t1 = time.perf_counter()
-        B = clients_[0].n_bins_per_dim
+        B = _n_bins(lo, hi, g)
         L = len(arrs)
         agg_rng = gens[L + 1]
-        agg = self._make_aggregator(d, B, clients_, range(L), agg_rng)
+        participants = list(range(L))
+        agg = self._make_aggregator(d, B, [a.shape[0] for a in arrs], participants)
         server = MufcServer(K, gamma=g, n_features=d, lower=lo,
                             server_points=self.server_points, n_init=self.n_init,
                             max_iter=self.max_iter, tol=self.tol, random_state=gens[L])
-        participants = list(range(L))
-        bins, counts, nbytes, _, t_agg = agg.round(clients_, participants)
+        bins, counts, nbytes, _, t_agg, dropped = agg.round(clients_, participants,
+                                                           silent=sorted(failed))
         t2 = time.perf_counter()
         server.update(bins, counts)
         t3 = time.perf_counter()
+        gone = set(dropped) | set(failed)
+        for i in gone:
+            if clients_[i] is not None:
+                clients_[i]._erase()
+            clients_[i] = None
+        if gone:
+            agg.forget((), departed=sorted(gone))
         return {"_clients": clients_, "_server": server, "_agg": agg, "_agg_rng": agg_rng,
-                "_participants": participants, "gamma_": g, "n_bins_per_dim_": B,
+                "_participants": [i for i in participants if i not in gone],
+                "dropped_clients_": tuple(sorted(gone)),
+                "gamma_": g, "n_bins_per_dim_": B,
                 "n_features_in_": d, "bytes_sent_": nbytes,
                 "fit_seconds_": {"clients": t1 - t0, "aggregation": t2 - t1,
                                  "server": t3 - t2}}, commit_rng
+
+    def _fit_clients(self, arrs, K, kw, gens, first=0):
+        """The clients' local fits (``MufcClient`` per array, or None for a
+        client whose task raised or timed out) and the failures."""
+        from ._progress import progress_bar
+        bar = progress_bar(self.progress, len(arrs), "client fits")
+        clients_, failed = [], {}
+        try:
+            if self.executor is None:
+                for i, X in enumerate(arrs):
+                    clients_.append(MufcClient(X, K, random_state=gens[i], **kw))
+                    bar.update()
+                return clients_, failed
+            futures = [self.executor.submit(_fit_client_task, X, K, kw, _rng_state(gens[i]))
+                       for i, X in enumerate(arrs)]
+            deadline = None if self.client_timeout is None else \
+                time.monotonic() + float(self.client_timeout)
+            for i, (X, fut) in enumerate(zip(arrs, futures)):
+                try:
+                    wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                    head, arrays = fut.result(timeout=wait)
+                except Exception as e:            # noqa: BLE001 - a failed client drops
+                    fut.cancel()
+                    failed[first + i] = e
+                    clients_.append(None)
+                    warnings.warn(f"client {first + i} dropped from the round: its local fit "
+                                  f"failed ({type(e).__name__}: {e})", RuntimeWarning,
+                                  stacklevel=4)
+                    bar.update()
+                    continue
+                arrays["X"] = X
+                clients_.append(MufcClient._restore(head, "", arrays))
+                bar.update()
+            return clients_, failed
+        finally:
+            bar.close()
 
     def _publish(self):
         self.__dict__.update(self._published(self._server, self._clients,
@@ -1142,16 +1277,16 @@ class FederatedKMeans(BaseEstimator):
         if not hasattr(self, "_server"):
             raise NotFittedError("FederatedKMeans is not fitted; call fit first")
 
-    def _update(self, clients, participants, changed, client_reports, t_client):
+    def _update(self, clients, participants, changed, client_reports, t_client, agg=None):
         """Run the round and the server update for ``clients`` (some of them
         new objects) over ``participants``; commit only if both succeed.
         Returns the report; on error nothing is committed and the
         aggregator is told to start over with a full round."""
-        agg = self._agg
+        agg = self._agg if agg is None else agg
         for i in changed:
             agg.mark(i)
         try:
-            bins, counts, nbytes, inc, t_agg = agg.round(clients, participants)
+            bins, counts, nbytes, inc, t_agg, dropped = agg.round(clients, participants)
             t0 = time.perf_counter()
             changed_model = self._server.update(bins, counts)
             t_server = time.perf_counter() - t0
@@ -1166,7 +1301,7 @@ class FederatedKMeans(BaseEstimator):
             client_seconds=t_client, aggregation_seconds=t_agg, server_seconds=t_server,
             bytes_sent=nbytes, incremental_decode=inc,
             offline_seconds=getattr(agg, "offline_seconds", 0.0),
-            details=tuple(client_reports))
+            details=tuple(client_reports), dropped=tuple(dropped))
 
     def remove(self, client, ids):
         """Remove points ``ids`` (one or many) of client ``client`` and erase them.
@@ -1208,6 +1343,10 @@ class FederatedKMeans(BaseEstimator):
             clients = list(self._clients)
             clients[client] = new
             report = self._update(clients, self._participants, [client], [rep], t_client)
+            if client in report.dropped:
+                self._agg.invalidate(self._participants)
+                raise ProtocolError(f"client {client} dropped out of its removal round; "
+                                    "nothing was removed")
             # commit (nothing below raises)
             old._commit(new, arr)
             self._agg.forget([client])
@@ -1248,17 +1387,111 @@ class FederatedKMeans(BaseEstimator):
                 raise InvalidIdError("cannot remove every client")
             gone = set(arr.tolist())
             participants = [i for i in self._participants if i not in gone]
-            report = self._update(self._clients, participants, [], [], 0.0)
+            # a new run over the remaining clients: within a run, clients
+            # refuse to resend unchanged data to a smaller set (differencing)
+            agg = self._make_aggregator(
+                self.n_features_in_, self.n_bins_per_dim_,
+                [None if c is None else c.X.shape[0] for c in self._clients], participants)
+            report = self._update(self._clients, participants, [], [], 0.0, agg=agg)
             # commit
-            self._participants = participants
+            old_agg = self._agg
+            self._participants = [i for i in participants if i not in set(report.dropped)]
             clients = list(self._clients)
-            for i in sorted(gone):
-                clients[i].X[...] = 0.0
-                if clients[i]._seeding is not None:
-                    clients[i]._seeding._state.X[...] = 0
+            for i in sorted(gone | set(report.dropped)):
+                clients[i]._erase()
                 clients[i] = None
             self._clients = clients
-            self._agg.forget((), departed=sorted(gone))
+            self._agg = agg
+            old_agg.forget((), departed=[i for i in old_agg.roles] if hasattr(old_agg, "roles")
+                           else ())
+            agg.forget((), departed=sorted(set(report.dropped)))
+            self.dropped_clients_ = tuple(sorted(set(self.dropped_clients_)
+                                                 | set(report.dropped)))
+            self._publish()
+            return report
+
+    def add_clients(self, new_clients):
+        """Let new clients join (or dropped ones return, with their data).
+
+        Parameters
+        ----------
+        new_clients : sequence of array-like of shape (n_l, n_features)
+            One array per joining client, inside ``bounds``; copied.  They
+            get the next client indices.
+
+        Returns
+        -------
+        FederatedRemovalReport
+            Of the joining round (``clients``: the new indices).
+
+        Each new client fits locally with the model's ``gamma_`` exactly
+        as in :meth:`fit`, then every participant takes part in a round of
+        a new secure run (fresh keys) and the server reclusters: the model
+        is distributed exactly as a fit on all the included clients (with
+        this ``gamma_``).  The server learns the new aggregate, whose
+        difference to the old one is the joining clients' sum: joining is
+        what reveals it (see ``docs/threat_model.md``).  A client that
+        drops in that round is left out of the model (``dropped``).
+        A call that raises changes nothing.
+        """
+        with self._lock:
+            self._check_fitted()
+            arrs = check_clients(new_clients)
+            d = self.n_features_in_
+            if arrs[0].shape[1] != d:
+                raise InvalidInputError(
+                    f"new clients have {arrs[0].shape[1]} features, the model has {d}")
+            lo, hi = (float(v) for v in self.bounds)
+            kw = dict(gamma=self.gamma_, lower=lo, upper=hi, client_init=self.client_init,
+                      max_iter=self.max_iter, tol=self.tol)
+            gens, commit_rng = _spawn_aside(self._agg_rng, len(arrs))
+            t0 = time.perf_counter()
+            L0 = len(self._clients)
+            fresh, failed = self._fit_clients(arrs, int(self.n_clusters), kw, gens, first=L0)
+            t_client = time.perf_counter() - t0
+            clients = list(self._clients) + fresh
+            new_ids = list(range(L0, L0 + len(arrs)))
+            participants = list(self._participants) + new_ids
+            sizes = [None if c is None else c.X.shape[0] for c in self._clients] + \
+                [a.shape[0] for a in arrs]
+            agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
+            failed_set = set(failed)
+            try:
+                for i in new_ids:
+                    agg.mark(i)
+                bins, counts, nbytes, inc, t_agg, dropped = agg.round(
+                    clients, participants, silent=sorted(failed_set))
+                t1 = time.perf_counter()
+                server = self._server
+                changed_model = server.update(bins, counts)   # atomic
+                t_server = time.perf_counter() - t1
+            except BaseException:
+                agg.invalidate(participants)
+                raise
+            gone = set(dropped) | failed_set
+            report = FederatedRemovalReport(
+                clients=tuple(new_ids), reseeded=False, position=None,
+                aggregate_changed=changed_model, server_reclustered=changed_model,
+                client_seconds=t_client, aggregation_seconds=t_agg, server_seconds=t_server,
+                bytes_sent=nbytes, incremental_decode=inc,
+                offline_seconds=agg.offline_seconds, dropped=tuple(sorted(gone)))
+            # commit (nothing below raises)
+            old_agg = self._agg
+            for i in sorted(gone):
+                if clients[i] is not None:
+                    clients[i]._erase()
+                clients[i] = None
+            self._clients = clients
+            self._participants = [i for i in participants if i not in gone]
+            self._server = server
+            self._agg = agg
+            if hasattr(old_agg, "roles"):
+                old_agg.forget((), departed=list(old_agg.roles))
+            if gone:
+                agg.forget((), departed=sorted(gone & set(agg.roles)) if hasattr(agg, "roles")
+                           else ())
+            self.dropped_clients_ = tuple(sorted(set(self.dropped_clients_) | gone))
+            commit_rng()
             self._publish()
             return report
 
@@ -1279,6 +1512,7 @@ class FederatedKMeans(BaseEstimator):
         rs = params.get("random_state")
         params["random_state"] = int(rs) if isinstance(rs, numbers.Integral) else None
         params["executor"] = None
+        params["progress"] = False
         params["bounds"] = [float(v) for v in params["bounds"]]
         head = {"format": self._FORMAT, "version": self._VERSION, "params": params,
                 "gamma": self.gamma_, "n_bins_per_dim": self.n_bins_per_dim_,
@@ -1288,6 +1522,7 @@ class FederatedKMeans(BaseEstimator):
                             for i, c in enumerate(self._clients)],
                 "server": self._server._export(arrays),
                 "agg_rng": _rng_state(self._agg_rng),
+                "dropped": list(self.dropped_clients_),
                 "fit_seconds": dict(self.fit_seconds_)}
         return head, arrays
 
@@ -1380,15 +1615,16 @@ class FederatedKMeans(BaseEstimator):
             raise ModelFileError(
                 f"{where}: inconsistent model ({type(e).__name__}: {e})") from None
 
-    def _make_aggregator(self, d, B, clients, participants, agg_rng):
-        """The aggregator of ``participants``; its messages are sized for
-        their centers (at most ``min(K, n_l)`` for a client of ``n_l``
-        points, which removals only lower)."""
+    def _make_aggregator(self, d, B, sizes, participants):
+        """The aggregator of ``participants`` (a new run: fresh keys); its
+        messages are sized for their centers (at most ``min(K, n_l)`` for a
+        client of ``n_l`` points, which removals only lower)."""
         if not self.secure:
             return _ClearAggregator(d)
-        M = sum(min(int(self.n_clusters), clients[i].X.shape[0]) for i in participants)
+        M = sum(min(int(self.n_clusters), sizes[i]) for i in participants)
         return _SecureAggregator(d, B, max(M, 1), list(participants),
-                                 self.modulus or DEFAULT_PRIME, agg_rng)
+                                 self.modulus or DEFAULT_PRIME, threshold=self.threshold,
+                                 neighbors=self.neighbors, progress=self.progress)
 
     def _check_X(self, X):
         self._check_fitted()
@@ -1642,12 +1878,25 @@ class _ModelReader:
         obj.fit_seconds_ = {k: self.value(fs, k, f"fit_seconds.{k}", "float", lo=0)
                             for k in (("clients", "aggregation", "server") if fs else ())}
         obj._agg_rng = self.rng(h.get("agg_rng"), "agg_rng")
-        obj._agg = obj._make_aggregator(d, self.B, clients, parts, obj._agg_rng)
+        dr = h.get("dropped", [])
+        if not isinstance(dr, list) or any(not isinstance(i, int) or isinstance(i, bool)
+                                           for i in dr):
+            self.fail("dropped", "must be a list of client indices")
+        obj.dropped_clients_ = tuple(i for i, c in enumerate(clients) if c is None
+                                     and i in set(dr))
+        obj._agg = obj._make_aggregator(
+            d, self.B, [None if c is None else c.X.shape[0] for c in clients], parts)
         obj._publish()
         return obj
 
+    # parameters added after a format version, with the value older files meant
+    _NEW_PARAMS = {"threshold": None, "neighbors": "auto", "client_timeout": None,
+                   "progress": False}
+
     def params(self, p):
         names = set(self.cls._param_names())
+        if isinstance(p, dict):
+            p = {**{k: v for k, v in self._NEW_PARAMS.items() if k in names}, **p}
         if not isinstance(p, dict) or set(p) != names:
             self.fail("params", f"must have exactly the keys {sorted(names)}")
         p = dict(p)
@@ -1674,6 +1923,16 @@ class _ModelReader:
             self.value(p, "gamma", "params.gamma", "float", lo=0)
         if p["modulus"] is not None:
             self.value(p, "modulus", "params.modulus", "int", 3, (1 << 63) - 1)
+        if p["threshold"] is not None:
+            self.value(p, "threshold", "params.threshold", "int", 1, 1 << 32)
+        if p["neighbors"] != "auto":
+            self.value(p, "neighbors", "params.neighbors", "int", 0, 1 << 32)
+            if p["neighbors"] % 2:
+                self.fail("params.neighbors", "must be even")
+        if p["client_timeout"] is not None:
+            self.value(p, "client_timeout", "params.client_timeout", "float", lo=0)
+        if p["progress"] is not False:
+            self.fail("params.progress", "must be false (a callable is not stored)")
         return self.cls(**p)
 
     def client(self, i, ch, version):

@@ -1,26 +1,24 @@
-"""One-call secure sum of sparse vectors through the real SCMA roles."""
+"""In-process drivers of the SCMA roles: every message through its bytes."""
 
 import numpy as np
 
-from ..exceptions import InvalidInputError
+from .._progress import progress_bar
+from ..exceptions import InvalidInputError, ProtocolError
 from ..field import DEFAULT_PRIME
-from ..rng import as_generator, spawn
-from ._messages import KeyMessage, RosterMessage, RoundMessage, SyndromeMessage
+from ._messages import (InputRequest, KeyMessage, RosterMessage, RoundMessage, ShareBundle,
+                        ShareMessage, SyndromeMessage, UnmaskMessage, UnmaskRequest)
 from ._params import ScmaParams
 from ._roles import ScmaClient, ScmaServer
 
 
-def setup_in_process(params, n_clients, random_state=None, client_ids=None):
+def setup_in_process(params, n_clients, client_ids=None, *, threshold=None, degree=0):
     """A server and ``n_clients`` clients (ids 0 .. n-1, or ``client_ids``)
     after key agreement, every message passed through its bytes; the clients
-    come as a list, or a dict by id when ``client_ids`` is given.
-    ``random_state`` None draws the keys from the OS; a generator makes them
-    reproducible (tests only)."""
+    come as a list, or a dict by id when ``client_ids`` is given.  Every key
+    comes from the operating system."""
     ids = list(range(n_clients)) if client_ids is None else [int(i) for i in client_ids]
-    gen = None if random_state is None else as_generator(random_state)
-    keys = spawn(gen, len(ids)) if gen is not None else [None] * len(ids)
-    roles = [ScmaClient(i, random_state=k) for i, k in zip(ids, keys)]
-    server = ScmaServer(params)
+    roles = [ScmaClient(i) for i in ids]
+    server = ScmaServer(params, threshold=threshold, degree=degree)
     for c in roles:
         server.receive_key(KeyMessage.from_bytes(c.key_message(params.run_id).to_bytes()))
     roster = server.roster().to_bytes()
@@ -29,14 +27,105 @@ def setup_in_process(params, n_clients, random_state=None, client_ids=None):
     return server, (roles if client_ids is None else dict(zip(ids, roles)))
 
 
+class RoundTrip:
+    """One round of the roles in process, step by step, counting bytes.
+
+    ``share()`` runs steps 1-2 (the offline part: no data involved);
+    ``inputs(delta_nonzeros)`` and ``finish()`` the online part.  Clients in
+    ``silent`` share keys and then go silent (their inputs and unmask
+    answers never arrive); a client whose step raises
+    :class:`ProtocolError` is treated the same way (a client that cannot
+    answer is a dropout), so the round completes over the survivors or
+    raises when too few remain.
+    """
+
+    def __init__(self, server, roles, participants=None, silent=(), progress=False):
+        self.server, self.roles = server, roles
+        self.parts = tuple(sorted(roles) if participants is None else participants)
+        self.silent = set(silent)
+        self.bytes_up = self.bytes_down = 0
+        self.progress = progress
+        self.failed = {}
+
+    def _bar(self, desc):
+        return progress_bar(self.progress, len(self.parts), desc)
+
+    def share(self):
+        srv, roles = self.server, self.roles
+        rmsg = srv.start_round(self.parts)
+        raw = rmsg.to_bytes()
+        msg = RoundMessage.from_bytes(raw)
+        self.round = rmsg.round
+        bar = self._bar(f"round {rmsg.round}: key shares")
+        for i in self.parts:
+            self.bytes_down += len(raw)
+            try:
+                out = roles[i].share_keys(msg).to_bytes()
+            except ProtocolError as e:
+                self.failed[i] = e
+                bar.update()
+                continue
+            self.bytes_up += len(out)
+            srv.receive_shares(ShareMessage.from_bytes(out))
+            bar.update()
+        bar.close()
+        self.sharers = tuple(i for i in self.parts if i not in self.failed)
+        for i in self.sharers:
+            b = srv.bundle(i).to_bytes()
+            self.bytes_down += len(b)
+            try:
+                roles[i].receive_shares(ShareBundle.from_bytes(b))
+            except ProtocolError as e:
+                self.failed[i] = e
+        return self
+
+    def inputs(self, delta_nonzeros=0):
+        srv, roles = self.server, self.roles
+        req = srv.request_inputs(delta_nonzeros).to_bytes()
+        msg = InputRequest.from_bytes(req)
+        outs = []
+        bar = self._bar(f"round {self.round}: masked inputs")
+        for i in self.sharers:
+            bar.update()
+            if i in self.silent or i in self.failed:
+                continue
+            self.bytes_down += len(req)
+            try:
+                outs.append(roles[i].respond(msg).to_bytes())
+            except ProtocolError as e:
+                self.failed[i] = e
+        bar.close()
+        self.bytes_up += sum(map(len, outs))
+        srv.receive_many(outs)
+        return self
+
+    def finish(self, incremental=True):
+        srv, roles = self.server, self.roles
+        req = srv.unmask_request()
+        raw = req.to_bytes()
+        msg = UnmaskRequest.from_bytes(raw)
+        for i in req.survivors:
+            self.bytes_down += len(raw)
+            try:
+                out = roles[i].unmask(msg).to_bytes()
+            except ProtocolError as e:      # a survivor that cannot answer: the
+                self.failed[i] = e          # others' shares may still do
+                continue
+            self.bytes_up += len(out)
+            srv.receive_unmask(UnmaskMessage.from_bytes(out))
+        return srv.finish_round(incremental=incremental)
+
+
 def secure_sum_sparse(clients, bins_per_dim, *, mode="auto", max_nonzeros=None,
-                      modulus=DEFAULT_PRIME, random_state=None):
+                      modulus=DEFAULT_PRIME, threshold=None, neighbors=0, dropouts=(),
+                      progress=False):
     """Securely sum the clients' sparse count vectors (SCMA), in process.
 
     Runs the whole protocol through :class:`ScmaClient` and
     :class:`ScmaServer` with every message serialized to bytes and parsed
-    back, as it would cross a network: key agreement, encoding, masking,
-    aggregation and decoding.
+    back, as it would cross a network: key agreement, key shares, masked
+    inputs, unmasking and decoding.  Every key comes from the operating
+    system (there is no seed to pass).
 
     Parameters
     ----------
@@ -52,22 +141,39 @@ def secure_sum_sparse(clients, bins_per_dim, *, mode="auto", max_nonzeros=None,
         the clients' nonzeros (the paper's ``K L``).
     modulus : int
         Field prime.
-    random_state : None, int or Generator
-        Seeds the run id, hash seed and the clients' keys (None: OS
-        randomness, as a deployment would use).
+    threshold : int, optional
+        Fewest clients any step of the round may have (clients refuse
+        fewer); default a strict majority of the clients.
+    neighbors : int, default=0
+        Neighbours per client (even; SecAgg+'s sparse graph); 0 is the
+        complete graph.
+    dropouts : sequence of int
+        Client positions that go silent after sharing their keys (their
+        inputs never arrive): the result is the survivors' sum, recovered
+        from the others' shares.
+    progress : bool or callable, default=False
+        Report progress of the round's steps (see :mod:`pyfkm._progress`).
 
     Returns
     -------
     bins : ndarray (m, d) int64, rows sorted lexicographically
     counts : ndarray (m,) int64
     report : ScmaReport
+        ``report.dropped`` names the clients left out of the sum.
+
+    Raises
+    ------
+    ProtocolError
+        Fewer than ``threshold`` clients remain at some step, or too few
+        shares survive to remove the dropped clients' masks.
 
     Examples
     --------
     >>> bins, counts, rep = secure_sum_sparse(
-    ...     [([[0, 1], [2, 2]], [3, 1]), ([[0, 1]], [4])], bins_per_dim=3, random_state=0)
-    >>> bins.tolist(), counts.tolist(), rep.mode
-    ([[0, 1], [2, 2]], [7, 1], 'index')
+    ...     [([[0, 1], [2, 2]], [3, 1]), ([[0, 1]], [4]), ([[1, 1]], [2])],
+    ...     bins_per_dim=3, dropouts=[2])
+    >>> bins.tolist(), counts.tolist(), rep.mode, rep.dropped
+    ([[0, 1], [2, 2]], [7, 1], 'index', (2,))
     """
     clients = list(clients)
     if not clients:
@@ -75,18 +181,20 @@ def secure_sum_sparse(clients, bins_per_dim, *, mode="auto", max_nonzeros=None,
     dims = [np.asarray(b).shape[1] for b, _ in clients if np.asarray(b).ndim == 2]
     if not dims:
         raise InvalidInputError("cannot infer n_dims: every client is empty; pass 2-D bins")
+    silent = set()
+    for i in dropouts:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool) \
+                or not 0 <= int(i) < len(clients):
+            raise InvalidInputError(f"dropouts must be client positions, got {i!r}")
+        silent.add(int(i))
     d = dims[0]
     nnz = sum(np.asarray(c).size for _, c in clients)
     M = max_nonzeros if max_nonzeros is not None else max(nnz, 1)
-    gen = None if random_state is None else as_generator(random_state)
-    params = ScmaParams.create(d, bins_per_dim, M, modulus=modulus, mode=mode,
-                               random_state=gen)
-    server, roles = setup_in_process(params, len(clients), gen)
+    params = ScmaParams.create(d, bins_per_dim, M, modulus=modulus, mode=mode)
+    server, roles = setup_in_process(params, len(clients), threshold=threshold,
+                                     degree=neighbors)
     for c, (bins, counts) in zip(roles, clients):
         c.set_data(bins, counts)
-    rnd = server.start_round().to_bytes()
-    for c in roles:
-        server.receive(SyndromeMessage.from_bytes(
-            c.respond(RoundMessage.from_bytes(rnd)).to_bytes()))
-    res = server.finish_round()
+    trip = RoundTrip(server, dict(enumerate(roles)), silent=silent, progress=progress)
+    res = trip.share().inputs().finish()
     return res.bins, res.counts, res.report

@@ -43,22 +43,22 @@ Security model: honest-but-curious server and clients that do not collude
 with it; every roster client takes part in every round (a missing message
 makes the server raise, never return a wrong sum).
 """
+import dataclasses
+import hashlib
 import os
 import struct
 from dataclasses import dataclass, field
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..exceptions import CapacityError, InvalidInputError, MessageFormatError, ProtocolError
-from ._crypto import new_private_key, public_bytes
-from ._messages import (HEADER_BYTES, SERVER_ID, KeyMessage, RoundMessage, _check_id,
-                        check_key_message, check_round_message, roster_pair_seeds,
-                        _check_run_id, _expect_len, _pack_header, _unpack_header)
+from ._masking import MaskingClient, MaskingServer, default_threshold
+from ._messages import (HEADER_BYTES, SERVER_ID, TAG_BYTES, InputRequest, KeyMessage,
+                        RoundMessage, ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest,
+                        _check_id, _check_roster_extras, _check_run_id, _expect_len,
+                        _pack_header, _unpack_header, check_key_message)
 
 __all__ = [
     "MSA_TAG",
@@ -80,6 +80,9 @@ __all__ = [
 
 MSA_TAG = b"MSA\x00"
 OUTPUT_TAG = b"MSAO"
+SELF_TAG = b"MSAS"
+MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
+SERVER_NOISE_MODES = ("gaussian", "laplace", None)
 DEFAULT_SCALE_BITS = 16
 NOISE_MODES = ("discrete_gaussian", "gaussian", "laplace", None)
 _RING_HALF = 1 << 62          # bound on |each client's share| * n; |noise| < it
@@ -190,11 +193,11 @@ def _words_body(payload):
     return struct.pack("<I", payload.size) + payload.astype("<u8").tobytes()
 
 
-def _parse_words(data, what):
+def _parse_words(data, what, trailer=0):
     if len(data) < HEADER_BYTES + 4:
         raise MessageFormatError(f"truncated {what} message")
     (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
-    _expect_len(data, HEADER_BYTES + 4 + 8 * n)
+    _expect_len(data, HEADER_BYTES + 4 + 8 * n + trailer)
     return np.frombuffer(data, dtype="<u8", count=n, offset=HEADER_BYTES + 4).astype(np.uint64)
 
 
@@ -210,10 +213,12 @@ class _WordsEq:
 
 @dataclass(frozen=True)
 class MsaRosterMessage:
-    """Server -> clients: vector length, fixed-point scale, every client's key.
+    """Server -> clients: vector length, fixed-point scale, threshold, graph
+    degree, the server's channel key and every client's channel key.
 
-    Body: n_words u32, scale_bits u8, count u32, then per client id u32 and
-    X25519 key 32s (ids strictly increasing; the first is the leader).
+    Body: n_words u32, scale_bits u8, threshold u32, degree u32, server key
+    32s, count u32, then per client id u32 and X25519 key 32s (ids strictly
+    increasing; the first is the leader).
     """
 
     run_id: bytes
@@ -221,12 +226,15 @@ class MsaRosterMessage:
     scale_bits: int
     client_ids: tuple
     public_keys: tuple
+    threshold: int = 1
+    degree: int = 0
+    server_key: bytes = bytes(32)
 
     def __post_init__(self):
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         nw, sb = self.n_words, self.scale_bits
-        if not isinstance(nw, (int, np.integer)) or not 1 <= int(nw) < 1 << 32:
-            raise InvalidInputError(f"n_words must be an int in [1, 2**32), got {nw!r}")
+        if not isinstance(nw, (int, np.integer)) or not 1 <= int(nw) <= MAX_WORDS:
+            raise InvalidInputError(f"n_words must be an int in [1, {MAX_WORDS}], got {nw!r}")
         if not isinstance(sb, (int, np.integer)) or not 0 <= int(sb) <= 48:
             raise InvalidInputError(f"scale_bits must be an int in [0, 48], got {sb!r}")
         ids = tuple(_check_id(i, "client id") for i in self.client_ids)
@@ -239,9 +247,16 @@ class MsaRosterMessage:
         object.__setattr__(self, "scale_bits", int(sb))
         object.__setattr__(self, "client_ids", ids)
         object.__setattr__(self, "public_keys", keys)
+        _check_roster_extras(self)
+
+    def params_bytes(self):
+        """What the roster digest binds of the run's parameters."""
+        return b"MSA" + struct.pack("<IB", self.n_words, self.scale_bits)
 
     def to_bytes(self):
-        body = [struct.pack("<IBI", self.n_words, self.scale_bits, len(self.client_ids))]
+        body = [struct.pack("<IBII", self.n_words, self.scale_bits, self.threshold,
+                            self.degree), self.server_key,
+                struct.pack("<I", len(self.client_ids))]
         body += [struct.pack("<I", i) + k for i, k in zip(self.client_ids, self.public_keys)]
         return _pack_header(_MSA_ROSTER, self.run_id, 0, SERVER_ID, 0) + b"".join(body)
 
@@ -249,17 +264,21 @@ class MsaRosterMessage:
     def from_bytes(cls, data):
         data, run_id, round_, sender, modulus = _unpack_header(data, _MSA_ROSTER)
         off = HEADER_BYTES
-        if len(data) < off + 9:
+        if len(data) < off + 13 + 32 + 4:
             raise MessageFormatError("truncated MSA roster message")
-        nw, sb, n = struct.unpack_from("<IBI", data, off)
-        off += 9
+        nw, sb, t, deg = struct.unpack_from("<IBII", data, off)
+        off += 13
+        skey = data[off:off + 32]
+        off += 32
+        (n,) = struct.unpack_from("<I", data, off)
+        off += 4
         _expect_len(data, off + 36 * n)
         if sender != SERVER_ID or round_ != 0 or modulus != 0:
             raise MessageFormatError("MSA roster not from the server, or with a round/modulus")
-        ids = [struct.unpack_from("<I", data, off + 36 * t)[0] for t in range(n)]
-        keys = [data[off + 36 * t + 4: off + 36 * t + 36] for t in range(n)]
+        ids = [struct.unpack_from("<I", data, off + 36 * j)[0] for j in range(n)]
+        keys = [data[off + 36 * j + 4: off + 36 * j + 36] for j in range(n)]
         try:
-            return cls(run_id, nw, sb, tuple(ids), tuple(keys))
+            return cls(run_id, nw, sb, tuple(ids), tuple(keys), t, deg, skey)
         except InvalidInputError as e:
             raise MessageFormatError(f"invalid MSA roster: {e}") from None
 
@@ -268,7 +287,8 @@ class MsaRosterMessage:
 class GroupKeyMessage:
     """Leader -> (server relays) -> one client: the group key encrypted for
     the recipient.  Body: recipient u32, nonce 12s, ciphertext 48s
-    (ChaCha20-Poly1305 of the 32-byte key, 16-byte tag)."""
+    (ChaCha20-Poly1305 of the 32-byte key under the pair's channel key,
+    bound to the roster digest; 16-byte AEAD tag)."""
 
     run_id: bytes
     sender: int
@@ -310,80 +330,97 @@ class GroupKeyMessage:
 @dataclass(frozen=True, eq=False)
 class MaskedVectorMessage(_WordsEq):
     """Client -> server: one round's masked fixed-point vector (body: count
-    u32, then that many u64 words; any word is a valid ring element)."""
+    u32, then that many u64 words; any word is a valid ring element), then
+    the 16-byte tag authenticating every byte before it to the server."""
 
     run_id: bytes
     round: int
     sender: int
     payload: np.ndarray = field(repr=False)
+    tag: bytes = field(default=bytes(TAG_BYTES), repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "round", _check_round(self.round))
         object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
         object.__setattr__(self, "payload", _check_words(self.payload))
+        if not isinstance(self.tag, (bytes, bytearray)) or len(self.tag) != TAG_BYTES:
+            raise InvalidInputError(f"tag must be {TAG_BYTES} bytes")
+        object.__setattr__(self, "tag", bytes(self.tag))
 
     def _key(self):
-        return (self.run_id, self.round, self.sender, self.payload)
+        return (self.run_id, self.round, self.sender, self.payload, self.tag)
 
-    def to_bytes(self):
+    def signed_bytes(self):
         return (_pack_header(_MASKED, self.run_id, self.round, self.sender, 0)
                 + _words_body(self.payload))
+
+    def to_bytes(self):
+        return self.signed_bytes() + self.tag
 
     @classmethod
     def from_bytes(cls, data):
         data, run_id, round_, sender, modulus = _unpack_header(data, _MASKED)
-        payload = _parse_words(data, "masked vector")
+        payload = _parse_words(data, "masked vector", TAG_BYTES)
         if sender == SERVER_ID or modulus != 0:
             raise MessageFormatError("masked vector from the server id or with a modulus")
         try:
-            return cls(run_id, round_, sender, payload)
+            return cls(run_id, round_, sender, payload, data[-TAG_BYTES:])
         except InvalidInputError as e:
             raise MessageFormatError(f"invalid masked vector message: {e}") from None
 
 
 @dataclass(frozen=True, eq=False)
 class AggregateMessage(_WordsEq):
-    """Server -> clients: the noisy sum, still under the output mask (body:
-    count u32, then that many u64 words)."""
+    """Server -> clients: the survivors' sum, still under the output masks
+    (body: survivor count u32 and ids u32, then count u32 and u64 words)."""
 
     run_id: bytes
     round: int
     payload: np.ndarray = field(repr=False)
+    survivors: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "round", _check_round(self.round))
         object.__setattr__(self, "payload", _check_words(self.payload))
+        ids = tuple(_check_id(i, "survivor") for i in self.survivors)
+        if not ids or any(a >= b for a, b in zip(ids, ids[1:])):
+            raise InvalidInputError("survivors must be non-empty and strictly increasing")
+        object.__setattr__(self, "survivors", ids)
 
     def _key(self):
-        return (self.run_id, self.round, self.payload)
+        return (self.run_id, self.round, self.payload, self.survivors)
 
     def to_bytes(self):
         return (_pack_header(_AGGREGATE, self.run_id, self.round, SERVER_ID, 0)
+                + struct.pack("<I", len(self.survivors))
+                + np.asarray(self.survivors, dtype="<u4").tobytes()
                 + _words_body(self.payload))
 
     @classmethod
     def from_bytes(cls, data):
         data, run_id, round_, sender, modulus = _unpack_header(data, _AGGREGATE)
-        payload = _parse_words(data, "aggregate")
         if sender != SERVER_ID or modulus != 0:
             raise MessageFormatError("aggregate message not from the server")
+        if len(data) < HEADER_BYTES + 4:
+            raise MessageFormatError("truncated aggregate message")
+        (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
+        off = HEADER_BYTES + 4 + 4 * n
+        if len(data) < off:
+            raise MessageFormatError("truncated aggregate message")
+        ids = struct.unpack_from(f"<{n}I", data, HEADER_BYTES + 4)
+        payload = _parse_words(data[:HEADER_BYTES] + data[off:], "aggregate")
         try:
-            return cls(run_id, round_, payload)
+            return cls(run_id, round_, payload, ids)
         except InvalidInputError as e:
             raise MessageFormatError(f"invalid aggregate message: {e}") from None
 
 
 # --------------------------------------------------------------- roles
 
-def _wrap_key(seed, run_id, leader, recipient):
-    info = b"pyfkm/msa/group-key/v1" + struct.pack("<II", leader, recipient)
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=bytes(run_id), info=info).derive(seed)
-
-
-def _aad(run_id, leader, recipient):
-    return b"pyfkm/msa" + bytes(run_id) + struct.pack("<II", leader, recipient)
+def _group_nonce(recipient):
+    return struct.pack("<4sI4s", b"MSAG", recipient, b"\0\0\0\0")
 
 
 class MsaClient:
@@ -393,58 +430,74 @@ class MsaClient:
     ----------
     client_id : int
         In ``[0, 2**32 - 1)``, unique in the run.
-    random_state : None, int or Generator
-        None (default): X25519 key and group key from the OS.  A seed makes
-        them reproducible -- for tests and simulations only (not secret).
 
-    Notes
-    -----
-    After :meth:`receive_roster` the X25519 private key is discarded; the
-    object then holds only bytes and arrays and can be pickled (e.g. to run
-    on a process pool).  Round protocol: :meth:`respond` encodes and masks a
-    vector for a :class:`RoundMessage`, :meth:`unmask` decodes the server's
-    :class:`AggregateMessage` of that round.
+    Every key comes from the operating system (a fresh channel key per run,
+    a fresh round key and self seed per round, the leader's group key);
+    none follows a user seed.  One round, in message order::
+
+        share_keys(RoundMessage)          -> ShareMessage
+        receive_shares(ShareBundle)
+        respond(InputRequest, x, noise)   -> MaskedVectorMessage
+        unmask_shares(UnmaskRequest)      -> UnmaskMessage
+        unmask(AggregateMessage)          -> the decoded sum (float64)
+
+    ``noise`` (a sequence of ``(length, sigma, tag)``) makes the client add
+    its share of the round's distributed discrete Gaussian noise: variance
+    ``sigma**2 / threshold`` on each entry, drawn from a ChaCha20 stream
+    keyed by the OS (:class:`pyfkm.privacy.NoiseStream`).  The survivors'
+    shares (at least ``threshold``) sum to variance at least ``sigma**2``,
+    which no party can remove: see ``docs/threat_model.md``.
+
+    The same refusals as :class:`ScmaClient`: rounds below the threshold,
+    repeated rounds, both kinds of share of one peer.
     """
 
-    def __init__(self, client_id, *, random_state=None):
+    def __init__(self, client_id):
         self.client_id = _check_id(client_id, "client_id")
-        self._gen = None
-        if random_state is not None:
-            from ..rng import as_generator
-            self._gen = as_generator(random_state)
-        self._key = new_private_key(self._gen)
-        self.public_key = public_bytes(self._key)
+        self._m = MaskingClient(self.client_id)
         self._run_id = None
-        self._seeds = {}
         self._group_key = None
-        self._last_round = 0
         self.n_words = self.scale_bits = self.leader = None
+        self._sent = None
+        self._input_round = None
+        self._last_agg = 0
 
     def key_message(self, run_id):
-        """The :class:`KeyMessage` opening run ``run_id`` (16 bytes)."""
-        msg = KeyMessage(run_id, self.client_id, self.public_key)
-        self._run_id = msg.run_id
-        return msg
+        """The :class:`KeyMessage` opening run ``run_id`` (16 bytes): a fresh
+        channel key."""
+        rid = _check_run_id(run_id)
+        pk = self._m.open_run(rid)
+        self._run_id = rid
+        self._group_key = None
+        self.n_words = self.scale_bits = self.leader = None
+        return KeyMessage(rid, self.client_id, pk)
 
     def receive_roster(self, roster):
-        """Derive the pair seeds; the leader also draws the group key."""
-        if self._key is None and isinstance(roster, MsaRosterMessage):
-            raise ProtocolError("the roster was already received")
-        self._seeds = roster_pair_seeds(roster, MsaRosterMessage, self._run_id,
-                                        self.client_id, self._key, self.public_key)
-        self._key = None          # not needed any more (and not picklable)
+        """Check the roster and derive the channel keys; the leader (the
+        lowest id) draws the group key of the output masks."""
+        if not isinstance(roster, MsaRosterMessage):
+            raise ProtocolError("expected an MsaRosterMessage")
+        if self._run_id is None or roster.run_id != self._run_id:
+            raise ProtocolError("roster of another run")
+        leader = roster.client_ids[0]
+        extra = roster.client_ids if leader == self.client_id else (leader,)
+        self._m.join(roster.params_bytes(), roster.threshold, roster.degree,
+                     roster.server_key, roster.client_ids, roster.public_keys,
+                     extra_peers=extra)
         self.n_words, self.scale_bits = roster.n_words, roster.scale_bits
         self.participants = tuple(roster.client_ids)
-        self.leader = roster.client_ids[0]
+        self.threshold = roster.threshold
+        self.leader = leader
         if self.leader == self.client_id:
-            self._group_key = self._random_bytes(32)
-
-    def _random_bytes(self, n):
-        return os.urandom(n) if self._gen is None else self._gen.bytes(n)
+            self._group_key = os.urandom(32)
 
     @property
     def is_leader(self):
         return self.leader == self.client_id
+
+    def _group_ad(self, recipient):
+        return b"pyfkm/msa/group-key/v3" + self._m.digest + struct.pack(
+            "<II", self.leader, recipient)
 
     def group_key_messages(self):
         """Leader only: the group key encrypted for each other client."""
@@ -454,46 +507,25 @@ class MsaClient:
         for other in self.participants:
             if other == self.client_id:
                 continue
-            nonce = self._random_bytes(12)
-            aead = ChaCha20Poly1305(_wrap_key(self._seeds[other], self._run_id,
-                                              self.client_id, other))
-            ct = aead.encrypt(nonce, self._group_key, _aad(self._run_id, self.client_id, other))
+            nonce = _group_nonce(other)
+            ct = self._m.channel(other).encrypt(nonce, self._group_key, self._group_ad(other))
             out.append(GroupKeyMessage(self._run_id, self.client_id, other, nonce, ct))
         return out
 
     def receive_group_key(self, msg):
         if not isinstance(msg, GroupKeyMessage):
             raise ProtocolError("expected a GroupKeyMessage")
-        if msg.run_id != self._run_id or msg.recipient != self.client_id \
-                or msg.sender != self.leader or self.is_leader:
+        if self.leader is None or msg.run_id != self._run_id or \
+                msg.recipient != self.client_id or msg.sender != self.leader or self.is_leader:
             raise ProtocolError("group key message of another run, recipient or sender")
-        aead = ChaCha20Poly1305(_wrap_key(self._seeds[msg.sender], self._run_id,
-                                          msg.sender, self.client_id))
+        if self._group_key is not None:
+            raise ProtocolError("the group key was already received")
         try:
-            self._group_key = aead.decrypt(msg.nonce, msg.ciphertext,
-                                           _aad(self._run_id, msg.sender, self.client_id))
+            key = self._m.channel(msg.sender).decrypt(msg.nonce, msg.ciphertext,
+                                                      self._group_ad(self.client_id))
         except InvalidTag:
             raise ProtocolError("group key message fails authentication") from None
-
-    def pair_seed(self, other_id):
-        """The seed shared with ``other_id`` (for audits and tests)."""
-        if other_id not in self._seeds:
-            raise ProtocolError(f"no seed with client {other_id}")
-        return self._seeds[other_id]
-
-    def mask(self, round_):
-        """This client's total mask of a round (pairwise, plus the output
-        mask for the leader)."""
-        acc = np.zeros(self.n_words, dtype=np.uint64)
-        for other, seed in self._seeds.items():
-            s = mask_stream(seed, round_, MSA_TAG, self.n_words)
-            if self.client_id < other:
-                acc += s
-            else:
-                acc -= s
-        if self.is_leader:
-            acc += mask_stream(self._group_key, round_, OUTPUT_TAG, self.n_words)
-        return acc
+        self._group_key = key
 
     def _check_ready(self):
         if self.n_words is None:
@@ -501,45 +533,153 @@ class MsaClient:
         if self._group_key is None:
             raise ProtocolError("the group key has not been received")
 
-    def respond(self, round_msg, x):
-        """Encode ``x`` (``n_words`` reals) and mask it for ``round_msg``.
-
-        Raises :class:`CapacityError` (before anything changes) when an
-        entry does not fit in one share of the ring.
-        """
+    def share_keys(self, round_msg):
+        """Step 1: a fresh round key and self seed, shared among this
+        client's neighbours (:class:`ShareMessage`)."""
         if not isinstance(round_msg, RoundMessage):
             raise ProtocolError("expected a RoundMessage")
         self._check_ready()
         if round_msg.run_id != self._run_id:
             raise ProtocolError("round of another run")
-        if round_msg.round <= self._last_round:
-            raise ProtocolError(f"round {round_msg.round} is not after the last answered "
-                                f"round {self._last_round}: masks are never reused")
-        if tuple(round_msg.participants) != self.participants:
-            raise ProtocolError("every roster client must take part in every MSA round")
+        pk, commit, items = self._m.share(round_msg.round, round_msg.participants)
+        self._input_round = self._sent = None
+        msg = ShareMessage(self._run_id, round_msg.round, self.client_id, pk, commit,
+                           tuple(h for h, _ in items), tuple(c for _, c in items))
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+
+    def receive_shares(self, bundle):
+        """Step 2: neighbours' shares and round keys; derives the pair keys."""
+        if not isinstance(bundle, ShareBundle):
+            raise ProtocolError("expected a ShareBundle")
+        if bundle.run_id != self._run_id or bundle.recipient != self.client_id:
+            raise ProtocolError("share bundle of another run or for another client")
+        self._m.receive_shares(bundle.round, bundle.sharers,
+                               zip(bundle.owners, bundle.round_keys, bundle.ciphertexts))
+        self._input_round = bundle.round
+
+    def mask(self, round_):
+        """This client's mask of its open round: self stream, signed pair
+        streams and its output mask."""
+        if self._input_round is None or int(round_) != self._input_round:
+            raise ProtocolError(f"round {round_}: shares not received")
+        b, keys = self._m.mask_keys(round_)
+        acc = mask_stream(b, round_, SELF_TAG, self.n_words).copy()
+        for other, key in keys.items():
+            s = mask_stream(key, round_, MSA_TAG, self.n_words)
+            if self.client_id < other:
+                acc += s
+            else:
+                acc -= s
+        acc += self._output_mask(round_, self.client_id)
+        return acc
+
+    def _output_mask(self, round_, client_id):
+        key = hashlib.sha256(b"pyfkm/msa/output/v3" + self._group_key
+                             + struct.pack("<I", client_id)).digest()
+        return mask_stream(key, round_, OUTPUT_TAG, self.n_words)
+
+    def respond(self, req, x, noise=()):
+        """Step 3: encode ``x`` (``n_words`` reals), add this client's noise
+        share (``noise``: ``(length, sigma, tag)`` segments covering the
+        vector, see the class notes) and mask it.
+
+        Raises :class:`CapacityError` (before anything changes) when an
+        entry does not fit in one share of the ring.
+        """
+        if not isinstance(req, InputRequest):
+            raise ProtocolError("expected an InputRequest")
+        self._check_ready()
+        if req.run_id != self._run_id or req.delta_nonzeros:
+            raise ProtocolError("input request of another run, or a difference round")
+        if self._input_round is None or req.round != self._input_round:
+            raise ProtocolError(f"round {req.round}: this client has not received its shares")
         x = np.asarray(x, dtype=np.float64).ravel()
         if x.size != self.n_words:
             raise InvalidInputError(f"vector has {x.size} entries, the run uses {self.n_words}")
-        enc = encode_fixed(x, self.scale_bits, encoding_limit(len(self.participants)))
-        enc += self.mask(round_msg.round)
-        self._last_round = round_msg.round
-        return MaskedVectorMessage(self._run_id, round_msg.round, self.client_id, enc)
+        limit = encoding_limit(2 * len(self.participants))
+        enc = encode_fixed(x, self.scale_bits, limit)
+        noise = tuple(noise)
+        if noise:
+            enc = enc + client_noise(noise, self.n_words, self.threshold, self.scale_bits,
+                                     req.round, limit)
+        mask = self.mask(req.round)
+        self._m.mark_sent(req.round)
+        enc += mask
+        self._sent = req.round
+        self._input_round = None
+        msg = MaskedVectorMessage(self._run_id, req.round, self.client_id, enc)
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+
+    def unmask_shares(self, req):
+        """Step 4: the shares this client reveals for the round's survivors."""
+        if not isinstance(req, UnmaskRequest):
+            raise ProtocolError("expected an UnmaskRequest")
+        if req.run_id != self._run_id or self._sent != req.round:
+            raise ProtocolError(f"unmask request for round {req.round}, not this client's "
+                                "last input")
+        items = self._m.unmask(req.round, req.survivors)
+        self._sent = None
+        msg = UnmaskMessage(self._run_id, req.round, self.client_id,
+                            tuple(o for o, _, _ in items), tuple(k for _, k, _ in items),
+                            tuple(s for _, _, s in items))
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
 
     def unmask(self, agg):
-        """Remove the output mask from the broadcast and decode (float64)."""
+        """Remove the survivors' output masks from the broadcast and decode
+        (float64).  Every client of the run may decode it."""
         if not isinstance(agg, AggregateMessage):
             raise ProtocolError("expected an AggregateMessage")
         self._check_ready()
-        if agg.run_id != self._run_id or agg.round != self._last_round:
-            raise ProtocolError("aggregate of another run or round")
+        if agg.run_id != self._run_id:
+            raise ProtocolError("aggregate of another run")
         if agg.payload.size != self.n_words:
             raise ProtocolError(f"aggregate of {agg.payload.size} words, expected {self.n_words}")
-        w = agg.payload - mask_stream(self._group_key, agg.round, OUTPUT_TAG, self.n_words)
+        if len(agg.survivors) < self.threshold or \
+                not set(agg.survivors) <= set(self.participants):
+            raise ProtocolError("aggregate over fewer than threshold clients or unknown ones")
+        w = agg.payload.copy()
+        for u in agg.survivors:
+            w -= self._output_mask(agg.round, u)
         return decode_fixed(w, self.scale_bits)
 
 
+def client_noise(segments, n_words, threshold, scale_bits, round_, limit):
+    """One client's share of distributed discrete Gaussian noise: for each
+    ``(length, sigma, tag)`` segment, ``length`` samples of the discrete
+    Gaussian of scale ``sigma * 2**scale_bits / sqrt(threshold)`` (fixed-point
+    units), from a ChaCha20 stream under a fresh OS key.  As int64 words of
+    Z_2^64; raises :class:`CapacityError` if a sample reaches ``limit``."""
+    from ..privacy import NoiseStream
+    segments = tuple(segments)
+    if sum(int(sg[0]) for sg in segments) != n_words:
+        raise InvalidInputError("noise segments must cover the vector exactly")
+    tags = [bytes(sg[2]) for sg in segments]
+    if len(set(tags)) != len(tags) or any(not 1 <= len(t) <= 4 for t in tags):
+        raise InvalidInputError("segment tags must be distinct, 1 to 4 bytes")
+    scales = []
+    for sg in segments:
+        sigma = float(sg[1])
+        if not (sigma >= 0 and np.isfinite(sigma)):
+            raise InvalidInputError("noise scales must be finite and >= 0")
+        scales.append(sigma / np.sqrt(threshold))
+    check_discrete_sigma(scales, scale_bits)
+    key = os.urandom(32)
+    parts = []
+    for (length, _, tag), sc in zip(segments, scales):
+        if sc == 0:
+            parts.append(np.zeros(int(length), dtype=np.int64))
+            continue
+        ns = NoiseStream.secure(key, round_, bytes(tag))
+        v = np.asarray(ns.discrete_gaussian(int(length), float(np.ldexp(sc, scale_bits))),
+                       dtype=np.int64)
+        if v.size and int(np.abs(v).max()) >= limit:
+            raise CapacityError("a noise sample reaches the capacity of one share")
+        parts.append(v)
+    return np.concatenate(parts).view(np.uint64)
+
+
 class MsaServer:
-    """The MSA server: relays keys, sums masked vectors, adds noise.
+    """The MSA server: relays keys and shares, sums masked vectors.
 
     Parameters
     ----------
@@ -548,35 +688,46 @@ class MsaServer:
         Length of every vector.
     scale_bits : int
         Fixed-point scale ``2**scale_bits`` (default 16).
-    noise : {"discrete_gaussian", "gaussian", "laplace", None}
-        Noise added to each round's sum (see the module notes).
+    threshold : int, optional
+        Fewest clients of any round (default a strict majority).
+    degree : int, default=0
+        Neighbours per client (even; 0 is the complete graph).
+    noise : {None, "gaussian", "laplace"}, default=None
+        Noise the *server* adds to the sum: only for the baselines that
+        model a trusted curator (GLloyd, SuLloyd).  Private fits use the
+        clients' distributed noise instead (:meth:`MsaClient.respond`),
+        which the server cannot remove.
     noise_key : bytes (32), optional
-        Key of the server's ChaCha20 noise streams; default
-        :func:`pyfkm.privacy.new_noise_key` (OS randomness).
+        Key of the server's noise streams (default: OS randomness).
 
     It never holds a client's vector or the aggregate in the clear: only
     masked words.  A rejected message or call leaves the server unchanged.
     """
 
-    def __init__(self, run_id, n_words, *, scale_bits=DEFAULT_SCALE_BITS,
-                 noise="discrete_gaussian", noise_key=None):
+    def __init__(self, run_id, n_words, *, scale_bits=DEFAULT_SCALE_BITS, threshold=None,
+                 degree=0, noise=None, noise_key=None):
         self.run_id = _check_run_id(run_id)
-        if noise not in NOISE_MODES:
-            raise InvalidInputError(f"noise must be one of {NOISE_MODES}, got {noise!r}")
+        if noise not in SERVER_NOISE_MODES:
+            raise InvalidInputError(f"noise must be one of {SERVER_NOISE_MODES}, got {noise!r}")
         if noise_key is None and noise is not None:
             from ..privacy import new_noise_key
             noise_key = new_noise_key()
         if noise_key is not None and (not isinstance(noise_key, (bytes, bytearray))
                                       or len(noise_key) != 32):
             raise InvalidInputError("noise_key must be 32 bytes")
+        if not isinstance(degree, (int, np.integer)) or isinstance(degree, bool) \
+                or degree < 0 or degree % 2:
+            raise InvalidInputError(f"degree must be 0 or an even int >= 2, got {degree!r}")
         self._noise_key = None if noise_key is None else bytes(noise_key)
         self.noise = noise
+        self._m = MaskingServer()
         self._keys = {}
         self._roster = None
         self._pending_keys = {}
         self._round = 0
         self._open = None
         self._n_words, self._scale_bits = n_words, scale_bits
+        self._threshold, self._degree = threshold, int(degree)
         MsaRosterMessage(self.run_id, n_words, scale_bits, (0,), (bytes(32),))  # validate
 
     def receive_key(self, msg):
@@ -589,8 +740,16 @@ class MsaServer:
             raise ProtocolError("no client keys received")
         if self._roster is None:
             ids = tuple(sorted(self._keys))
-            self._roster = MsaRosterMessage(self.run_id, self._n_words, self._scale_bits, ids,
-                                            tuple(self._keys[i] for i in ids))
+            keys = tuple(self._keys[i] for i in ids)
+            n = len(ids)
+            t = default_threshold(n) if self._threshold is None else self._threshold
+            if not isinstance(t, (int, np.integer)) or isinstance(t, bool) or not 1 <= t <= n:
+                raise InvalidInputError(f"threshold {t!r} must be an int in [1, {n} clients]")
+            deg = self._degree if self._degree < n - 1 else 0
+            r = MsaRosterMessage(self.run_id, self._n_words, self._scale_bits, ids, keys,
+                                 int(t), deg, self._m.server_key)
+            self._m.close_roster(self.run_id, r.params_bytes(), int(t), deg, ids, keys)
+            self._roster = r
         return self._roster
 
     def relay_group_key(self, msg):
@@ -610,22 +769,95 @@ class MsaServer:
             raise ProtocolError(f"no group key message for client {client_id}")
         return self._pending_keys[client_id]
 
-    def start_round(self):
-        """Open the next round (every roster client takes part)."""
+    def start_round(self, participants=None):
+        """Open the next round (default: every roster client)."""
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
-        msg = RoundMessage(self.run_id, self._round + 1,
-                           np.asarray(self._roster.client_ids, dtype=np.int64))
+        ids = self._roster.client_ids if participants is None else \
+            tuple(sorted(int(i) for i in participants))
+        if not set(ids) <= set(self._roster.client_ids) or len(set(ids)) != len(ids):
+            raise ProtocolError("participants must be distinct roster clients")
+        st = self._m.new_round(self._round + 1, ids)
+        msg = RoundMessage(self.run_id, self._round + 1, ids)
         self._round += 1
-        self._open = (msg, {})
+        self._open = {"step": "shares", "st": st, "got": {}, "req": None}
         return msg
 
+    def _need(self, step):
+        if self._open is None or self._open["step"] != step:
+            raise ProtocolError(f"no round is waiting for {step}")
+        return self._open
+
+    def receive_shares(self, msg):
+        o = self._need("shares")
+        if not isinstance(msg, ShareMessage):
+            raise ProtocolError("expected a ShareMessage")
+        if msg.run_id != self.run_id or msg.round != o["st"]["round"]:
+            raise ProtocolError("share message of another run or round")
+        if msg.sender not in self._m._mac:
+            raise ProtocolError(f"client {msg.sender} is not in the roster")
+        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        self._m.add_shares(o["st"], msg.sender, msg.round_key, msg.commitment,
+                           list(zip(msg.holders, msg.ciphertexts)))
+
+    def bundle(self, client_id):
+        o = self._open
+        if o is None or o["step"] not in ("shares", "bundles"):
+            raise ProtocolError("no round is relaying shares")
+        st = o["st"]
+        if o["step"] == "shares":
+            self._m.close_shares(st)
+            o["step"] = "bundles"
+        items = self._m.bundle_items(st, int(client_id))
+        return ShareBundle(self.run_id, st["round"], int(client_id), st["u2"],
+                           tuple(i[0] for i in items), tuple(i[1] for i in items),
+                           tuple(i[2] for i in items))
+
+    def request_inputs(self):
+        o = self._open
+        if o is None or o["step"] not in ("shares", "bundles"):
+            raise ProtocolError("no round is ready for inputs")
+        if o["step"] == "shares":
+            self._m.close_shares(o["st"])
+        req = InputRequest(self.run_id, o["st"]["round"])
+        o["step"], o["req"] = "inputs", req
+        return req
+
     def receive(self, msg):
-        got = check_round_message(msg, MaskedVectorMessage, self.run_id, self._open)
+        o = self._need("inputs")
+        if not isinstance(msg, MaskedVectorMessage):
+            raise ProtocolError("expected a MaskedVectorMessage")
+        if msg.run_id != self.run_id:
+            raise ProtocolError("MaskedVectorMessage of another run")
+        if msg.round != o["st"]["round"]:
+            raise ProtocolError(f"message for round {msg.round}, the open round is "
+                                f"{o['st']['round']}")
+        if msg.sender not in o["st"]["u2"]:
+            raise ProtocolError(f"client {msg.sender} did not share keys in round {msg.round}")
+        if msg.sender in o["got"]:
+            raise ProtocolError(f"duplicate message from client {msg.sender}")
         if msg.payload.size != self._n_words:
             raise ProtocolError(f"client {msg.sender}: {msg.payload.size} words, "
                                 f"expected {self._n_words}")
-        got[msg.sender] = msg.payload
+        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        o["got"][msg.sender] = msg.payload
+
+    def unmask_request(self):
+        o = self._need("inputs")
+        u3 = self._m.close_inputs(o["st"], o["got"])
+        o["step"] = "unmask"
+        return UnmaskRequest(self.run_id, o["st"]["round"], u3)
+
+    def receive_unmask(self, msg):
+        o = self._need("unmask")
+        if not isinstance(msg, UnmaskMessage):
+            raise ProtocolError("expected an UnmaskMessage")
+        if msg.run_id != self.run_id or msg.round != o["st"]["round"]:
+            raise ProtocolError("unmask answer of another run or round")
+        if msg.sender not in self._m._mac:
+            raise ProtocolError(f"client {msg.sender} is not in the roster")
+        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        self._m.add_unmask(o["st"], msg.sender, list(zip(msg.owners, msg.kinds, msg.shares)))
 
     def _noise_words(self, round_, segments):
         from ..privacy import NoiseStream
@@ -635,76 +867,67 @@ class MsaServer:
                 parts.append(np.zeros(length, dtype=np.int64))
                 continue
             ns = NoiseStream.secure(self._noise_key, round_, tag)
-            if self.noise == "discrete_gaussian":
-                v = np.asarray(ns.discrete_gaussian(length, float(np.ldexp(scale, self._scale_bits))),
-                               dtype=np.int64)
-            else:
-                draw = ns.gaussian if self.noise == "gaussian" else ns.laplace
-                v = np.rint(np.ldexp(np.asarray(draw(length, float(scale))), self._scale_bits))
-                if v.size and not float(np.abs(v).max()) < _RING_HALF:
-                    raise CapacityError("noise sample reaches 2**62 in fixed point")
-                v = v.astype(np.int64)
+            draw = ns.gaussian if self.noise == "gaussian" else ns.laplace
+            v = np.rint(np.ldexp(np.asarray(draw(length, float(scale))), self._scale_bits))
             # strictly below 2**62: with the clients' sum at most 2**62 in
             # magnitude the noisy sum stays within int64 (found by review)
-            if v.size and int(np.abs(v).max()) >= _RING_HALF:
+            if v.size and not float(np.abs(v).max()) < _RING_HALF:
                 raise CapacityError("noise sample reaches 2**62 in fixed point")
-            parts.append(v)
+            parts.append(v.astype(np.int64))
         return np.concatenate(parts).view(np.uint64) if parts else np.zeros(0, np.uint64)
 
     def finish_round(self, segments=()):
-        """Sum the round's masked vectors, add noise, return the broadcast.
+        """Remove the survivors' self masks and their pair masks with the
+        dropped, add the server's baseline noise (``segments``: ``(length,
+        scale, tag)`` triples covering the vector; only with a ``noise``
+        mode), and return the broadcast.
 
-        ``segments``: ``(length, scale, tag)`` triples covering the vector in
-        order (lengths summing to ``n_words``); ``scale`` is the real-valued
-        standard deviation (Gaussian modes) or Laplace scale of that part,
-        ``tag`` (<= 4 bytes, distinct) names its noise stream.  Empty: no
-        noise.  Raises :class:`ProtocolError` when a participant is missing;
-        the round then stays open.
+        Raises :class:`ProtocolError` when too few shares arrived (the
+        round stays open for more unmask answers).
         """
-        if self._open is None:
-            raise ProtocolError("no round is open")
-        rmsg, got = self._open
-        missing = sorted(set(rmsg.participants) - set(got))
-        if missing:
-            raise ProtocolError(f"round {rmsg.round}: no message from clients {missing}")
+        o = self._need("unmask")
+        st = o["st"]
         segments = tuple(segments)
         if segments:
-            if sum(int(s[0]) for s in segments) != self._n_words:
+            if self.noise is None:
+                raise InvalidInputError("this server adds no noise (noise=None): private "
+                                        "fits add the clients' distributed noise")
+            if sum(int(sg[0]) for sg in segments) != self._n_words:
                 raise InvalidInputError("noise segments must cover the vector exactly")
-            tags = [bytes(s[2]) for s in segments]
+            tags = [bytes(sg[2]) for sg in segments]
             if len(set(tags)) != len(tags) or any(not 1 <= len(t) <= 4 for t in tags):
                 raise InvalidInputError("segment tags must be distinct, 1 to 4 bytes")
-            if any(not (float(s[1]) >= 0 and np.isfinite(float(s[1]))) for s in segments):
+            if any(not (float(sg[1]) >= 0 and np.isfinite(float(sg[1]))) for sg in segments):
                 raise InvalidInputError("noise scales must be finite and >= 0")
-            if self.noise == "discrete_gaussian":
-                check_discrete_sigma([s[1] for s in segments], self._scale_bits)
+        selfs, pair_keys, neg, dropped = self._m.recover(st)
+        rnd = st["round"]
         agg = np.zeros(self._n_words, dtype=np.uint64)
-        for payload in got.values():
-            agg += payload
+        for u in st["u3"]:
+            agg += o["got"][u]
+        for key in selfs:
+            agg -= mask_stream(key.tobytes(), rnd, SELF_TAG, self._n_words)
+        for key, ng in zip(pair_keys, neg):
+            s = mask_stream(key.tobytes(), rnd, MSA_TAG, self._n_words)
+            if ng:
+                agg -= s
+            else:
+                agg += s
         if segments:
-            agg += self._noise_words(rmsg.round, segments)
+            agg += self._noise_words(rnd, segments)
         self._open = None
-        return AggregateMessage(self.run_id, rmsg.round, agg)
+        self.last_dropped = tuple(dropped)
+        return AggregateMessage(self.run_id, rnd, agg, st["u3"])
 
 
-def setup_msa(n_clients, n_words, *, scale_bits=DEFAULT_SCALE_BITS, noise="discrete_gaussian",
-              random_state=None):
+def setup_msa(n_clients, n_words, *, scale_bits=DEFAULT_SCALE_BITS, noise=None,
+              threshold=None, degree=0):
     """A server and ``n_clients`` clients (ids 0..n-1) after key agreement and
-    group-key distribution, every message passed through its bytes.
-
-    ``random_state`` None draws the run id and every key from the OS; a seed
-    makes them reproducible (tests and simulations only).
-    """
-    from ..rng import as_generator
-    gen = None if random_state is None else as_generator(random_state)
-    run_id = os.urandom(16) if gen is None else gen.bytes(16)
-    noise_key = None
-    if noise is not None:
-        from ..privacy import new_noise_key
-        noise_key = new_noise_key(None if gen is None else gen.spawn(1)[0])
-    server = MsaServer(run_id, n_words, scale_bits=scale_bits, noise=noise, noise_key=noise_key)
-    kids = gen.spawn(n_clients) if gen is not None else [None] * n_clients
-    clients = [MsaClient(i, random_state=k) for i, k in enumerate(kids)]
+    group-key distribution, every message passed through its bytes.  Every
+    key and the run id come from the operating system."""
+    run_id = os.urandom(16)
+    server = MsaServer(run_id, n_words, scale_bits=scale_bits, noise=noise,
+                       threshold=threshold, degree=degree)
+    clients = [MsaClient(i) for i in range(n_clients)]
     for c in clients:
         server.receive_key(KeyMessage.from_bytes(c.key_message(run_id).to_bytes()))
     roster = server.roster().to_bytes()
@@ -715,3 +938,27 @@ def setup_msa(n_clients, n_words, *, scale_bits=DEFAULT_SCALE_BITS, noise="discr
     for c in clients[1:]:
         c.receive_group_key(GroupKeyMessage.from_bytes(server.group_key_for(c.client_id).to_bytes()))
     return server, clients
+
+
+def msa_round(server, clients, vectors, *, noise=(), server_noise=(), silent=()):
+    """One MSA round in process, every message through its bytes: the
+    clients in ``silent`` share keys and then go silent; returns the
+    decoded sum of the others (as every client decodes it) and the
+    survivors."""
+    silent = set(silent)
+    rmsg = RoundMessage.from_bytes(server.start_round().to_bytes())
+    for c in clients:
+        server.receive_shares(ShareMessage.from_bytes(c.share_keys(rmsg).to_bytes()))
+    for c in clients:
+        c.receive_shares(ShareBundle.from_bytes(server.bundle(c.client_id).to_bytes()))
+    req = InputRequest.from_bytes(server.request_inputs().to_bytes())
+    for c, v in zip(clients, vectors):
+        if c.client_id not in silent:
+            server.receive(MaskedVectorMessage.from_bytes(c.respond(req, v, noise).to_bytes()))
+    ureq = UnmaskRequest.from_bytes(server.unmask_request().to_bytes())
+    for c in clients:
+        if c.client_id in ureq.survivors:
+            server.receive_unmask(UnmaskMessage.from_bytes(c.unmask_shares(ureq).to_bytes()))
+    agg = AggregateMessage.from_bytes(server.finish_round(server_noise).to_bytes())
+    alive = [c for c in clients if c.client_id in agg.survivors]
+    return alive[0].unmask(agg), agg.survivors

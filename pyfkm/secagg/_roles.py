@@ -1,6 +1,7 @@
 """The two roles of SCMA: clients and the (honest-but-curious) server."""
 import dataclasses
 import functools
+import hmac
 import operator
 import struct
 import time
@@ -9,13 +10,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import _field
-from ..exceptions import CapacityError, InvalidInputError, ProtocolError
+from ..exceptions import CapacityError, DecodeError, InvalidInputError, ProtocolError
 from ..lattice import row_keys
 from ._codec import Codec
-from ._crypto import SCMA_TAG, _stream_limit, add_mod, new_private_key, public_bytes
-from ._messages import (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage, _built,
-                        check_key_message, check_round_message, parse_syndromes,
-                        roster_pair_seeds)
+from ._crypto import SCMA_TAG, _stream_limit, add_mod
+from ._masking import MaskingClient, MaskingServer, default_threshold, mac
+from ._messages import (TAG_BYTES, InputRequest, KeyMessage, RosterMessage, RoundMessage,
+                        ShareBundle, ShareMessage, SyndromeMessage, UnmaskMessage,
+                        UnmaskRequest, _built, check_key_message, params_bytes,
+                        parse_syndromes)
+from ._params import ScmaParams
 
 
 # answered rounds a client remembers as bases of difference rounds (the
@@ -80,72 +84,90 @@ class ScmaClient:
     ----------
     client_id : int
         In ``[0, 2**32 - 1)``; unique in the run.
-    random_state : None, int or Generator
-        None (default) draws the X25519 key from the OS; a seed makes the
-        key reproducible, which is only for tests and simulations.
+
+    Every key of the client comes from the operating system: a fresh X25519
+    channel key for each run (:meth:`key_message`), a fresh round key and
+    self-mask seed for each round (:meth:`share_keys`).  Nothing about them
+    follows a user seed.
+
+    One round, in the order of the messages (see :mod:`pyfkm.secagg`)::
+
+        share_keys(RoundMessage)     -> ShareMessage
+        receive_shares(ShareBundle)
+        respond(InputRequest)        -> SyndromeMessage
+        unmask(UnmaskRequest)        -> UnmaskMessage
+
+    The client refuses any step of a round with fewer than the run's
+    ``threshold`` clients, a round it already took part in, a survivor set
+    that would make it reveal both kinds of share of one peer, and a full
+    round that resends the same data to a different set of survivors than
+    the last full round it was summed in (so that no two rounds can be
+    differenced to isolate a client).
 
     Examples
     --------
     See :func:`secure_sum_sparse` for the whole exchange in one call.
     """
 
-    def __init__(self, client_id, *, random_state=None):
-        if not isinstance(client_id, (int, np.integer)) or not 0 <= int(client_id) < 0xFFFFFFFF:
+    def __init__(self, client_id):
+        if not isinstance(client_id, (int, np.integer)) or isinstance(client_id, bool) \
+                or not 0 <= int(client_id) < 0xFFFFFFFF:
             raise InvalidInputError(f"client_id must be an int in [0, 2**32 - 1), got {client_id!r}")
         self.client_id = int(client_id)
-        self._key = new_private_key(random_state)
-        self.public_key = public_bytes(self._key)
+        self._m = MaskingClient(self.client_id)
         self._run_id = None
         self.params = None
-        self._seeds = {}
+        self._reset()
+
+    def _reset(self):
         self._codec = None
         self._encoded = None
         self._data = None
-        self._answered = {}        # recent answered rounds -> the data sent
+        self._answered = {}        # rounds whose sum included this client -> data sent
         self._delta_codecs = {}
-        self._last_round = 0
-        self._pairs = self._mask_cache = self._checked = self._member_of = None
-        self._roster_run = self._last_change = None
+        self._sent = None          # (round, data, full) of the input sent, until unmasked
+        self._full_sums = None     # (data, survivors) of the last full round summed
+        self._mask_cache = None    # (round, mask)
+        self._input_round = None   # the round whose shares were received
+        self._last_change = None
+
+    @property
+    def public_key(self):
+        """The channel key of the current run (32 bytes)."""
+        return self._public
 
     def key_message(self, run_id):
-        """The key message that opens run ``run_id`` (16 bytes)."""
-        msg = KeyMessage(run_id, self.client_id, self.public_key)
-        self._run_id = msg.run_id
-        return msg
+        """The key message that opens run ``run_id`` (16 bytes), with a fresh
+        channel key; a client joins a run id once."""
+        rid = _check_run_id_arg(run_id)
+        self._public = self._m.open_run(rid)
+        self._run_id = rid
+        self.params = None
+        self._reset()
+        return KeyMessage(rid, self.client_id, self._public)
 
     def receive_roster(self, roster):
-        """Derive the pairwise seeds with every other client of the roster."""
-        seeds = roster_pair_seeds(roster, RosterMessage, self._run_id, self.client_id,
-                                  self._key, self.public_key)
-        if roster.run_id == self._roster_run and self._last_round > 0:
-            # the same run's pair seeds again: starting its rounds over would
-            # repeat masks (found by review)
-            raise ProtocolError(
-                "the roster of this run was already received and rounds answered; "
-                "a new run (new run_id, key message) is needed")
-        self._roster_run = roster.run_id
-        self.params = roster.params
-        self._codec = Codec(roster.params)
-        self._seeds = seeds
-        self._roster = frozenset(roster.client_ids)
-        # everything derived from the previous run's seeds, parameters or
-        # rounds goes: data is set again for this run
-        self._pairs = self._mask_cache = self._encoded = self._data = None
-        self._checked = self._member_of = self._last_change = None
-        self._stream_limit = _stream_limit(roster.params.modulus)
-        self._delta_codecs, self._answered, self._last_round = {}, {}, 0
-
-    def pair_seed(self, other_id):
-        """The 32-byte seed shared with client ``other_id`` (for audits and tests)."""
-        if other_id not in self._seeds:
-            raise ProtocolError(f"no seed with client {other_id}")
-        return self._seeds[other_id]
+        """Check the roster (this client's key in it, the threshold, the graph)
+        and derive the channel keys with the client's neighbours."""
+        if not isinstance(roster, RosterMessage):
+            raise ProtocolError("expected a RosterMessage")
+        if self._run_id is None or roster.run_id != self._run_id:
+            raise ProtocolError("roster of another run")
+        self._m.join(params_bytes(roster.params), roster.threshold, roster.degree,
+                     roster.server_key, roster.client_ids, roster.public_keys)
+        P = roster.params
+        self.params = P
+        self._codec = Codec(P)
+        self._n_roster = len(roster.client_ids)
+        self._stream_limit = _stream_limit(P.modulus)
+        self.threshold = roster.threshold
 
     def set_data(self, bins, counts):
         """Set this client's sparse vector and cache its unmasked encoding.
 
         ``bins``: int array (nnz, d) with coordinates in ``[0, B)``;
-        ``counts``: positive ints.  Duplicate bins are merged.
+        ``counts``: positive ints, summing to at most :attr:`count_budget`.
+        Duplicate bins are merged.
         """
         if self.params is None:
             raise ProtocolError("receive the roster before setting data")
@@ -155,12 +177,12 @@ class ScmaClient:
             raise CapacityError(
                 f"client {self.client_id}: {bins.shape[0]} nonzero bins exceed "
                 f"max_client_nonzeros = {P.max_client_nonzeros}")
-        budget = (P.modulus - 1) // max(len(self._roster), 1)
+        budget = self.count_budget
         total = sum(counts.tolist())          # Python ints: no wrap-around
         if total > budget:
             raise CapacityError(
                 f"client {self.client_id}: total count {total} exceeds "
-                f"(p - 1) / n_clients = {budget}, so the aggregate could wrap modulo p")
+                f"(p - 1) / (2 n_clients) = {budget}, so the aggregate could wrap modulo p")
         counts = counts.astype(np.uint64)
         # checked now (a bin hashing to 0 raises here); encoded when a full
         # round asks for it (difference rounds send changes only)
@@ -169,90 +191,74 @@ class ScmaClient:
         self._encoded = None
         self._data = (bins, counts)
 
-    def mask(self, round_, participants, n_words=None):
-        """This client's mask for a round with the given participants
-        (``n_words`` long; default: a full message)."""
+    @property
+    def count_budget(self):
+        """Largest total count of one client: ``(p - 1) // (2 n)`` for a roster
+        of ``n``, so every honest aggregate lies in ``[0, (p - 1) / 2]`` and
+        a decoded count above that (a forged "negative" one) is rejected."""
+        return count_budget(self.params.modulus, self._n_roster)
+
+    # -- step 1
+    def share_keys(self, round_msg):
+        """Step 1 of a round: a fresh round key and self seed, shared among
+        this client's neighbours in the round (:class:`ShareMessage`)."""
+        if not isinstance(round_msg, RoundMessage):
+            raise ProtocolError("expected a RoundMessage")
+        if self.params is None or round_msg.run_id != self._run_id:
+            raise ProtocolError("round of another run (or roster not received)")
+        if round_msg.delta_nonzeros:
+            raise ProtocolError("round messages open rounds; the input request says its size")
+        pk, commit, items = self._m.share(round_msg.round, round_msg.participants)
+        self._mask_cache = self._input_round = self._sent = None
+        msg = _built(ShareMessage, run_id=self._run_id, round=round_msg.round,
+                     sender=self.client_id, round_key=pk, commitment=commit,
+                     holders=tuple(h for h, _ in items), ciphertexts=tuple(c for _, c in items),
+                     tag=bytes(TAG_BYTES))
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+
+    # -- step 2
+    def receive_shares(self, bundle):
+        """Step 2: the shares of this client's neighbours and their round
+        keys; derives the round's pair keys."""
+        if not isinstance(bundle, ShareBundle):
+            raise ProtocolError("expected a ShareBundle")
+        if bundle.run_id != self._run_id or bundle.recipient != self.client_id:
+            raise ProtocolError("share bundle of another run or for another client")
+        keys = self._m.receive_shares(bundle.round, bundle.sharers,
+                                      zip(bundle.owners, bundle.round_keys, bundle.ciphertexts))
+        me = self.client_id
+        others = sorted(keys)
+        self._round_keys = (
+            np.frombuffer(b"".join([self._m.mask_keys(bundle.round)[0]]
+                                   + [keys[o] for o in others]), np.uint8)
+            .reshape(len(others) + 1, 32).copy(),
+            np.array([0] + [int(me > o) for o in others], dtype=np.uint8))
+        self._input_round = bundle.round
+
+    def mask(self, round_, n_words=None):
+        """This client's mask of its open round (after :meth:`receive_shares`):
+        its self stream plus its signed pair streams, ``n_words`` long
+        (default a full message)."""
+        if self._input_round is None or int(round_) != self._input_round:
+            raise ProtocolError(f"round {round_}: shares not received")
         n = self.params.message_words if n_words is None else int(n_words)
-        return self._masks(int(round_), 1, participants, n)[0]
+        keys, neg = self._round_keys
+        acc = np.zeros(n, dtype=np.uint64)
+        if n:
+            nonce = np.frombuffer(struct.pack("<Q", int(round_)) + SCMA_TAG, np.uint8)
+            _field.add_streams(acc, keys, neg, nonce, self._stream_limit, self.params.modulus)
+        return acc
 
-    def _masks(self, round_, n_rounds, participants, n):
-        """(n_rounds, n) masks of rounds round_, round_ + 1, ... in one
-        kernel call."""
-        _, keys, neg = self._pair_keys(participants)
-        masks = np.zeros((n_rounds, n), dtype=np.uint64)
-        if n and keys.shape[0]:
-            nonces = np.frombuffer(b"".join(struct.pack("<Q", round_ + r) + SCMA_TAG
-                                            for r in range(n_rounds)),
-                                   np.uint8).reshape(n_rounds, 12)
-            _field.add_streams_rounds(masks, keys, neg, nonces, self._stream_limit,
-                                      self.params.modulus)
-        return masks
-
-    def _pair_keys(self, participants):
-        """(participants, pair seeds (k, 32) uint8, negate flags) of the
-        other participants; reused while the participants stay the same."""
-        cached = self._pairs
-        if cached is not None and (participants is cached[0]
-                                   or cached[0] == tuple(participants)):
-            return cached
-        parts = tuple(participants)
-        others = [o for o in parts if o != self.client_id]
-        missing = [o for o in others if o not in self._seeds]
-        if missing:
-            raise ProtocolError(f"participant {missing[0]} is not in the roster")
-        keys = np.frombuffer(b"".join(self._seeds[o] for o in others),
-                             np.uint8).reshape(len(others), 32)
-        neg = np.array([self.client_id > o for o in others], dtype=np.uint8)
-        self._pairs = (parts, keys, neg)
-        return self._pairs
-
-    def precompute_mask(self, round_, participants, delta_nonzeros=0, n_rounds=1):
-        """Offline phase: compute the masks of future rounds now, so that
-        :meth:`respond` to such a round (same participants) is one addition.
-
-        Masks of rounds ``round_, ..., round_ + n_rounds - 1`` (computed in
-        one call), sized as for a difference round of ``delta_nonzeros``
-        bins (0: a full round).  A round's mask of ``W`` words is the first
-        ``W`` words of its pair streams, so a cached mask also serves any
-        shorter message of its round.  Each cached mask is used at most
-        once and only for its round and participants; answering a round
-        drops the masks of that round and earlier ones, other participants
-        drop them all, and anything not cached is computed when needed.
-        """
-        if self.params is None:
-            raise ProtocolError("receive the roster before precomputing masks")
-        # participants checked once (the same tuple comes back every round)
-        parts = participants if participants is self._checked else _sorted_ids(participants)
-        self._checked = parts
-        round_, R = int(round_), int(n_rounds)
-        if round_ <= self._last_round:
-            raise ProtocolError(f"round {round_} was already answered")
-        if R < 1:
-            raise ProtocolError(f"n_rounds = {n_rounds!r} must be >= 1")
+    def precompute_mask(self, delta_nonzeros=0):
+        """Offline phase: compute the open round's mask now, sized for a
+        difference round of ``delta_nonzeros`` bins (0: a full round), so
+        that :meth:`respond` is one addition; a mask also serves any
+        shorter message of its round, and is used once."""
+        if self._input_round is None:
+            raise ProtocolError("receive the round's shares before precomputing its mask")
         n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros \
             else self.params.message_words
-        masks = self._masks(round_, R, parts, n)
-        self._mask_cache = (parts, dict(zip(range(round_, round_ + R), masks)))
-
-    def _cached_mask(self, round_msg, n_words):
-        """The precomputed mask of this round (first ``n_words`` words), or
-        None; forgets the masks of this and earlier rounds."""
-        cache = self._mask_cache
-        if cache is None:
-            return None
-        parts, masks = cache
-        if not (parts is round_msg.participants or parts == tuple(round_msg.participants)):
-            self._mask_cache = None
-            return None
-        mask = masks.pop(round_msg.round, None)
-        # rounds are cached in increasing order: skipped ones come first
-        while masks and next(iter(masks)) < round_msg.round:
-            del masks[next(iter(masks))]
-        if mask is None or mask.size < n_words:
-            return None
-        # the round's streams, first n_words words; a copy, so that the
-        # message shares no memory with other rounds' masks (rows of one array)
-        return mask[:n_words].copy()
+        self._mask_cache = (self._input_round, self.mask(self._input_round, n))
 
     def _delta_codec(self, m):
         """Codec of difference rounds with at most ``m`` changed bins."""
@@ -266,9 +272,7 @@ class ScmaClient:
         return c
 
     def _change(self, base):
-        """(bins, counts as field elements) of (data now) - ``base`` (the
-        last answer is kept: a driver asks :meth:`changed_bins` and then
-        :meth:`respond` for the same change)."""
+        """(bins, counts as field elements) of (data now) - ``base``."""
         last = self._last_change
         if last is not None and last[0] is base and last[1] is self._data:
             return last[2]
@@ -298,16 +302,16 @@ class ScmaClient:
         return bins[first][keep], dq[keep]
 
     def changed_bins(self, base_round):
-        """Number of bins whose count changed since round ``base_round``
-        (the server's last decoded round, :attr:`ScmaServer.last_decoded`;
-        rounds answered after it were abandoned).  What a driver sizes a
-        difference round with; the server learns the same number from the
-        decoded change anyway."""
+        """Number of bins whose count changed since round ``base_round`` (a
+        round whose sum included this client; the server's
+        :attr:`ScmaServer.last_decoded`).  What a driver sizes a difference
+        round with; the server learns the same number from the decoded
+        change anyway."""
         if self._data is None:
             raise ProtocolError("set_data first")
         base = self._answered.get(int(base_round))
         if base is None:
-            raise ProtocolError(f"client {self.client_id} did not answer round {base_round}")
+            raise ProtocolError(f"client {self.client_id} was not summed in round {base_round}")
         return int(self._change(base)[1].size)
 
     def forget_rounds_before(self, round_):
@@ -317,23 +321,27 @@ class ScmaClient:
         Difference rounds based on the dropped rounds then need a full
         round."""
         self._answered = {r: v for r, v in self._answered.items() if r >= int(round_)}
+        if self._full_sums is not None and not any(
+                v is self._full_sums[0] for v in self._answered.values()):
+            self._full_sums = None
         self._last_change = None
 
     def forget_data(self):
         """Drop this client's data and everything derived from it (a
         client that leaves the federation)."""
-        self._data = self._encoded = self._last_change = None
+        self._data = self._encoded = self._last_change = self._full_sums = None
         self._answered = {}
+        self._sent = None
 
-    def _delta_message(self, round_msg):
-        """(codec, encoding of (data now) - (data sent in round
+    def _delta_message(self, req):
+        """(codec, encoding of (data now) - (data summed in round
         ``base_round``)); the encoding is None when nothing changed."""
-        base = self._answered.get(round_msg.base_round)
+        base = self._answered.get(req.base_round)
         if base is None:
             raise ProtocolError(
-                f"client {self.client_id} did not answer round {round_msg.base_round} "
+                f"client {self.client_id} was not summed in round {req.base_round} "
                 f"(or forgot it): a full round is needed")
-        codec = self._delta_codec(round_msg.delta_nonzeros)
+        codec = self._delta_codec(req.delta_nonzeros)
         bins, dq = self._change(base)
         if dq.size == 0:
             return codec, None                # nothing changed: the mask alone
@@ -343,46 +351,94 @@ class ScmaClient:
                 f"delta_nonzeros = {codec.params.max_nonzeros}: a full round is needed")
         return codec, codec.encode(bins, dq)
 
-    def respond(self, round_msg):
-        """The masked syndromes for ``round_msg`` (each round is answered once)."""
-        if not isinstance(round_msg, RoundMessage):
-            raise ProtocolError("expected a RoundMessage")
-        if self.params is None or round_msg.run_id != self._run_id:
-            raise ProtocolError("round of another run (or roster not received)")
-        if round_msg.round <= self._last_round:
-            raise ProtocolError(
-                f"round {round_msg.round} is not after the last answered round "
-                f"{self._last_round}: masks are never reused")
-        if round_msg.participants is not self._member_of:
-            if self.client_id not in round_msg.participants:
-                raise ProtocolError(
-                    f"client {self.client_id} is not a participant of this round")
-            self._member_of = round_msg.participants
+    # -- step 3
+    def respond(self, req):
+        """Step 3: the masked syndromes asked for by ``req`` (an
+        :class:`InputRequest` of the round whose shares were received)."""
+        if not isinstance(req, InputRequest):
+            raise ProtocolError("expected an InputRequest")
+        if self.params is None or req.run_id != self._run_id:
+            raise ProtocolError("input request of another run (or roster not received)")
+        if self._input_round is None or req.round != self._input_round:
+            raise ProtocolError(f"round {req.round}: this client has not received its shares")
         if self._data is None:
             raise ProtocolError("set_data before responding")
-        dn = round_msg.delta_nonzeros
+        dn = req.delta_nonzeros
         if dn:
-            codec = self._delta_codecs.get(dn)
-            if codec is not None and self._answered.get(round_msg.base_round) is self._data:
-                encoded = None                 # nothing changed: the mask alone
-            else:
-                codec, encoded = self._delta_message(round_msg)
+            codec, encoded = self._delta_message(req)
         else:
             if self._encoded is None:
                 self._encoded = self._codec.encode(*self._data)
             codec, encoded = self._codec, self._encoded
         W = codec.params.message_words
-        mask = self._cached_mask(round_msg, W)
-        if mask is None:
-            mask = self.mask(round_msg.round, round_msg.participants, W)
+        cache = self._mask_cache
+        self._mask_cache = None
+        if cache is not None and cache[0] == req.round and cache[1].size >= W:
+            mask = cache[1][:W].copy()
+        else:
+            mask = self.mask(req.round, W)
+        self._m.mark_sent(req.round)          # once per round
         masked = mask if encoded is None else add_mod(mask, encoded, self.params.modulus)
-        self._last_round = round_msg.round
+        self._sent = (req.round, self._data, dn == 0)
+        self._input_round = None
+        self._round_keys = None
+        msg = SyndromeMessage._trusted(self._run_id, req.round, self.client_id,
+                                       self.params.modulus, masked)
+        tag = self._m.tag(msg.signed_bytes())
+        return SyndromeMessage._trusted(self._run_id, req.round, self.client_id,
+                                        self.params.modulus, masked, tag)
+
+    # -- step 4
+    def unmask(self, req):
+        """Step 4: the shares this client reveals for the survivors of its
+        round (:class:`UnmaskMessage`).  Refuses, revealing nothing, below
+        the threshold, when the survivors are not a subset of the sharers,
+        or when a full round would resend the same data to a different set
+        of survivors (two such sums differ by a subset's vectors)."""
+        if not isinstance(req, UnmaskRequest):
+            raise ProtocolError("expected an UnmaskRequest")
+        if req.run_id != self._run_id or self._sent is None or self._sent[0] != req.round:
+            raise ProtocolError(f"unmask request for round {req.round}, not this client's "
+                                "last input")
+        rnd, data, full = self._sent
+        survivors = frozenset(req.survivors)
+        if full and self._full_sums is not None and len(survivors) >= self.threshold \
+                and self.client_id in survivors:
+            last_data, last_set = self._full_sums
+            if _same_data(last_data, data) and last_set != survivors:
+                raise ProtocolError(
+                    f"round {rnd}: the same data was summed over other survivors in an "
+                    "earlier full round; two such sums would reveal the difference: refused")
+        items = self._m.unmask(rnd, survivors)
+        self._sent = None
+        # the input is in the sum (if the server completes the round)
         answered = self._answered
-        answered[round_msg.round] = self._data
+        answered[rnd] = data
         if len(answered) > _KEEP_ANSWERED:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
-        return SyndromeMessage._trusted(self._run_id, round_msg.round, self.client_id,
-                                        self.params.modulus, masked)
+        if full:
+            self._full_sums = (data, survivors)
+        msg = _built(UnmaskMessage, run_id=self._run_id, round=rnd, sender=self.client_id,
+                     owners=tuple(o for o, _, _ in items), kinds=tuple(k for _, k, _ in items),
+                     shares=tuple(s for _, _, s in items), tag=bytes(TAG_BYTES))
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+
+
+def _same_data(a, b):
+    if a is b:
+        return True
+    return a[0].shape == b[0].shape and np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def count_budget(p, n_clients):
+    """Largest total count one of ``n_clients`` clients may send modulo ``p``."""
+    return (int(p) - 1) // (2 * max(int(n_clients), 1))
+
+
+def _check_run_id_arg(run_id):
+    if not isinstance(run_id, (bytes, bytearray)) or len(run_id) != 16:
+        raise InvalidInputError("run_id must be 16 bytes")
+    return bytes(run_id)
 
 
 @dataclass(frozen=True)
@@ -400,34 +456,69 @@ class ScmaReport:
     incremental: bool
     paper_bits_per_client: int
     dense_bits_per_client: int
+    dropped: tuple = ()
+    setup_bytes_per_client: int = 0
 
 
 @dataclass(frozen=True)
 class ScmaResult:
-    """Aggregated sparse vector (rows sorted lexicographically) and report."""
+    """Aggregated sparse vector (rows sorted lexicographically) and report.
+
+    ``survivors``: the clients whose inputs are in this round's sum;
+    ``dropped``: those that shared keys but whose inputs did not arrive."""
 
     bins: np.ndarray
     counts: np.ndarray
     report: ScmaReport
+    survivors: tuple = ()
+    dropped: tuple = ()
 
 
 class ScmaServer:
-    """The aggregation server: relays keys, runs rounds, decodes the sum.
+    """The aggregation server: relays keys and shares, runs rounds, decodes.
 
-    It only ever sees masked messages and the aggregate.  Every method
-    validates before changing state, so a rejected message or call leaves
-    the server as it was.
+    Parameters
+    ----------
+    params : ScmaParams
+    threshold : int, optional
+        Fewest clients any round may have at every step; clients refuse
+        rounds below it.  Default: a strict majority of the roster.
+    degree : int, default=0
+        Neighbours per client (even); 0 is the complete graph.  With
+        ``degree = k`` a client's keys, shares and masks involve ``k``
+        peers, not the whole roster (SecAgg+).
+
+    It only ever sees masked messages, shares it cannot combine, and the
+    aggregate over at least ``threshold`` clients.  Every method validates
+    before changing state, so a rejected message or call leaves the server
+    as it was.
+
+    One round::
+
+        start_round(participants)   -> RoundMessage (broadcast)
+        receive_shares(ShareMessage) for each client
+        bundle(client_id)           -> ShareBundle (one per sharer)
+        request_inputs(delta_nonzeros) -> InputRequest (broadcast)
+        receive(SyndromeMessage) / receive_many(bytes)
+        unmask_request()            -> UnmaskRequest (broadcast to survivors)
+        receive_unmask(UnmaskMessage) for each survivor
+        finish_round()              -> ScmaResult
     """
 
-    def __init__(self, params):
+    def __init__(self, params, *, threshold=None, degree=0):
+        if not isinstance(params, ScmaParams):
+            raise InvalidInputError("params must be ScmaParams")
         self.params = params
+        self._threshold, self._degree = threshold, _check_degree(degree)
         self._codec = Codec(params)
+        self._m = MaskingServer()
         self._keys = {}
         self._roster = None
         self._round = 0
-        self._open = None          # (RoundMessage, {sender: payload})
+        self._open = None          # the round in progress (dict), or None
         self._state = None         # previous decode (for incremental decode)
-        self._finished = None      # (round, participants) of the last decode
+        self._finished = None      # (round, survivors) of the last decode
+        self._included = ()        # clients whose data is in the aggregate
         self._delta_codecs = {}
         self._valid_ids = None     # participants checked against the roster
 
@@ -437,9 +528,13 @@ class ScmaServer:
 
     @property
     def last_decoded(self):
-        """(round, participants) of the last decoded round, or None: the base
+        """(round, survivors) of the last decoded round, or None: the base
         of the next difference round."""
         return self._finished
+
+    @property
+    def threshold(self):
+        return None if self._roster is None else self._roster.threshold
 
     def receive_key(self, msg):
         check_key_message(msg, self.run_id, self._keys, self._roster is not None)
@@ -451,21 +546,31 @@ class ScmaServer:
             raise ProtocolError("no client keys received")
         if self._roster is None:
             ids = tuple(sorted(self._keys))
-            self._roster = RosterMessage(self.run_id, self.params, ids,
-                                         tuple(self._keys[i] for i in ids))
+            keys = tuple(self._keys[i] for i in ids)
+            n = len(ids)
+            t = default_threshold(n) if self._threshold is None else self._threshold
+            if not isinstance(t, (int, np.integer)) or isinstance(t, bool) or not 1 <= t <= n:
+                raise InvalidInputError(f"threshold {t!r} must be an int in [1, {n} clients]")
+            deg = self._degree if self._degree < n - 1 else 0
+            self._m.close_roster(self.run_id, params_bytes(self.params), int(t), deg, ids, keys)
+            self._roster = RosterMessage(self.run_id, self.params, ids, keys, int(t), deg,
+                                         self._m.server_key)
         return self._roster
 
-    def start_round(self, participants=None, *, delta_nonzeros=0):
-        """Open the next round (an unfinished round is abandoned).
+    def neighbours(self, client_id):
+        """The neighbours of a client in the run's graph."""
+        if self._roster is None:
+            raise ProtocolError("send the roster first")
+        return self._m.neighbours(int(client_id))
 
-        ``delta_nonzeros > 0`` opens a difference round: the participants
-        (the same as in the last decoded round) send their changes since
-        that round, for at most ``delta_nonzeros`` changed bins in total,
-        in messages of ``delta_params(params, delta_nonzeros).message_words``
-        words.  The server learns what a full round would tell it (the new
-        aggregate, whose difference to the last one it could compute
-        anyway), for a fraction of the masks and syndromes.
-        """
+    def _need(self, step):
+        if self._open is None or self._open["step"] != step:
+            raise ProtocolError(f"no round is waiting for {step}")
+        return self._open
+
+    def start_round(self, participants=None):
+        """Open the next round over ``participants`` (default: the roster);
+        an unfinished round is abandoned."""
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
         ids = self._roster.client_ids if participants is None else participants
@@ -477,6 +582,56 @@ class ScmaServer:
             if len(set(ids)) != len(ids) or not ids:
                 raise ProtocolError("participants must be distinct and non-empty")
             self._valid_ids = ids
+        st = self._m.new_round(self._round + 1, ids)
+        msg = _built(RoundMessage, run_id=self.run_id, round=self._round + 1, participants=ids,
+                     delta_nonzeros=0, base_round=0)
+        self._round += 1
+        self._open = {"step": "shares", "msg": msg, "st": st, "got": {}, "req": None}
+        return msg
+
+    def receive_shares(self, msg):
+        """Step 1: a client's :class:`ShareMessage` (authenticated)."""
+        o = self._need("shares")
+        if not isinstance(msg, ShareMessage):
+            raise ProtocolError("expected a ShareMessage")
+        if msg.run_id != self.run_id or msg.round != o["msg"].round:
+            raise ProtocolError("share message of another run or round")
+        if msg.sender not in self._m._mac:
+            raise ProtocolError(f"client {msg.sender} is not in the roster")
+        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        self._m.add_shares(o["st"], msg.sender, msg.round_key, msg.commitment,
+                           list(zip(msg.holders, msg.ciphertexts)))
+
+    def bundle(self, client_id):
+        """Step 2: the :class:`ShareBundle` of one client that shared keys
+        (the first call closes key sharing: ``U2``)."""
+        o = self._open
+        if o is None or o["step"] not in ("shares", "bundles"):
+            raise ProtocolError("no round is relaying shares")
+        st = o["st"]
+        if o["step"] == "shares":
+            self._m.close_shares(st)
+            o["step"] = "bundles"
+        items = self._m.bundle_items(st, int(client_id))
+        return _built(ShareBundle, run_id=self.run_id, round=st["round"],
+                      recipient=int(client_id), sharers=st["u2"],
+                      owners=tuple(i[0] for i in items), round_keys=tuple(i[1] for i in items),
+                      ciphertexts=tuple(i[2] for i in items))
+
+    def request_inputs(self, delta_nonzeros=0):
+        """Step 3: the :class:`InputRequest` of the open round.
+
+        ``delta_nonzeros > 0`` asks for a difference round: every
+        participant sends its change since the last decoded round, for at
+        most ``delta_nonzeros`` changed bins in total, in messages of
+        ``delta_params(params, delta_nonzeros).message_words`` words.  The
+        server learns what a full round would tell it (the new aggregate,
+        whose difference to the last one it could compute anyway)."""
+        o = self._open
+        if o is None or o["step"] not in ("shares", "bundles"):
+            raise ProtocolError("no round is ready for inputs")
+        if o["step"] == "shares":
+            self._m.close_shares(o["st"])
         base = 0
         if delta_nonzeros:
             if not isinstance(delta_nonzeros, (int, np.integer)) or \
@@ -485,16 +640,13 @@ class ScmaServer:
                 raise ProtocolError(
                     f"delta_nonzeros = {delta_nonzeros!r} must be an int in "
                     f"[1, max_nonzeros = {self.params.max_nonzeros}]")
-            if self._finished is None or self._finished[1] != ids:
-                raise ProtocolError(
-                    "a difference round needs a decoded round with the same participants")
+            if self._finished is None:
+                raise ProtocolError("a difference round needs a decoded round")
             base = self._finished[0]
-        # every field checked above (ids: distinct sorted roster ids)
-        msg = _built(RoundMessage, run_id=self.run_id, round=self._round + 1, participants=ids,
+        req = _built(InputRequest, run_id=self.run_id, round=o["st"]["round"],
                      delta_nonzeros=int(delta_nonzeros), base_round=base)
-        self._round += 1
-        self._open = (msg, {})
-        return msg
+        o["step"], o["req"] = "inputs", req
+        return req
 
     def _delta_codec(self, m):
         c = self._delta_codecs.get(m)
@@ -502,19 +654,33 @@ class ScmaServer:
             c = self._delta_codecs[m] = Codec(delta_params(self.params, m))
         return c
 
+    def _round_words(self):
+        """Words of a message of the open round."""
+        dn = self._open["req"].delta_nonzeros
+        return self._delta_codec(dn).params.message_words if dn else self.params.message_words
+
     def receive(self, msg):
-        got = check_round_message(msg, SyndromeMessage, self.run_id, self._open)
+        """Step 3: a client's masked :class:`SyndromeMessage` (authenticated)."""
+        o = self._need("inputs")
+        if not isinstance(msg, SyndromeMessage):
+            raise ProtocolError("expected a SyndromeMessage")
+        if msg.run_id != self.run_id:
+            raise ProtocolError("SyndromeMessage of another run")
+        if msg.round != o["req"].round:
+            raise ProtocolError(f"message for round {msg.round}, the open round is "
+                                f"{o['req'].round}")
+        if msg.sender not in o["st"]["u2"]:
+            raise ProtocolError(f"client {msg.sender} did not share keys in round "
+                                f"{msg.round}")
+        if msg.sender in o["got"]:
+            raise ProtocolError(f"duplicate message from client {msg.sender}")
         words = self._round_words()
         if msg.modulus != self.params.modulus or msg.payload.size != words:
             raise ProtocolError(
                 f"client {msg.sender}: message for another modulus or size "
                 f"({msg.payload.size} words, expected {words})")
-        got[msg.sender] = msg.payload
-
-    def _round_words(self):
-        """Words of a message of the open round."""
-        dn = self._open[0].delta_nonzeros
-        return self._delta_codec(dn).params.message_words if dn else self.params.message_words
+        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        o["got"][msg.sender] = msg.payload
 
     def receive_many(self, datas):
         """Receive many syndrome messages of the open round, as wire bytes.
@@ -527,67 +693,119 @@ class ScmaServer:
         datas = list(datas)
         if not datas:
             return
-        if self._open is None:       # the errors receive would give, in order
+        o = self._open
+        if o is None or o["step"] != "inputs":      # the errors receive would give
             for data in datas:
                 self.receive(SyndromeMessage.from_bytes(data))
-        rmsg, got = self._open
-        parsed = parse_syndromes(datas, self.run_id, rmsg.round, self.params.modulus,
+        got = o["got"]
+        parsed = parse_syndromes(datas, self.run_id, o["req"].round, self.params.modulus,
                                  self._round_words())
         if parsed is not None:
             senders, payloads = parsed
-            members = set(rmsg.participants)
-            if len(set(senders)) == len(senders) and members.issuperset(senders) \
-                    and got.keys().isdisjoint(senders):
+            u2 = o["st"]["u2set"] if "u2set" in o["st"] else \
+                o["st"].setdefault("u2set", frozenset(o["st"]["u2"]))
+            macs = self._m._mac
+            if len(set(senders)) == len(senders) and u2.issuperset(senders) \
+                    and got.keys().isdisjoint(senders) and all(
+                        hmac.compare_digest(mac(macs[i], x[:-TAG_BYTES]), x[-TAG_BYTES:])
+                        for i, x in zip(senders, datas)):
                 got.update(zip(senders, payloads))
                 return
         # some message is rejected: find it (and its error) one by one on a
         # copy of the round, so the server stays unchanged
-        staged = (rmsg, dict(got))
-        saved, self._open = self._open, staged
+        saved = o["got"]
+        o["got"] = dict(saved)
         try:
             for data in datas:
                 self.receive(SyndromeMessage.from_bytes(data))
-        finally:
-            self._open = saved
-        got.update(staged[1])
+        except BaseException:
+            o["got"] = saved
+            raise
+
+    def unmask_request(self):
+        """Step 4: close inputs and name the survivors (those whose inputs
+        arrived); raises :class:`ProtocolError` below the threshold."""
+        o = self._need("inputs")
+        u3 = self._m.close_inputs(o["st"], o["got"])
+        o["step"] = "unmask"
+        return _built(UnmaskRequest, run_id=self.run_id, round=o["st"]["round"], survivors=u3)
+
+    def receive_unmask(self, msg):
+        """Step 4: a survivor's revealed shares (authenticated)."""
+        o = self._need("unmask")
+        if not isinstance(msg, UnmaskMessage):
+            raise ProtocolError("expected an UnmaskMessage")
+        if msg.run_id != self.run_id or msg.round != o["st"]["round"]:
+            raise ProtocolError("unmask answer of another run or round")
+        if msg.sender not in self._m._mac:
+            raise ProtocolError(f"client {msg.sender} is not in the roster")
+        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        self._m.add_unmask(o["st"], msg.sender, list(zip(msg.owners, msg.kinds, msg.shares)))
 
     def finish_round(self, *, incremental=True):
-        """Sum the round's messages (the masks cancel) and decode the aggregate.
+        """Remove the survivors' self masks and their pair masks with the
+        dropped clients, and decode the survivors' sum.
 
-        Raises :class:`ProtocolError` when a participant is missing and
-        :class:`DecodeError` when the aggregate cannot be decoded; in both
-        cases the round stays open and the server unchanged.
+        Raises :class:`ProtocolError` when some secret has too few shares
+        (more dropouts than the threshold allows; more unmask answers may
+        still arrive) and :class:`DecodeError` when the aggregate cannot be
+        decoded or its counts are out of the range honest clients allow;
+        the server is then unchanged.
         """
-        if self._open is None:
-            raise ProtocolError("no round is open")
-        rmsg, got = self._open
-        missing = sorted(set(rmsg.participants) - set(got))
-        if missing:
-            raise ProtocolError(f"round {rmsg.round}: no message from clients {missing}")
+        o = self._need("unmask")
+        st = o["st"]
+        selfs, pair_keys, neg, dropped = self._m.recover(st)
         P = self.params
-        dn = rmsg.delta_nonzeros
-        # validated payloads (uint64, reduced, one size): the column sums
-        cols = np.ascontiguousarray(np.array(list(got.values()), dtype=np.uint64).T)
+        rnd = st["round"]
+        req = o["req"]
+        dn = req.delta_nonzeros
+        survivors = st["u3"]
+        got = o["got"]
+        cols = np.ascontiguousarray(
+            np.array([got[i] for i in survivors], dtype=np.uint64).T)
         agg = _field.affine_rows(cols, np.ones(cols.shape[1], dtype=np.uint64), 0, P.modulus)
+        nonce = np.frombuffer(struct.pack("<Q", rnd) + SCMA_TAG, np.uint8)
+        lim = _stream_limit(P.modulus)
+        _field.add_streams(agg, selfs, np.ones(selfs.shape[0], dtype=np.uint8), nonce, lim,
+                           P.modulus)
+        if pair_keys.shape[0]:
+            _field.add_streams(agg, pair_keys, neg, nonce, lim, P.modulus)
         t0 = time.perf_counter()
         if dn:
             state = self._codec.decode_difference(agg, self._delta_codec(dn), self._state)
             used_inc = True
+            included = self._included
         else:
             state, used_inc = self._codec.decode(agg, self._state if incremental else None)
+            included = survivors
         bins, counts = state.sorted_rows()
+        bound = count_budget(P.modulus, len(self._roster.client_ids)) * len(included)
+        if counts.size and sum(counts.tolist()) > bound:
+            raise DecodeError(
+                f"round {rnd}: decoded counts sum to more than {len(included)} clients may "
+                "send (forged or inconsistent messages)")
         dt = time.perf_counter() - t0
         self._state = state
-        self._finished = (rmsg.round, rmsg.participants)
+        self._finished = (rnd, survivors)
+        self._included = included
         self._open = None
-        n = len(rmsg.participants)
+        n = len(survivors)
         logp = (P.modulus - 1).bit_length()
         report = ScmaReport(
-            mode=P.mode, modulus=P.modulus, round=rmsg.round, n_participants=n,
+            mode=P.mode, modulus=P.modulus, round=rnd, n_participants=n,
             message_words=agg.size,
             bytes_per_client=SyndromeMessage.size(agg.size),
-            server_bytes=RoundMessage.size(n) * n, decode_seconds=dt,
+            server_bytes=RoundMessage.size(len(o["msg"].participants)) * n, decode_seconds=dt,
             incremental=used_inc,
             paper_bits_per_client=2 * P.max_nonzeros * logp,
-            dense_bits_per_client=P.bins_per_dim ** P.n_dims * logp)
-        return ScmaResult(bins, counts, report)
+            dense_bits_per_client=P.bins_per_dim ** P.n_dims * logp,
+            dropped=tuple(dropped))
+        return ScmaResult(bins, counts, report, tuple(survivors), tuple(dropped))
+
+
+def _check_degree(degree):
+    if not isinstance(degree, (int, np.integer)) or isinstance(degree, bool) or degree < 0 \
+            or degree % 2:
+        raise InvalidInputError(f"degree must be 0 (complete graph) or an even int >= 2, "
+                                f"got {degree!r}")
+    return int(degree)

@@ -1,0 +1,55 @@
+"""Optional progress reporting for long protocol runs.
+
+``progress`` arguments accept False/None (silent, the library default),
+True (a bar on stderr: :mod:`tqdm` when installed, else a plain line every
+10%), or a callable ``f(done, total, description)`` called after each step.
+"""
+import sys
+
+
+class _Line:
+    def __init__(self, total, desc):
+        self.total, self.desc, self.done, self._shown = max(int(total), 1), desc, 0, -1
+
+    def update(self, n=1):
+        self.done += n
+        tenth = 10 * self.done // self.total
+        if tenth != self._shown:
+            self._shown = tenth
+            print(f"{self.desc}: {self.done}/{self.total}", file=sys.stderr, flush=True)
+
+    def close(self):
+        pass
+
+
+class _Callback:
+    def __init__(self, f, total, desc):
+        self.f, self.total, self.desc, self.done = f, total, desc, 0
+
+    def update(self, n=1):
+        self.done += n
+        self.f(self.done, self.total, self.desc)
+
+    def close(self):
+        pass
+
+
+class _Silent:
+    def update(self, n=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def progress_bar(progress, total, desc):
+    """An object with ``update(n=1)`` and ``close()`` for ``progress``."""
+    if not progress:
+        return _Silent()
+    if callable(progress):
+        return _Callback(progress, total, desc)
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _Line(total, desc)
+    return tqdm(total=total, desc=desc, leave=False)

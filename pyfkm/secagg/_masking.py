@@ -1,0 +1,586 @@
+"""The masking protocol shared by SCMA and MSA: keys, shares, dropout recovery.
+
+One *run* fixes a roster (client ids and their channel keys), a threshold
+``t`` and a neighbour graph; it then runs any number of *rounds*.  Each round
+follows Bonawitz et al. (CCS 2017) with the sparse graph of SecAgg+ (Bell et
+al., CCS 2020), in four client steps:
+
+1. **Share keys.**  For a round over participants ``U1``, client ``u`` draws a
+   fresh X25519 *mask key* ``s_u`` and a fresh 32-byte *self-mask seed*
+   ``b_u`` (both from the OS, for this round only) and Shamir-shares both
+   ``t_s``-out-of-``h`` among its *holders*: itself and its neighbours in
+   ``U1`` (:mod:`._shamir`, the field of integers modulo the smallest prime
+   above ``2**256``).  Each share travels to its holder encrypted with
+   ChaCha20-Poly1305 under the pair's *channel key* (X25519 of the run's
+   channel keys, HKDF-SHA256 salted with the roster digest), bound to the
+   round, both ids and ``s_u``'s public key.
+2. **Masked input.**  The server relays each client the shares meant for it
+   and the round keys of its neighbours in ``U2`` (those who shared).  Client
+   ``u`` adds to its encoded vector ``PRG(b_u)`` and, for every neighbour
+   ``v`` in ``U2``, ``+PRG(k_uv)`` if ``u < v`` else ``-PRG(k_uv)``, with
+   ``k_uv`` = HKDF of ``X25519(s_u, S_v)`` bound to the roster digest, the
+   round and the pair.  Pair masks cancel in the sum over any set closed
+   under the graph's edges.
+3. **Unmask.**  The server names the survivors ``U3`` (whose masked inputs
+   arrived).  Each survivor reveals, for each peer it holds shares of, the
+   share of ``b_v`` if ``v`` survived and the share of ``s_v`` if ``v``
+   dropped -- never both for the same peer in a round (the consistency rule),
+   and nothing at all when ``|U3| < t``.
+4. The server reconstructs ``b_v`` for the survivors and ``s_v`` for the
+   dropped, removes the survivors' self masks and their pair masks with the
+   dropped, and is left with the survivors' sum.
+
+Because the mask keys and self seeds are fresh every round, what a recovery
+reveals (a dropped client's round key) says nothing about any other round,
+and a late client (its input arriving after it was declared dropped) stays
+hidden behind its self mask.
+
+Roster binding.  Every key derivation and every encryption is bound to the
+*roster digest*, a SHA-256 of the run id, the parameters, the threshold, the
+graph degree, every id and every channel key.  A server that shows clients
+different rosters (a substituted key) makes their pair keys disagree: the
+masks do not cancel and the round fails to decode or to authenticate; it
+cannot make a client encrypt shares to a key the other clients do not see.
+Without an out-of-band check of the keys (a PKI) the first contact remains
+trust-on-first-use, as in any key agreement; see the threat model.
+
+Message authentication.  The roster carries the server's channel key too;
+client ``u`` and the server share ``HKDF(X25519(c_u, c_server))``, and every
+message ``u`` sends after the roster ends in a 16-byte HMAC-SHA256 tag of
+all its bytes (header included: run, round, sender, type).  A replayed,
+re-addressed or altered message is rejected by the server before it is
+summed.
+
+Graph.  ``degree = 0`` is the complete graph (Bonawitz et al.); ``degree =
+k`` (even) places the clients on a ring in an order fixed by the roster
+digest (nobody can choose it after the keys are in) and joins each to its
+``k / 2`` successors and predecessors (a Harary graph with a random
+labelling, as in SecAgg+).  Shares go to the neighbours only, with threshold
+``t_s = t`` (complete graph) or ``t_s = floor((k + 1) / 2) + 1`` (a majority
+of the ``k + 1`` holders), so a client's work and bytes grow with ``k``, not
+with the number of clients.
+"""
+import hashlib
+import hmac
+import os
+import struct
+
+import numpy as np
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from ..exceptions import ProtocolError
+from . import _shamir
+
+TAG_BYTES = 16
+SHARE_PLAIN = struct.Struct("<IIQ")          # owner, holder, round; then 2 shares
+SHARE_CT_BYTES = SHARE_PLAIN.size + 2 * _shamir.SHARE_BYTES + 16
+B_SHARE, SK_SHARE = 0, 1
+
+
+# ------------------------------------------------------------------ keys
+
+def new_key():
+    """A fresh X25519 private key from the OS CSPRNG (the only source)."""
+    return X25519PrivateKey.generate()
+
+
+def raw_public(key):
+    return key.public_key().public_bytes(serialization.Encoding.Raw,
+                                         serialization.PublicFormat.Raw)
+
+
+def raw_private(key):
+    return key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                             serialization.NoEncryption())
+
+
+def exchange(key, peer_public, who):
+    """X25519 shared secret; a low-order peer key is a :class:`ProtocolError`
+    naming ``who``."""
+    try:
+        return key.exchange(X25519PublicKey.from_public_bytes(bytes(peer_public)))
+    except ValueError:
+        raise ProtocolError(f"the public key of {who} is not a usable X25519 key "
+                            "(a low-order point: no shared secret)") from None
+
+
+def _hkdf(secret, salt, info, n=32):
+    return HKDF(algorithm=hashes.SHA256(), length=n, salt=salt, info=info).derive(secret)
+
+
+def roster_digest(run_id, params_bytes, threshold, degree, server_key, ids, keys):
+    """SHA-256 binding a run's roster: every derivation is salted with it."""
+    h = hashlib.sha256(b"pyfkm/secagg/roster/v3")
+    h.update(bytes(run_id))
+    h.update(struct.pack("<I", len(params_bytes)) + bytes(params_bytes))
+    h.update(struct.pack("<III", threshold, degree, len(ids)))
+    h.update(bytes(server_key))
+    for i, k in zip(ids, keys):
+        h.update(struct.pack("<I", i) + bytes(k))
+    return h.digest()
+
+
+def channel_key(secret, digest, a, b):
+    lo, hi = min(a, b), max(a, b)
+    return _hkdf(secret, digest, b"pyfkm/secagg/channel/v3" + struct.pack("<II", lo, hi))
+
+
+def server_mac_key(secret, digest, client_id):
+    return _hkdf(secret, digest, b"pyfkm/secagg/mac/v3" + struct.pack("<I", client_id))
+
+
+def pair_mask_key(secret, digest, round_, a, b):
+    lo, hi = min(a, b), max(a, b)
+    return _hkdf(secret, digest, b"pyfkm/secagg/pair/v3" + struct.pack("<QII", round_, lo, hi))
+
+
+def self_commitment(seed):
+    """Public commitment to a self-mask seed: the server checks the seed it
+    reconstructs against it (inconsistent shares are caught, not summed)."""
+    return hashlib.sha256(b"pyfkm/secagg/self-commit/v3" + bytes(seed)).digest()
+
+
+def mac(key, data):
+    return hmac.digest(key, data, "sha256")[:TAG_BYTES]
+
+
+def check_mac(key, data, tag, who):
+    if not hmac.compare_digest(mac(key, data), bytes(tag)):
+        raise ProtocolError(f"message from {who} fails authentication (altered, "
+                            "replayed or re-addressed)")
+
+
+# ------------------------------------------------------------------ graph
+
+def neighbour_graph(digest, ids, degree):
+    """``{id: tuple of neighbour ids (sorted, without itself)}``.
+
+    ``degree`` 0, or at least ``len(ids) - 1``: the complete graph.
+    Otherwise (even ``degree``) a ring in the order of ``SHA-256(digest ||
+    id)``, each client joined to its ``degree / 2`` successors and
+    predecessors."""
+    ids = tuple(ids)
+    n = len(ids)
+    if degree == 0 or degree >= n - 1:
+        return None                        # complete: every other client
+    order = sorted(ids, key=lambda i: hashlib.sha256(digest + struct.pack("<I", i)).digest())
+    half = degree // 2
+    out = {}
+    for pos, i in enumerate(order):
+        nb = {order[(pos + s) % n] for s in range(1, half + 1)}
+        nb |= {order[(pos - s) % n] for s in range(1, half + 1)}
+        out[i] = tuple(sorted(nb))
+    return out
+
+
+def share_threshold(n_clients, threshold, degree):
+    """Shares needed to reconstruct one client's secrets."""
+    if degree == 0 or degree >= n_clients - 1:
+        return threshold
+    return (degree + 1) // 2 + 1
+
+
+def check_graph_params(n_clients, threshold, degree):
+    """The run's threshold and degree, or a :class:`ProtocolError`."""
+    if not 1 <= threshold <= n_clients:
+        raise ProtocolError(f"threshold {threshold} must lie in [1, {n_clients} clients]")
+    if degree < 0 or degree % 2 or (degree and degree < 2):
+        raise ProtocolError(f"neighbour degree {degree} must be 0 (complete) or even >= 2")
+
+
+def default_threshold(n_clients):
+    """A strict majority: two sets of ``t`` clients always share one, so no
+    server can collect both kinds of shares of a client."""
+    return n_clients // 2 + 1
+
+
+# ------------------------------------------------------------------ client side
+
+class MaskingClient:
+    """The client half of the masking protocol (one object per client).
+
+    Holds its run's channel key and, during a round, the round's mask key,
+    self seed and the shares it holds for others; everything of a round is
+    dropped once the client has answered its unmask request.  Roles
+    (:class:`ScmaClient`, :class:`MsaClient`) own one and frame its outputs
+    as messages.
+    """
+
+    def __init__(self, client_id):
+        self.client_id = client_id
+        self._channel = None           # private channel key of the current run
+        self._runs = set()             # run ids this client has joined: never twice
+        self.run_id = None
+        self.digest = None
+        self._reset_run()
+
+    def _reset_run(self):
+        self.ids = self.threshold = self.degree = self.graph = None
+        self._aead = {}
+        self._mac_key = None
+        self._last = 0                 # last round shared (rounds only increase)
+        self._round = None             # state of the round in progress
+        self._revealed = {}            # round -> {peer: kind}: the consistency rule
+
+    # -- run set-up
+    def open_run(self, run_id):
+        """A fresh channel key for run ``run_id`` (its public bytes)."""
+        run_id = bytes(run_id)
+        if run_id in self._runs:
+            raise ProtocolError("this client already joined that run id; every run needs "
+                                "a fresh run id")
+        self._runs.add(run_id)
+        self._channel = new_key()
+        self.run_id = run_id
+        self.digest = None
+        self._reset_run()
+        return raw_public(self._channel)
+
+    def join(self, params_bytes, threshold, degree, server_key, ids, keys, extra_peers=()):
+        """Check the roster and derive the run's channel keys (with the
+        neighbours, and with ``extra_peers`` for a protocol's own use)."""
+        if self._channel is None or self.digest is not None:
+            raise ProtocolError("a roster needs a key message first (one roster per run)")
+        me = self.client_id
+        ids, keys = tuple(ids), tuple(keys)
+        check_graph_params(len(ids), threshold, degree)
+        own = raw_public(self._channel)
+        pos = {i: j for j, i in enumerate(ids)}
+        if me not in pos or keys[pos[me]] != own:
+            raise ProtocolError("the roster does not carry this client's key")
+        if len(set(keys)) != len(keys) or server_key in keys:
+            raise ProtocolError("the roster repeats a public key")
+        digest = roster_digest(self.run_id, params_bytes, threshold, degree, server_key,
+                               ids, keys)
+        graph = neighbour_graph(digest, ids, degree)
+        nbrs = [i for i in ids if i != me] if graph is None else graph[me]
+        aead = {}
+        for o in set(nbrs) | (set(extra_peers) & set(ids)) - {me}:
+            secret = exchange(self._channel, keys[pos[o]], f"client {o}")
+            aead[o] = ChaCha20Poly1305(channel_key(secret, digest, me, o))
+        mac_key = server_mac_key(exchange(self._channel, server_key, "the server"), digest, me)
+        self.ids, self.threshold, self.degree, self.graph = ids, threshold, degree, graph
+        self.n_share = share_threshold(len(ids), threshold, degree)
+        self._id_set = frozenset(ids)
+        self._neighbours = frozenset(nbrs)
+        self._aead, self._mac_key, self.digest = aead, mac_key, digest
+        self._channel = None           # the channel secrets are derived: drop the key
+
+    def neighbours(self):
+        return self._neighbours
+
+    def channel(self, other):
+        """The AEAD of the channel with ``other`` (a neighbour or extra peer)."""
+        if other not in self._aead:
+            raise ProtocolError(f"no channel with client {other}")
+        return self._aead[other]
+
+    def tag(self, data):
+        return mac(self._mac_key, data)
+
+    # -- step 1: share keys
+    def share(self, round_, participants):
+        """``(mask public key, [(holder, ciphertext)])`` for round ``round_``
+        over ``participants``; the client refuses rounds below the threshold,
+        rounds it is not in, repeated rounds and rounds whose holders
+        could never reconstruct its secrets."""
+        if self.digest is None:
+            raise ProtocolError("receive the roster first")
+        me = self.client_id
+        parts = frozenset(participants)
+        if round_ <= self._last:
+            raise ProtocolError(f"round {round_} is not after the last round {self._last}: "
+                                "mask streams are never reused")
+        if me not in parts:
+            raise ProtocolError(f"client {me} is not a participant of round {round_}")
+        if not parts <= self._id_set:
+            raise ProtocolError("participants outside the roster")
+        if len(parts) < self.threshold:
+            raise ProtocolError(f"round {round_} has {len(parts)} participants, below the "
+                                f"threshold {self.threshold}: refused")
+        holders = sorted((self._neighbours & parts) | {me})
+        if len(holders) < self.n_share:
+            raise ProtocolError(f"round {round_}: {len(holders)} holders for this client's "
+                                f"shares, {self.n_share} are needed")
+        sk, b = new_key(), os.urandom(32)
+        pk = raw_public(sk)
+        commit = self_commitment(b)
+        xs = [h + 1 for h in holders]
+        shares = _shamir.split([raw_private(sk), b], self.n_share, xs)
+        out = []
+        own = None
+        for h, (s_sk, s_b) in zip(holders, shares):
+            plain = SHARE_PLAIN.pack(me, h, round_) + _shamir.share_to_bytes(s_b) \
+                + _shamir.share_to_bytes(s_sk)
+            if h == me:
+                own = plain
+                continue
+            nonce = struct.pack("<QI", round_, me)
+            ct = self._aead[h].encrypt(nonce, plain, self._ad(round_, me, h, pk))
+            out.append((h, ct))
+        self._last = round_
+        self._round = {"round": round_, "participants": parts, "sk": sk, "b": b, "pk": pk,
+                       "held": {me: own}, "keys": None, "u2": None, "done": False}
+        return pk, commit, out
+
+    def _ad(self, round_, owner, holder, pk):
+        return self.digest + struct.pack("<QII", round_, owner, holder) + bytes(pk)
+
+    def _state(self, round_):
+        st = self._round
+        if st is None or st["round"] != round_:
+            raise ProtocolError(f"round {round_} is not this client's open round")
+        return st
+
+    # -- step 2: receive shares, derive the round's mask keys
+    def receive_shares(self, round_, survivors, items):
+        """``survivors``: ``U2`` (clients whose shares the server relays);
+        ``items``: ``(owner, owner's mask public key, ciphertext)`` for each
+        neighbour in ``U2``.  Derives the pair keys of the round."""
+        st = self._state(round_)
+        if st["keys"] is not None:
+            raise ProtocolError(f"round {round_}: shares already received")
+        me = self.client_id
+        u2 = frozenset(survivors)
+        if me not in u2 or not u2 <= st["participants"]:
+            raise ProtocolError(f"round {round_}: the sharing clients must be participants "
+                                "and include this client")
+        if len(u2) < self.threshold:
+            raise ProtocolError(f"round {round_}: {len(u2)} clients shared keys, below the "
+                                f"threshold {self.threshold}: refused")
+        expect = (self._neighbours & u2)
+        got = {}
+        for owner, pk, ct in items:
+            if owner not in expect or owner in got:
+                raise ProtocolError(f"round {round_}: unexpected or repeated shares of {owner}")
+            nonce = struct.pack("<QI", round_, owner)
+            try:
+                plain = self._aead[owner].decrypt(nonce, bytes(ct),
+                                                  self._ad(round_, owner, me, pk))
+            except InvalidTag:
+                raise ProtocolError(f"round {round_}: the shares of client {owner} fail "
+                                    "authentication") from None
+            if len(plain) != SHARE_PLAIN.size + 2 * _shamir.SHARE_BYTES \
+                    or SHARE_PLAIN.unpack_from(plain) != (owner, me, round_):
+                raise ProtocolError(f"round {round_}: malformed shares of client {owner}")
+            got[owner] = (bytes(pk), plain)
+        if set(got) != expect:
+            raise ProtocolError(f"round {round_}: missing shares of clients "
+                                f"{sorted(expect - set(got))}")
+        if len((expect | {me})) < self.n_share:
+            raise ProtocolError(f"round {round_}: too few holders survive")
+        keys = {}
+        for owner, (pk, plain) in got.items():
+            secret = exchange(st["sk"], pk, f"client {owner}'s round key")
+            keys[owner] = pair_mask_key(secret, self.digest, round_, me, owner)
+            st["held"][owner] = plain
+        st["keys"], st["u2"] = keys, u2
+        st["sk"] = None                # the pair keys are derived: drop the round key
+        return keys
+
+    def mask_keys(self, round_):
+        """(self seed, {neighbour: pair key}) of the round (after step 2)."""
+        st = self._state(round_)
+        if st["keys"] is None:
+            raise ProtocolError(f"round {round_}: shares not received")
+        return st["b"], st["keys"]
+
+    def mark_sent(self, round_):
+        st = self._state(round_)
+        if st["done"]:
+            raise ProtocolError(f"round {round_} was already answered")
+        st["done"] = True
+        st["b"] = None      # kept only as shares now: the input is masked and sent
+
+    # -- step 3: unmask
+    def unmask(self, round_, survivors):
+        """The shares this client reveals for round ``round_`` with survivors
+        ``U3``: ``[(owner, kind, share bytes)]``; the round's state is
+        dropped afterwards.  Refuses (and reveals nothing) when ``U3`` is
+        below the threshold, not a subset of ``U2``, or would make it reveal
+        both kinds of share of one peer."""
+        st = self._state(round_)
+        if st["u2"] is None or not st["done"]:
+            raise ProtocolError(f"round {round_}: nothing was sent, nothing to unmask")
+        u3 = frozenset(survivors)
+        me = self.client_id
+        if me not in u3 or not u3 <= st["u2"]:
+            raise ProtocolError(f"round {round_}: survivors must be clients that shared "
+                                "keys, this one included")
+        if len(u3) < self.threshold:
+            raise ProtocolError(f"round {round_}: {len(u3)} survivors, below the threshold "
+                                f"{self.threshold}: refused")
+        revealed = self._revealed.setdefault(round_, {})
+        out = []
+        plan = []
+        for owner in sorted(st["held"]):
+            kind = B_SHARE if owner in u3 else SK_SHARE
+            if owner not in st["u2"]:
+                continue
+            if revealed.get(owner, kind) != kind:
+                raise ProtocolError(f"round {round_}: client {owner} was a survivor and a "
+                                    "dropout in two requests; nothing revealed")
+            plan.append((owner, kind))
+        for owner, kind in plan:
+            plain = st["held"][owner]
+            off = SHARE_PLAIN.size + kind * _shamir.SHARE_BYTES
+            out.append((owner, kind, plain[off:off + _shamir.SHARE_BYTES]))
+            revealed[owner] = kind
+        # the round is over for this client: its secrets and held shares go
+        self._round = None
+        self._revealed = {round_: revealed}
+        return out
+
+
+# ------------------------------------------------------------------ server side
+
+class MaskingServer:
+    """The server half: roster, relaying shares, recovery."""
+
+    def __init__(self):
+        self._channel = new_key()
+        self.server_key = raw_public(self._channel)
+        self.digest = None
+
+    def close_roster(self, run_id, params_bytes, threshold, degree, ids, keys):
+        ids, keys = tuple(ids), tuple(keys)
+        check_graph_params(len(ids), threshold, degree)
+        if len(set(keys)) != len(keys):
+            raise ProtocolError("two clients sent the same public key")
+        self.digest = roster_digest(run_id, params_bytes, threshold, degree, self.server_key,
+                                    ids, keys)
+        self.ids, self.threshold, self.degree = ids, threshold, degree
+        self.graph = neighbour_graph(self.digest, ids, degree)
+        self.n_share = share_threshold(len(ids), threshold, degree)
+        self._mac = {}
+        for i, k in zip(ids, keys):
+            self._mac[i] = server_mac_key(exchange(self._channel, k, f"client {i}"),
+                                          self.digest, i)
+        self._channel = None
+
+    def neighbours(self, i):
+        if self.graph is None:
+            return tuple(o for o in self.ids if o != i)
+        return self.graph[i]
+
+    def check_tag(self, sender, data, tag):
+        check_mac(self._mac[sender], data, tag, f"client {sender}")
+
+    def new_round(self, round_, participants):
+        if len(participants) < self.threshold:
+            raise ProtocolError(f"{len(participants)} participants, below the threshold "
+                                f"{self.threshold}: clients refuse such a round")
+        return {"round": round_, "u1": tuple(participants), "pks": {}, "cts": {},
+                "u2": None, "u3": None, "shares": {}, "answered": set(), "commits": {}}
+
+    def add_shares(self, st, sender, pk, commit, items):
+        if st["u2"] is not None:
+            raise ProtocolError(f"round {st['round']}: key sharing is closed")
+        if sender not in st["u1"] or sender in st["pks"]:
+            raise ProtocolError(f"client {sender}: not a participant, or shared twice")
+        nb = set(self.neighbours(sender)) & set(st["u1"])
+        holders = [h for h, _ in items]
+        if set(holders) != nb or len(holders) != len(nb):
+            raise ProtocolError(f"client {sender}: shares must go to each neighbour "
+                                "participant once")
+        st["pks"][sender] = bytes(pk)
+        st["commits"][sender] = bytes(commit)
+        for h, ct in items:
+            st["cts"][(sender, h)] = bytes(ct)
+
+    def close_shares(self, st):
+        u2 = tuple(sorted(st["pks"]))
+        if len(u2) < self.threshold:
+            raise ProtocolError(f"round {st['round']}: {len(u2)} clients shared keys, below "
+                                f"the threshold {self.threshold}")
+        st["u2"] = u2
+        return u2
+
+    def bundle_items(self, st, recipient):
+        """``[(owner, owner's round key, ciphertext for recipient)]``."""
+        if st["u2"] is None or recipient not in st["pks"]:
+            raise ProtocolError(f"client {recipient} has no bundle in round {st['round']}")
+        u2 = set(st["u2"])
+        return [(o, st["pks"][o], st["cts"][(o, recipient)])
+                for o in self.neighbours(recipient) if o in u2]
+
+    def close_inputs(self, st, senders):
+        u3 = tuple(sorted(senders))
+        if len(u3) < self.threshold:
+            raise ProtocolError(f"round {st['round']}: {len(u3)} inputs arrived, below the "
+                                f"threshold {self.threshold}: the round cannot complete")
+        st["u3"] = u3
+        return u3
+
+    def add_unmask(self, st, sender, items):
+        if st["u3"] is None:
+            raise ProtocolError(f"round {st['round']}: no unmask request was sent")
+        if sender not in st["u3"] or sender in st["answered"]:
+            raise ProtocolError(f"client {sender}: not a survivor, or answered twice")
+        u2, u3 = set(st["u2"]), set(st["u3"])
+        mine = (set(self.neighbours(sender)) | {sender}) & u2
+        seen = set()
+        for owner, kind, share in items:
+            want = B_SHARE if owner in u3 else SK_SHARE
+            if owner not in mine or kind != want or owner in seen:
+                raise ProtocolError(f"client {sender}: unexpected share of {owner}")
+            seen.add(owner)
+        if seen != mine:
+            raise ProtocolError(f"client {sender}: the unmask answer is incomplete")
+        for owner, kind, share in items:
+            st["shares"].setdefault(owner, []).append((sender + 1, bytes(share)))
+        st["answered"].add(sender)
+
+    def recover(self, st):
+        """``(self seeds of U3 (n, 32) uint8, pair keys to remove (m, 32) uint8,
+        negate flags (m,))``: subtracting every self stream and adding
+        ``(-1)**negate`` times each pair stream leaves the survivors' sum.
+        Raises :class:`ProtocolError` when some secret has too few shares
+        (the server may wait for more unmask answers)."""
+        u2, u3 = st["u2"], st["u3"]
+        dropped = [v for v in u2 if v not in set(u3)]
+        need = self.n_share
+        u3set = set(u3)
+        secrets = {}
+        for owner in list(u3) + dropped:
+            got = st["shares"].get(owner, [])
+            if len(got) < need:
+                raise ProtocolError(
+                    f"round {st['round']}: {len(got)} shares of client {owner}'s "
+                    f"{'self seed' if owner in set(u3) else 'round key'}, {need} needed "
+                    "(too many dropouts)")
+            # exactly ``need`` shares, lowest holders first: survivors share
+            # most holder sets, so the Lagrange weights are computed once and
+            # cached; a wrong share is caught by the commitment / public key
+            got = sorted(got)[:need]
+            xs = [x for x, _ in got]
+            secrets[owner] = _shamir.reconstruct(xs, [[s] for _, s in got], need)[0]
+            if owner in u3set and self_commitment(secrets[owner]) != st["commits"][owner]:
+                raise ProtocolError(f"round {st['round']}: client {owner}'s self seed does not "
+                                    "match its commitment (inconsistent shares)")
+        selfs = np.frombuffer(b"".join(secrets[o] for o in u3), np.uint8).reshape(len(u3), 32)
+        pair_keys, neg = [], []
+        for v in dropped:
+            try:
+                sk = X25519PrivateKey.from_private_bytes(secrets[v])
+            except ValueError:
+                raise ProtocolError(f"round {st['round']}: client {v}'s round key does not "
+                                    "reconstruct") from None
+            if raw_public(sk) != st["pks"][v]:
+                raise ProtocolError(f"round {st['round']}: client {v}'s reconstructed round "
+                                    "key does not match its public key (inconsistent shares)")
+            for u in self.neighbours(v):
+                if u not in u3set:
+                    continue
+                k = pair_mask_key(exchange(sk, st["pks"][u], f"client {u}"), self.digest,
+                                  st["round"], u, v)
+                pair_keys.append(k)
+                # u added +PRG(k) if u < v: remove it (negate), else add it back
+                neg.append(1 if u < v else 0)
+        pk = (np.frombuffer(b"".join(pair_keys), np.uint8).reshape(len(pair_keys), 32)
+              if pair_keys else np.zeros((0, 32), np.uint8))
+        return selfs, pk, np.asarray(neg, dtype=np.uint8), tuple(dropped)
