@@ -1,60 +1,72 @@
-"""Secure compressed multiset aggregation (SCMA, Pan et al., ICLR 2023, Alg. 2).
+"""Secure aggregation: SCMA for sparse counts, MSA for real vectors.
 
-``L`` clients each hold a sparse count vector over a huge bin space (``B**d``
-bins); the server must learn the sum and nothing else.  Each client sends
-``2M`` power sums of its counts over F_p (``M`` bounds the aggregate's
-nonzero bins), masked with pairwise masks that cancel in the sum
-(X25519 key agreement, HKDF-SHA256 seeds bound to the run and the pair,
-ChaCha20 mask streams fresh for every round); the server adds the messages
-and decodes the aggregate with :mod:`pyfkm.field` (Berlekamp-Massey, roots,
-Vandermonde).  Message size is ``O(M log p)``, independent of ``B**d``.
+Both run on one masking protocol (:mod:`._masking`): Bonawitz et al. (CCS
+2017) with the sparse neighbour graph of SecAgg+ (Bell et al., CCS 2020).
+The threat model -- who may collude, what the server learns, dropouts,
+repeated rounds, what is out of scope -- is ``docs/threat_model.md``; in
+short:
 
-Security model: honest-but-curious server, clients that do not collude with
-it, every participant of a round responds (a missing one makes the server
-raise, never return a wrong sum).  With a single participant the aggregate
-is that client's vector.
+* **Keys only from the OS.**  A client draws a fresh X25519 channel key for
+  every run and a fresh round key and self-mask seed for every round; the
+  run id comes from ``os.urandom``.  No ``random_state`` reaches any of
+  them, and every mask stream is keyed by material used in one round only.
+* **Threshold.**  Every client refuses any step of a round with fewer than
+  ``threshold`` clients (default: a strict majority), so the server only
+  ever learns sums over at least ``threshold`` clients.
+* **Dropouts.**  Round keys and self seeds are Shamir-shared among a
+  client's neighbours; when clients drop after sharing, the survivors
+  reveal the shares of the dropped clients' round keys (and of the
+  survivors' self seeds, never both kinds for one peer), and the round
+  completes with the survivors' exact sum.  Too many dropouts raise
+  :class:`ProtocolError`.
+* **No differencing.**  Within a run, a client refuses to have the same data
+  summed over a different set of survivors than the last full round it was
+  summed in; a late client stays hidden behind its self mask.
+* **Integrity.**  Every derivation is bound to a digest of the roster; every
+  client message carries a tag the server checks (altered, replayed or
+  re-addressed messages are refused, never summed); decoded SCMA counts are
+  range-checked; parameters whose messages exceed a documented cap are
+  refused.
 
-Two encodings: ``"index"`` (the paper's: bin -> 1 + its grid index, needs
-``B**d < p``) and ``"hashed"`` (bin -> public random linear hash in F_p^*,
-coordinates sent as ``ceil(d / c)`` payload rows of ``M`` syndromes, ``c =
-floor(log_B p)``, plus one row of an independent squared check hash; a hash
-collision is detected and raises :class:`DecodeError`).
+SCMA (secure compressed multiset aggregation, Pan et al., ICLR 2023, Alg.
+2).  ``L`` clients each hold a sparse count vector over a huge bin space
+(``B**d`` bins); each sends ``2M`` power sums of its counts over F_p (``M``
+bounds the aggregate's nonzero bins) under masks that cancel in the sum; the
+server decodes the aggregate with :mod:`pyfkm.field` (Berlekamp-Massey,
+roots, Vandermonde).  Message size is ``O(M log p)``, independent of
+``B**d``.  Two encodings: ``"index"`` (the paper's: bin -> 1 + its grid
+index, needs ``B**d < p``; extra power sums detect an over-full aggregate)
+and ``"hashed"`` (bin -> public random linear hash in F_p^*, coordinates as
+payload rows plus a check row; a collision raises :class:`DecodeError`).
 
-Unlearning rounds.  Decoding is incremental: the server decodes the
-*difference* to the last aggregate (the message of the change, by
-linearity), which costs little when few bins changed.  And when few clients
-changed their data, the server can open a *difference round*
-(``ScmaServer.start_round(delta_nonzeros=m)``): every participant sends its
-change since the last decoded round, for at most ``m`` changed bins, under
-fresh masks of ``2m + rows m`` words instead of ``2M + rows M``.  The server
-learns what a full round tells it (the new aggregate) and nothing else; if
-the change does not fit, the round fails to decode and a full round is run.
+Unlearning rounds.  Decoding is incremental, and a server can ask for a
+*difference round* (``ScmaServer.request_inputs(delta_nonzeros=m)``): every
+client sends its change since the last decoded round under fresh masks of
+``2m + rows m`` words.  The server learns what a full round tells it.
 
-Offline and batch work.  A client can compute the masks of several future
-rounds ahead of time (``ScmaClient.precompute_mask(round, participants,
-delta_nonzeros, n_rounds)``, one kernel call), so that answering such a
-round is one addition; each cached mask serves its own round once.  A
-server draining its queue takes a round's wire messages in one call
-(``ScmaServer.receive_many``: the same checks, all messages or none).
+Offline work.  Key sharing involves no data, so a driver can run it ahead
+of time; a client can then precompute its mask for the round
+(``ScmaClient.precompute_mask``), so answering is one addition.
 
-Communication per client and round: ``44 + 4 + 8 (2M + rows M)`` bytes
-(``ScmaReport.bytes_per_client``), against ``2 K L ceil(log2 p)`` bits in the
-paper's count (index mode, ``M = K L``) and ``B**d ceil(log2 p)`` bits for a
-dense masked sum (``ScmaReport.dense_bits_per_client``).
+MSA (:mod:`._msa`): fixed point in Z_2^64 for FastLloyd, with an output
+mask so the server never sees the sum in the clear, and distributed
+discrete Gaussian noise added by the clients.
 
 >>> from pyfkm.secagg import secure_sum_sparse
 >>> bins, counts, report = secure_sum_sparse(
-...     [([[1, 2, 3]], [2]), ([[1, 2, 3], [0, 0, 7]], [1, 5])],
-...     bins_per_dim=10**7, random_state=0)
->>> bins.tolist(), counts.tolist(), report.mode
-([[0, 0, 7], [1, 2, 3]], [5, 3], 'hashed')
+...     [([[1, 2, 3]], [2]), ([[1, 2, 3], [0, 0, 7]], [1, 5]), ([[4, 4, 4]], [1])],
+...     bins_per_dim=10**7, dropouts=[2])
+>>> bins.tolist(), counts.tolist(), report.mode, report.dropped
+([[0, 0, 7], [1, 2, 3]], [5, 3], 'hashed', (2,))
 """
 from ..exceptions import (CapacityError, DecodeError, InvalidInputError,
                           MessageFormatError, ProtocolError)
 from ._driver import secure_sum_sparse
+from ._driver import RoundTrip
 from ._msa import (AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaClient,
-                   MsaRosterMessage, MsaServer, setup_msa)
-from ._messages import KeyMessage, RosterMessage, RoundMessage, SyndromeMessage
+                   MsaRosterMessage, MsaServer, msa_round, setup_msa)
+from ._messages import (InputRequest, KeyMessage, RosterMessage, RoundMessage, ShareBundle,
+                        ShareMessage, SyndromeMessage, UnmaskMessage, UnmaskRequest)
 from ._params import ScmaParams
 from ._roles import ScmaClient, ScmaReport, ScmaResult, ScmaServer
 
@@ -68,7 +80,14 @@ __all__ = [
     "RosterMessage",
     "RoundMessage",
     "SyndromeMessage",
+    "ShareMessage",
+    "ShareBundle",
+    "InputRequest",
+    "UnmaskRequest",
+    "UnmaskMessage",
+    "RoundTrip",
     "secure_sum_sparse",
+    "msa_round",
     "MsaClient",
     "MsaServer",
     "MsaRosterMessage",

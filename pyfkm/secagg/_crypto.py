@@ -1,68 +1,20 @@
-"""Key agreement, pairwise seeds and mask streams (Bonawitz et al. 2017 style).
+"""Mask streams over F_p and the public hash of the hashed mode.
 
-* Each client holds an X25519 key pair; the server relays public keys.
-* A pair's seed is HKDF-SHA256 of their X25519 shared secret with the run id
-  as salt and the (ordered) pair of ids in the info, so seeds differ across
-  pairs and runs and agree within a pair.
-* A mask stream is the ChaCha20 keystream under the pair seed with a nonce
-  made of the round number and a purpose tag, mapped to F_p by rejection
-  sampling (uniform, no modulo bias).  One stream per (pair, run, round,
-  purpose): no keystream is ever used twice.
-* The mask of client ``l`` in a round is
-  ``sum_{l' != l} (+1 if l < l' else -1) * PRG(seed_{l,l'}, round)`` over the
-  round's participants, so the masks of a round cancel in the sum.
+Keys, pair keys and self seeds are made by :mod:`._masking` (fresh from the
+OS for every run and round).  A mask stream is the ChaCha20 keystream under
+such a 32-byte key with a nonce made of the round number and a purpose tag,
+mapped to F_p by rejection sampling (uniform, no modulo bias).  Every key is
+used for one round only, so no keystream is ever used twice.
 """
 import hashlib
 import struct
 
 import numpy as np
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from .._core import _field
 from .._core._noise import ChaChaStream as _ChaChaStream
-from ..exceptions import ProtocolError
 
 SCMA_TAG = b"SCMA"
 HASH_TAG = b"HASH"
-
-
-def new_private_key(random_state=None):
-    """An X25519 private key: OS randomness, or 32 bytes of ``random_state``
-    (reproducible, for tests and simulations only: not secret)."""
-    if random_state is None:
-        return X25519PrivateKey.generate()
-    from ..rng import as_generator
-    return X25519PrivateKey.from_private_bytes(as_generator(random_state).bytes(32))
-
-
-def public_bytes(private_key):
-    return private_key.public_key().public_bytes(
-        serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-
-
-def pair_seed(private_key, peer_public, run_id, id_a, id_b):
-    """32-byte seed shared by clients ``id_a`` and ``id_b`` in run ``run_id``."""
-    shared = private_key.exchange(X25519PublicKey.from_public_bytes(bytes(peer_public)))
-    lo, hi = min(id_a, id_b), max(id_a, id_b)
-    info = b"pyfkm/scma/pair-seed/v1" + struct.pack("<II", lo, hi)
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=bytes(run_id), info=info).derive(shared)
-
-
-def roster_seeds(roster, roster_cls, run_id, client_id, private_key, public_key):
-    """Check a client's roster (type, run, the client's own key in it) and
-    derive its pair seeds ``{other id: 32-byte seed}``.  Raises
-    :class:`ProtocolError`."""
-    if not isinstance(roster, roster_cls):
-        raise ProtocolError(f"expected a {roster_cls.__name__}")
-    if run_id is None or roster.run_id != run_id:
-        raise ProtocolError("roster of another run")
-    ids = dict(zip(roster.client_ids, roster.public_keys))
-    if ids.get(client_id) != public_key:
-        raise ProtocolError("the roster does not carry this client's key")
-    return {o: pair_seed(private_key, k, roster.run_id, client_id, o)
-            for o, k in ids.items() if o != client_id}
 
 
 _CHUNK_WORDS = 1 << 15

@@ -21,9 +21,11 @@ def setup_in_process(params, n_clients, client_ids=None, *, threshold=None, degr
     server = ScmaServer(params, threshold=threshold, degree=degree)
     for c in roles:
         server.receive_key(KeyMessage.from_bytes(c.key_message(params.run_id).to_bytes()))
-    roster = server.roster().to_bytes()
+    # a broadcast: in process its bytes are parsed once for every client
+    # (the message is immutable)
+    roster = RosterMessage.from_bytes(server.roster().to_bytes())
     for c in roles:
-        c.receive_roster(RosterMessage.from_bytes(roster))
+        c.receive_roster(roster)
     return server, (roles if client_ids is None else dict(zip(ids, roles)))
 
 

@@ -60,6 +60,7 @@ labelling, as in SecAgg+).  Shares go to the neighbours only, with threshold
 of the ``k + 1`` holders), so a client's work and bytes grow with ``k``, not
 with the number of clients.
 """
+import functools
 import hashlib
 import hmac
 import os
@@ -156,25 +157,38 @@ def check_mac(key, data, tag, who):
 
 # ------------------------------------------------------------------ graph
 
-def neighbour_graph(digest, ids, degree):
-    """``{id: tuple of neighbour ids (sorted, without itself)}``.
+@functools.lru_cache(maxsize=16)
+def _ring(digest, ids):
+    """(order, position by id) of the ring: ids sorted by ``SHA-256(digest ||
+    id)`` (a pure function of public values, cached: every client of one
+    run in a process asks for the same)."""
+    order = sorted(ids, key=lambda i: hashlib.sha256(digest + struct.pack("<I", i)).digest())
+    return tuple(order), {i: p for p, i in enumerate(order)}
 
-    ``degree`` 0, or at least ``len(ids) - 1``: the complete graph.
-    Otherwise (even ``degree``) a ring in the order of ``SHA-256(digest ||
-    id)``, each client joined to its ``degree / 2`` successors and
-    predecessors."""
+
+def ring_neighbours(digest, ids, degree, me):
+    """The neighbours of ``me`` (sorted tuple without ``me``), or None for
+    the complete graph (``degree`` 0 or at least ``len(ids) - 1``): on a
+    ring in the order of ``SHA-256(digest || id)``, the ``degree / 2``
+    successors and predecessors."""
     ids = tuple(ids)
     n = len(ids)
     if degree == 0 or degree >= n - 1:
-        return None                        # complete: every other client
-    order = sorted(ids, key=lambda i: hashlib.sha256(digest + struct.pack("<I", i)).digest())
-    half = degree // 2
-    out = {}
-    for pos, i in enumerate(order):
-        nb = {order[(pos + s) % n] for s in range(1, half + 1)}
-        nb |= {order[(pos - s) % n] for s in range(1, half + 1)}
-        out[i] = tuple(sorted(nb))
-    return out
+        return None
+    order, pos = _ring(digest, ids)
+    p, half = pos[me], degree // 2
+    nb = {order[(p + s) % n] for s in range(1, half + 1)}
+    nb.update(order[(p - s) % n] for s in range(1, half + 1))
+    return tuple(sorted(nb))
+
+
+def neighbour_graph(digest, ids, degree):
+    """``{id: neighbours}`` for every id (see :func:`ring_neighbours`), or
+    None for the complete graph."""
+    ids = tuple(ids)
+    if degree == 0 or degree >= len(ids) - 1:
+        return None
+    return {i: ring_neighbours(digest, ids, degree, i) for i in ids}
 
 
 def share_threshold(n_clients, threshold, degree):
@@ -256,8 +270,8 @@ class MaskingClient:
             raise ProtocolError("the roster repeats a public key")
         digest = roster_digest(self.run_id, params_bytes, threshold, degree, server_key,
                                ids, keys)
-        graph = neighbour_graph(digest, ids, degree)
-        nbrs = [i for i in ids if i != me] if graph is None else graph[me]
+        graph = ring_neighbours(digest, ids, degree, me)
+        nbrs = [i for i in ids if i != me] if graph is None else graph
         aead = {}
         for o in set(nbrs) | (set(extra_peers) & set(ids)) - {me}:
             secret = exchange(self._channel, keys[pos[o]], f"client {o}")

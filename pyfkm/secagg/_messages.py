@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..exceptions import InvalidInputError, MessageFormatError, ProtocolError, PyfkmError
-from ._crypto import pair_seed, roster_seeds
 from ._params import MODES, ScmaParams
 
 MAGIC = b"PFKM"
@@ -472,53 +471,6 @@ def parse_syndromes(datas, run_id, round_, modulus, n_words):
         return None
     payloads.setflags(write=False)
     return senders.tolist(), payloads
-
-
-def check_round_message(msg, cls, run_id, open_round):
-    """Validate a client's message for the open round of a server (no size
-    check): type, run, round number, participant, first message.  Returns
-    the dict of messages received so far in the round.  Raises
-    :class:`ProtocolError`."""
-    if not isinstance(msg, cls):
-        raise ProtocolError(f"expected a {cls.__name__}")
-    if msg.run_id != run_id:
-        raise ProtocolError(f"{cls.__name__} of another run")
-    if open_round is None:
-        raise ProtocolError("no round is open")
-    rmsg, got = open_round
-    if msg.round != rmsg.round:
-        raise ProtocolError(f"message for round {msg.round}, the open round is {rmsg.round}")
-    if msg.sender not in rmsg.participants:
-        raise ProtocolError(f"client {msg.sender} is not a participant of round {rmsg.round}")
-    if msg.sender in got:
-        raise ProtocolError(f"duplicate message from client {msg.sender}")
-    return got
-
-
-def roster_pair_seeds(roster, roster_cls, run_id, client_id, private_key, public_key):
-    """:func:`._crypto.roster_seeds` for a client receiving a roster: checks
-    the roster (type, run, this client's own key in it) and derives the pair
-    seeds ``{other id: seed}``.  A public key whose X25519 exchange fails (a
-    low-order point: the shared secret would be all zero, and
-    ``cryptography`` raises ValueError) is a :class:`ProtocolError` naming
-    its client.  Raises :class:`ProtocolError` only."""
-    try:
-        return roster_seeds(roster, roster_cls, run_id, client_id, private_key, public_key)
-    except PyfkmError:
-        raise
-    except ValueError:        # cryptography's "Error computing shared key." (found by fuzzing)
-        pass
-    # find the key the exchange refuses (only on this error path)
-    for other, key in zip(roster.client_ids, roster.public_keys):
-        if other == client_id:
-            continue
-        try:
-            pair_seed(private_key, key, roster.run_id, client_id, other)
-        except ValueError:
-            raise ProtocolError(
-                f"roster: the public key of client {other} is not a usable X25519 key "
-                "(a low-order point, no shared secret)") from None
-    raise ProtocolError("roster: a public key is not a usable X25519 key")
 
 
 def check_key_message(msg, run_id, keys, roster_closed):
