@@ -753,8 +753,12 @@ class FederatedRemovalReport:
 
 
 class _ClearAggregator:
-    def __init__(self, d):
+    """Sums in the clear (``secure=False``), with the secure path's rule on
+    dropouts: fewer than ``threshold`` survivors fail the round."""
+
+    def __init__(self, d, threshold=1):
         self.d = d
+        self.threshold = threshold
         self.offline_seconds = 0.0
 
     def mark(self, i):
@@ -766,9 +770,12 @@ class _ClearAggregator:
     def forget(self, changed, departed=()):
         pass
 
-    def round(self, clients, participants, silent=()):
+    def round(self, clients, participants, silent=(), prepare_next=True):
         t0 = time.perf_counter()
         parts = [i for i in participants if i not in set(silent)]
+        if len(parts) < self.threshold:
+            raise ProtocolError(f"{len(parts)} clients survive, below the threshold "
+                                f"{self.threshold}")
         bins, counts = merge_sparse([clients[i].sparse_counts() for i in parts], self.d)
         return bins, counts, 0, False, time.perf_counter() - t0, tuple(sorted(silent))
 
@@ -892,8 +899,18 @@ class _SecureAggregator:
                                    progress=self.progress).share()
         return trip
 
-    def round(self, clients, participants, silent=()):
+    def round(self, clients, participants, silent=(), prepare_next=True):
+        """Run one round over ``participants`` (``silent``: clients that go
+        silent after sharing keys); returns (bins, counts, bytes, incremental
+        decode, online seconds, dropped).  ``prepare_next``: run the next
+        round's offline part afterwards (a fit does not: its next round is
+        a removal's, prepared when the first removal asks)."""
         t0 = time.perf_counter()
+        self.offline_seconds = 0.0
+        parts0 = tuple(sorted(participants))
+        if self._prepared is None and self._last == parts0 and not silent and prepare_next:
+            self.precompute(parts0)            # data-independent: offline
+            t0 += self.offline_seconds
         changed = sorted(self._dirty & set(participants))
         for i in changed:
             if i not in silent:
@@ -921,7 +938,11 @@ class _SecureAggregator:
         self._dirty.difference_update(changed)
         self._last = parts if not res.dropped else None
         t_online = time.perf_counter() - t0
-        self.precompute(parts)
+        offline = self.offline_seconds
+        if prepare_next:
+            self.precompute(parts)
+            offline += self.offline_seconds
+        self.offline_seconds = offline
         return res.bins, res.counts, nbytes, res.report.incremental, t_online, res.dropped
 
     def precompute(self, participants):
@@ -1203,8 +1224,8 @@ class FederatedKMeans(BaseEstimator):
         server = MufcServer(K, gamma=g, n_features=d, lower=lo,
                             server_points=self.server_points, n_init=self.n_init,
                             max_iter=self.max_iter, tol=self.tol, random_state=gens[L])
-        bins, counts, nbytes, _, t_agg, dropped = agg.round(clients_, participants,
-                                                           silent=sorted(failed))
+        bins, counts, nbytes, _, t_agg, dropped = agg.round(
+            clients_, participants, silent=sorted(failed), prepare_next=False)
         t2 = time.perf_counter()
         server.update(bins, counts)
         t3 = time.perf_counter()
@@ -1460,7 +1481,7 @@ class FederatedKMeans(BaseEstimator):
                 for i in new_ids:
                     agg.mark(i)
                 bins, counts, nbytes, inc, t_agg, dropped = agg.round(
-                    clients, participants, silent=sorted(failed_set))
+                    clients, participants, silent=sorted(failed_set), prepare_next=False)
                 t1 = time.perf_counter()
                 server = self._server
                 changed_model = server.update(bins, counts)   # atomic
@@ -1620,7 +1641,7 @@ class FederatedKMeans(BaseEstimator):
         messages are sized for their centers (at most ``min(K, n_l)`` for a
         client of ``n_l`` points, which removals only lower)."""
         if not self.secure:
-            return _ClearAggregator(d)
+            return _ClearAggregator(d, resolve_threshold(self.threshold, len(participants)))
         M = sum(min(int(self.n_clusters), sizes[i]) for i in participants)
         return _SecureAggregator(d, B, max(M, 1), list(participants),
                                  self.modulus or DEFAULT_PRIME, threshold=self.threshold,

@@ -115,13 +115,20 @@ def _hkdf(secret, salt, info, n=32):
 
 def roster_digest(run_id, params_bytes, threshold, degree, server_key, ids, keys):
     """SHA-256 binding a run's roster: every derivation is salted with it."""
+    return _roster_digest(bytes(run_id), bytes(params_bytes), int(threshold), int(degree),
+                          bytes(server_key), tuple(ids), tuple(bytes(k) for k in keys))
+
+
+@functools.lru_cache(maxsize=16)
+def _roster_digest(run_id, params_bytes, threshold, degree, server_key, ids, keys):
+    # a pure function of public values, cached: every client of one run in a
+    # process computes the same
     h = hashlib.sha256(b"pyfkm/secagg/roster/v3")
-    h.update(bytes(run_id))
-    h.update(struct.pack("<I", len(params_bytes)) + bytes(params_bytes))
+    h.update(run_id)
+    h.update(struct.pack("<I", len(params_bytes)) + params_bytes)
     h.update(struct.pack("<III", threshold, degree, len(ids)))
-    h.update(bytes(server_key))
-    for i, k in zip(ids, keys):
-        h.update(struct.pack("<I", i) + bytes(k))
+    h.update(server_key)
+    h.update(b"".join(struct.pack("<I", i) + k for i, k in zip(ids, keys)))
     return h.digest()
 
 

@@ -495,10 +495,15 @@ def check_key_message(msg, run_id, keys, roster_closed):
 # against the bytes present before anything is allocated.
 
 def _ids_tuple(v, name, allow_empty=False):
-    try:
-        ids = tuple(_check_id(i, name) for i in v)
-    except TypeError:
-        raise InvalidInputError(f"{name}s must be a sequence of ints") from None
+    if type(v) is tuple and not set(map(type, v)) - {int}:
+        ids = v                          # the usual case (parsers, roles): plain ints
+        if ids and (ids[0] < 0 or ids[-1] >= SERVER_ID):
+            raise InvalidInputError(f"{name}s must lie in [0, 2**32 - 1)")
+    else:
+        try:
+            ids = tuple(_check_id(i, name) for i in v)
+        except TypeError:
+            raise InvalidInputError(f"{name}s must be a sequence of ints") from None
     if (not ids and not allow_empty) or not all(map(operator.lt, ids, ids[1:])):
         raise InvalidInputError(f"{name}s must be non-empty and strictly increasing")
     return ids
