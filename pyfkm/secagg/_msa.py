@@ -83,6 +83,7 @@ OUTPUT_TAG = b"MSAO"
 SELF_TAG = b"MSAS"
 MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
 SERVER_NOISE_MODES = ("gaussian", "laplace", None)
+MIN_SHARE_SCALE = 2.0         # smallest per-client noise scale, fixed-point units
 DEFAULT_SCALE_BITS = 16
 NOISE_MODES = ("discrete_gaussian", "gaussian", "laplace", None)
 _RING_HALF = 1 << 62          # bound on |each client's share| * n; |noise| < it
@@ -663,6 +664,15 @@ def client_noise(segments, n_words, threshold, scale_bits, round_, limit):
             raise InvalidInputError("noise scales must be finite and >= 0")
         scales.append(sigma / np.sqrt(threshold))
     check_discrete_sigma(scales, scale_bits)
+    for sc in scales:
+        # the distributed accounting (a sum of discrete Gaussians as one
+        # Gaussian, Kairouz, Liu and Steinke 2021) needs shares of at least
+        # 2 grid units: its error term is then below 1e-15 per client
+        if 0 < sc and np.ldexp(sc, scale_bits) < MIN_SHARE_SCALE:
+            raise CapacityError(
+                f"a client's noise share of scale {np.ldexp(sc, scale_bits):.3g} fixed-point "
+                f"units is below {MIN_SHARE_SCALE}: the distributed noise accounting would not "
+                "hold; use a smaller epsilon or a larger scale_bits")
     key = os.urandom(32)
     parts = []
     for (length, _, tag), sc in zip(segments, scales):
