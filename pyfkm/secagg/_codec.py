@@ -16,16 +16,63 @@ the same nodes give ``q_j v_{j,t}``, hence the coordinates.  A decoded bin
 must hash back to its node, pass the check hash, and every coordinate must
 be in range, which detects hash collisions and inconsistent input
 (:class:`DecodeError`); the redundant syndromes are verified too.
+
+Over-full aggregates in the index mode.  ``2M`` power sums of a vector of
+``m > M`` nonzeros are also the power sums of *some* vector of at most ``M``
+nonzeros whenever Berlekamp-Massey, the roots and the solve go through
+(e.g. counts 1, 1 at nodes 11, 31 and ``M = 1``: ``S = (2, 42)`` is the
+message of count 2 at node 21), so the index mode sends one check word more,
+
+    R = sum_j q_j / (t - x_j)
+
+at a public point ``t`` drawn from the run's hash seed uniformly on
+``T = {0} u {B**d + 1, ..., p - 1}`` (never a node: nodes are
+``1 .. B**d``), and the server recomputes ``R`` from the decoded candidate
+(nodes, checked to be distinct bin indices in ``1 .. B**d``, and nonzero
+counts).  Let ``delta`` be the true aggregate (``m`` nonzeros) minus the
+candidate (``m' <= M`` nonzeros): it is supported on ``k <= m + M`` distinct
+nodes, its first ``2M`` power sums vanish (the candidate was solved from
+them) and, if the check passes, ``sum_j delta_j / (t - x_j) = 0``.  Write
+that sum as ``N(t) / prod_j (t - x_j)``: ``N`` is nonzero when ``delta`` is
+(``N(x_j) = delta_j prod_{i != j} (x_j - x_i)``) and the vanishing of
+``S_0 .. S_{2M-1}`` means ``N(t) / prod(t - x_j) = O(t**(-2M-1))`` at
+infinity, so ``deg N <= k - 1 - 2M <= m - M - 1``.  Hence
+
+* ``m = M + 1`` (more generally ``m + m' <= 2M + 1``): ``N`` is a nonzero
+  constant, the check fails for every ``t`` -- detection is deterministic,
+  whatever the data (this is what one more power sum ``S_{2M}`` would give,
+  at the same cost);
+* larger ``m``: the candidate depends only on ``S``, not on ``t``, so for an
+  aggregate fixed independently of the seed (honest clients; the seed is
+  drawn by the OS when the parameters are created) the check passes with
+  probability at most ``(m - M - 1) / (p - B**d)`` over the seed, about
+  ``m 2**-62`` with the default prime and a MUFC grid.  The seed is public
+  (secret-free): a client that knows it can aim an over-full aggregate at
+  ``N(t) = 0``, as it can already send any vector it likes; the check is
+  about honest aggregates that outgrow ``M``, not about dishonest clients.
+* In a tiny field (``B**d = p - 1``, so ``T = {0}``) only the deterministic
+  part remains (``R = -S_{-1}``).
+
+``s`` extra power sums would make detection deterministic up to
+``m = M + s`` for ``s`` words; the hashed mode's check row costs ``M``
+words.  One word keeps the message at ``2M + 1`` (``2M`` before) and
+covers every ``m`` (see ``ScmaParams.n_check_words``).  An incremental
+decode (``previous=``) checks the difference message the same way, and by
+linearity its result minus the true aggregate is again a ``delta`` as
+above; an aggregate that does not fit falls through to the full decode,
+which raises.
 """
+import hashlib
 import operator
 import secrets
+import struct
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._core import _field, _lattice
-from ..lattice import row_keys
 from ..exceptions import DecodeError
+from ..lattice import row_keys
 from ._crypto import hash_coefficients
 
 
@@ -35,6 +82,30 @@ _NODE_MISMATCH = ("decoded bins do not hash to their nodes: a hash collision "
                   "or inconsistent messages; rerun with a fresh hash seed")
 _CHECK_FAILS = ("decoded bins fail the check hash: a hash collision or "
                 "inconsistent messages; rerun with a fresh hash seed")
+
+
+_OVERFULL = ("the aggregate fails the index-mode check word: it has more than "
+             "max_nonzeros = {M} distinct bins, or the messages are inconsistent")
+
+
+def index_check_point(params):
+    """The public point ``t`` of the index mode's check word: uniform on
+    ``{0} u {B**d + 1, ..., p - 1}`` (never a node), from the run's hash
+    seed by rejection sampling on SHA-256 output (the parameters of the grid
+    and field are bound in)."""
+    p, size = params.modulus, params.bins_per_dim ** params.n_dims
+    n = p - size                                  # >= 1: index mode has B**d < p
+    key = hashlib.sha256(b"pyfkm/scma/index-check/v1" + bytes(params.hash_seed)
+                         + struct.pack("<QQQ", p, params.bins_per_dim, params.n_dims)).digest()
+    mask = (1 << n.bit_length()) - 1
+    counter = 0
+    while True:                                  # accepts with probability > 1/2
+        block = hashlib.sha256(key + struct.pack("<Q", counter)).digest()
+        for i in range(0, 32, 8):
+            u = int.from_bytes(block[i:i + 8], "little") & mask
+            if u < n:
+                return 0 if u == 0 else size + u
+        counter += 1
 
 
 def _zero_node(b):
@@ -107,6 +178,12 @@ class Codec:
         self.p = P.modulus
         # drives the random root splitting: the roots do not depend on it
         self._gen = np.random.default_rng(0)
+        # layout: syndromes, check words (index mode), payload rows (hashed mode)
+        self._check_at = P.n_syndromes
+        self._payload_at = P.n_syndromes + P.n_check_words
+        if P.mode == "index":
+            self.grid_size = P.bins_per_dim ** P.n_dims
+            self.check_point = index_check_point(P)
         if P.mode == "hashed":
             self.a0, self.a = hash_coefficients(P.hash_seed, P.n_dims, P.modulus, 0)
             self.g0, self.g = hash_coefficients(P.hash_seed, P.n_dims, P.modulus, 1)
@@ -175,11 +252,24 @@ class Codec:
         out = np.empty(P.message_words, dtype=np.uint64)
         M = P.max_nonzeros
         out[:2 * M] = _field.power_sums(x, q[None, :], 2 * M, self.p)[0]
-        if P.mode == "hashed":
+        if P.mode == "index":
+            out[self._check_at] = self._check_word(x, q)
+        else:
             R = self._rows(bins)
             W = _ew("mul", R, np.broadcast_to(q, R.shape), self.p)
-            out[2 * M:] = _field.power_sums(x, W, M, self.p).ravel()
+            out[self._payload_at:] = _field.power_sums(x, W, M, self.p).ravel()
         return out
+
+    def _check_word(self, nodes, q):
+        """``sum_j q_j / (t - x_j)`` (index mode; nodes in ``1 .. B**d``,
+        so ``t - x_j != 0``)."""
+        if nodes.size == 0:
+            return 0
+        t = np.full(nodes.shape, self.check_point, dtype=np.uint64)
+        diff = _ew("sub", t, nodes, self.p)
+        y = _field.elementwise("inv", diff, diff, self.p)
+        return int(_field.power_sums(y, np.ascontiguousarray(q, dtype=np.uint64)[None, :],
+                                     2, self.p)[0, 1])
 
     def _encode_small(self, bins, counts):
         """:meth:`encode` (hashed mode) word by word in Python integers."""
@@ -248,7 +338,7 @@ class Codec:
         P = self.params
         M, rows = P.max_nonzeros, P.n_payload_rows
         rho = np.array([secrets.randbelow(self.p) for _ in range(rows)], dtype=np.uint64)
-        T = agg[2 * M:].reshape(rows, M)
+        T = agg[self._payload_at:].reshape(rows, M)
         return rho, _field.affine_rows(np.ascontiguousarray(T.T), rho, 0, self.p)
 
     @staticmethod
@@ -358,13 +448,19 @@ class Codec:
             # nodes; kept as a guard before inverting
             raise DecodeError("inconsistent syndromes: a zero count")
         if P.mode == "index":
-            if np.any(nodes > np.uint64(P.bins_per_dim ** P.n_dims)):
+            # the candidate's support: distinct nodes in 1 .. B**d (nodes are
+            # sorted), then the check word (see the module docstring)
+            if nodes[0] == 0 or int(nodes[-1]) > self.grid_size:
                 raise DecodeError("inconsistent syndromes: a node outside the bin grid")
+            if m > 1 and not np.all(nodes[1:] > nodes[:-1]):
+                raise DecodeError("inconsistent syndromes: repeated nodes")
+            if self._check_word(nodes, q) != int(agg[self._check_at]):
+                raise DecodeError(_OVERFULL.format(M=M))
             bins = _lattice.unflatten((nodes - np.uint64(1)).astype(np.int64),
                                       P.bins_per_dim, P.n_dims)
         else:
             rows = P.n_payload_rows
-            T = agg[2 * M:].reshape(rows, M)
+            T = agg[self._payload_at:].reshape(rows, M)
             W = solve(np.ascontiguousarray(T[:, :m]))                   # (rows, m)
             qinv = _field.elementwise("inv", q, q, p)
             v = _ew("mul", W, qinv[None, :], p)                         # (rows, m)
@@ -401,7 +497,7 @@ class Codec:
         x = (p - int(C[1])) % p
         q = int(agg[0])                          # != 0: complexity 1
         qinv = pow(q, p - 2, p)
-        T0 = agg[2 * M::M].tolist()              # T_{t,0}, t < rows
+        T0 = agg[self._payload_at::M].tolist()   # T_{t,0}, t < rows
         v = [t * qinv % p for t in T0]
         check = v.pop()
         coords = []

@@ -1,16 +1,26 @@
-"""Public parameters of an SCMA run."""
+"""Public parameters of an SCMA run.
+
+Message size.  A client message holds :attr:`ScmaParams.message_words`
+field elements of 8 bytes; :data:`MAX_MESSAGE_WORDS` caps it (64 MiB), so
+that no party allocates, masks or sums a larger vector because of a
+parameter it was given (a roster read from the network included).  The
+parameters of difference rounds derive from the run's by
+``dataclasses.replace`` and pass the same check.
+"""
 import functools
 import math
 import operator
 import os
 from dataclasses import dataclass
 
-from ..exceptions import InvalidInputError
+from ..exceptions import CapacityError, InvalidInputError
 from ..field import DEFAULT_PRIME, is_prime
 
 MODES = ("index", "hashed")
-MAX_NONZEROS_LIMIT = 1 << 22   # 4M distinct bins: 8M syndromes, 64 MiB per message
+MAX_NONZEROS_LIMIT = 1 << 22   # 4M distinct bins
 MAX_DIMS = 1 << 20
+MAX_MESSAGE_WORDS = 1 << 23    # 64 MiB of 8-byte words per message
+INDEX_CHECK_WORDS = 1          # check words of the index mode (see pyfkm.secagg._codec)
 
 
 def _int(value, name, lo, hi=None):
@@ -34,11 +44,15 @@ def coords_per_element(bins_per_dim, modulus):
     return c
 
 
-def _random_bytes(n, random_state):
-    if random_state is None:
-        return os.urandom(n)
-    from ..rng import as_generator
-    return as_generator(random_state).bytes(n)
+def grid_below(bins_per_dim, n_dims, modulus):
+    """Is ``bins_per_dim**n_dims < modulus``?  Decided without computing a
+    power of millions of bits when the answer is plainly no
+    (``B**d >= 2**(d (bits(B) - 1))``)."""
+    if bins_per_dim == 1:
+        return 1 < modulus
+    if n_dims * (bins_per_dim.bit_length() - 1) >= modulus.bit_length():
+        return False
+    return bins_per_dim ** n_dims < modulus
 
 
 @dataclass(frozen=True)
@@ -58,17 +72,28 @@ class ScmaParams:
         Prime ``p < 2**63`` (default :data:`pyfkm.field.DEFAULT_PRIME`).
     mode : {"index", "hashed"}
         ``"index"`` (the paper's encoding, bin ``b`` -> ``1 + index(b)``)
-        needs ``B**d < p``; ``"hashed"`` maps ``b`` to a public random
-        linear hash and sends the bin coordinates as payload syndromes.
+        needs ``B**d < p``, and adds :attr:`n_check_words` words that make
+        an aggregate of more than ``M`` bins fail to decode; ``"hashed"``
+        maps ``b`` to a public random linear hash and sends the bin
+        coordinates as payload syndromes.
     hash_seed : bytes
-        32 public bytes seeding the hash of the hashed mode.
+        32 public bytes seeding the hash of the hashed mode and the check
+        point of the index mode.
     max_client_nonzeros : int
         Largest number of nonzero bins one client may send (default ``M``).
     run_id : bytes
         16 bytes naming the run; bound into every pairwise seed.
 
+    Raises
+    ------
+    InvalidInputError
+        A parameter out of range, a modulus that is not prime, index mode
+        with ``B**d >= p``.
+    CapacityError
+        :attr:`message_words` exceeds :data:`MAX_MESSAGE_WORDS`.
+
     Use :meth:`create` to pick the mode automatically and draw ``run_id``
-    and ``hash_seed``.
+    and ``hash_seed`` from the OS.
     """
 
     n_dims: int
@@ -91,7 +116,7 @@ class ScmaParams:
             raise InvalidInputError(f"mode must be one of {MODES}, got {self.mode!r}")
         if B >= p:
             raise InvalidInputError(f"bins_per_dim = {B} must be below the modulus {p}")
-        if self.mode == "index" and B ** d >= p:
+        if self.mode == "index" and not grid_below(B, d, p):
             raise InvalidInputError(
                 f"index mode needs bins_per_dim**n_dims < modulus; {B}**{d} >= {p} "
                 f"(use mode='hashed')")
@@ -110,32 +135,58 @@ class ScmaParams:
         object.__setattr__(self, "max_client_nonzeros", kc)
         object.__setattr__(self, "hash_seed", bytes(self.hash_seed))
         object.__setattr__(self, "run_id", bytes(self.run_id))
+        # small integers only (rows <= d + 1 <= 2**20 + 1, M <= 2**22)
+        per_bin = 2 + self.n_payload_rows
+        words = per_bin * M + self.n_check_words
+        if words > MAX_MESSAGE_WORDS:
+            most = (MAX_MESSAGE_WORDS - self.n_check_words) // per_bin
+            what = "" if self.mode == "index" else (
+                f" ({self.n_payload_rows} payload rows of M words in hashed mode; fewer "
+                f"dimensions or a smaller bins_per_dim need fewer)")
+            raise CapacityError(
+                f"an SCMA message of {words} words ({per_bin} M"
+                f"{f' + {self.n_check_words}' if self.n_check_words else ''} with max_nonzeros "
+                f"M = {M}) exceeds "
+                f"MAX_MESSAGE_WORDS = {MAX_MESSAGE_WORDS} (64 MiB); lower max_nonzeros to at "
+                f"most {most}{what}")
 
     @classmethod
     def create(cls, n_dims, bins_per_dim, max_nonzeros, *, modulus=DEFAULT_PRIME,
                mode="auto", max_client_nonzeros=None, run_id=None, random_state=None):
         """Parameters with ``mode="auto"`` resolved (index iff ``B**d < p``)
-        and ``run_id`` / ``hash_seed`` drawn from ``random_state`` (OS
-        randomness when None).
+        and ``run_id`` (unless given) and ``hash_seed`` drawn from
+        ``os.urandom``: run ids and seeds never follow a user seed.
 
-        >>> P = ScmaParams.create(2, 10, 8, random_state=0)
-        >>> P.mode, P.n_syndromes, P.message_words
-        ('index', 16, 16)
+        >>> P = ScmaParams.create(2, 10, 8)
+        >>> P.mode, P.n_syndromes, P.n_check_words, P.message_words
+        ('index', 16, 1, 17)
+        >>> P.run_id != ScmaParams.create(2, 10, 8).run_id
+        True
         """
+        del random_state  # accepted and ignored until callers drop it (issue 19)
         d = _int(n_dims, "n_dims", 1, MAX_DIMS)
         B = _int(bins_per_dim, "bins_per_dim", 1)
         p = _int(modulus, "modulus", 3, (1 << 63) - 1)
         if mode == "auto":
-            mode = "index" if B ** d < p else "hashed"
-        raw = _random_bytes(48, random_state)
+            mode = "index" if grid_below(B, d, p) else "hashed"
         return cls(n_dims=d, bins_per_dim=B, max_nonzeros=max_nonzeros, modulus=p,
-                   mode=mode, hash_seed=raw[16:], run_id=run_id if run_id is not None else raw[:16],
+                   mode=mode, hash_seed=os.urandom(32),
+                   run_id=run_id if run_id is not None else os.urandom(16),
                    max_client_nonzeros=max_client_nonzeros or 0)
 
     @property
     def n_syndromes(self):
-        """``2M`` power sums of the counts."""
+        """``2M`` power sums of the counts, ``S_0 .. S_{2M-1}`` (what
+        Berlekamp-Massey reads)."""
         return 2 * self.max_nonzeros
+
+    @property
+    def n_check_words(self):
+        """Words after the syndromes that only verify a decode: 1 in index
+        mode (``sum_j q_j / (t - x_j)`` at a public point ``t``, see
+        :mod:`pyfkm.secagg._codec`), 0 in hashed mode (its check row is a
+        payload row)."""
+        return INDEX_CHECK_WORDS if self.mode == "index" else 0
 
     @functools.cached_property
     def coords_per_element(self):
@@ -152,5 +203,6 @@ class ScmaParams:
 
     @functools.cached_property
     def message_words(self):
-        """Field elements per client message: ``2M + rows * M``."""
-        return self.n_syndromes + self.n_payload_rows * self.max_nonzeros
+        """Field elements per client message: ``2M + n_check_words + rows * M``
+        (at most :data:`MAX_MESSAGE_WORDS`)."""
+        return self.n_syndromes + self.n_check_words + self.n_payload_rows * self.max_nonzeros
