@@ -782,13 +782,16 @@ class _ClearAggregator:
 
 def resolve_neighbors(neighbors, n_clients):
     """The graph degree of a run of ``n_clients``: ``"auto"`` is the complete
-    graph up to 64 clients and ``2 ceil(2 log2 L)`` neighbours beyond (so a
-    client's work grows like log L; SecAgg+, Bell et al. 2020); an int is
-    taken as given (even; 0 means complete)."""
-    if neighbors == "auto":
+    graph up to 64 clients and beyond, the sparse ring of
+    :func:`pyfkm.secagg._masking.sparse_degree` (36 neighbours at 1000
+    clients, 40 at 10,000: a client's work grows like log L; sized for up to
+    5% colluding clients and 10% dropouts); an int is taken as given (even;
+    0 means complete)."""
+    if isinstance(neighbors, str) and neighbors == "auto":
         if n_clients <= 64:
             return 0
-        return 2 * int(np.ceil(2 * np.log2(n_clients)))
+        from .secagg._masking import sparse_degree
+        return sparse_degree(n_clients)
     if not isinstance(neighbors, numbers.Integral) or isinstance(neighbors, bool) \
             or neighbors < 0 or neighbors % 2:
         raise InvalidInputError(f"neighbors={neighbors!r} must be 'auto', 0 (complete graph) "
@@ -797,9 +800,10 @@ def resolve_neighbors(neighbors, n_clients):
 
 
 def resolve_threshold(threshold, n_clients):
-    """The run's threshold: a strict majority by default, else the given
-    int (at least a majority, so that no two sets of ``t`` clients are
-    disjoint: the consistency rule needs it)."""
+    """The run's threshold: a strict majority by default (two sets of ``t``
+    clients then always share one, which the consistency rule needs), else
+    the given int (a smaller one is accepted and weakens that rule; see the
+    threat model)."""
     if threshold is None:
         return n_clients // 2 + 1
     if not isinstance(threshold, numbers.Integral) or isinstance(threshold, bool) \
@@ -936,7 +940,10 @@ class _SecureAggregator:
             nbytes += trip.bytes_up + trip.bytes_down
         # only now: a round that raised leaves the clients marked changed
         self._dirty.difference_update(changed)
-        self._last = parts if not res.dropped else None
+        # dropped clients keep what the aggregate holds for them (an unchanged
+        # client's change is zero): difference rounds go on from here, and a
+        # client that missed rounds answers from the last round it was summed in
+        self._last = parts
         t_online = time.perf_counter() - t0
         offline = self.offline_seconds
         if prepare_next:
@@ -1008,8 +1015,12 @@ class FederatedKMeans(BaseEstimator):
         clients.
     neighbors : "auto" or int, default="auto"
         Neighbours per client in the secure aggregation graph (even; 0 is
-        every pair).  "auto": every pair up to 64 clients, else
-        ``2 ceil(2 log2 L)`` (SecAgg+: a client's cost grows like log L).
+        every pair).  "auto": every pair up to 64 clients, else the
+        SecAgg+ ring sized for at most 5% colluding clients and 10% dropouts
+        (36 neighbours at 1000 clients: a client's cost grows like log L).
+        The guarantee against ``threshold - 1`` colluders holds for the
+        complete graph; the sparse graph's holds for the stated fractions
+        (see ``docs/threat_model.md``).
     client_timeout : float, optional
         Seconds to wait for a client's local fit on the ``executor``; a
         client whose task times out or raises is dropped from the round
@@ -1298,7 +1309,8 @@ class FederatedKMeans(BaseEstimator):
         if not hasattr(self, "_server"):
             raise NotFittedError("FederatedKMeans is not fitted; call fit first")
 
-    def _update(self, clients, participants, changed, client_reports, t_client, agg=None):
+    def _update(self, clients, participants, changed, client_reports, t_client, agg=None,
+                keep=None):
         """Run the round and the server update for ``clients`` (some of them
         new objects) over ``participants``; commit only if both succeed.
         Returns the report; on error nothing is committed and the
@@ -1308,6 +1320,13 @@ class FederatedKMeans(BaseEstimator):
             agg.mark(i)
         try:
             bins, counts, nbytes, inc, t_agg, dropped = agg.round(clients, participants)
+            lost = sorted(set(dropped) & set(changed if keep is None else keep))
+            if lost:
+                # checked before the server changes: a changed client that
+                # dropped (its change is missing), or a client that must not
+                # leave silently
+                raise ProtocolError(f"clients {lost} dropped out of the round; nothing "
+                                    "changed (retry)")
             t0 = time.perf_counter()
             changed_model = self._server.update(bins, counts)
             t_server = time.perf_counter() - t0
@@ -1364,10 +1383,6 @@ class FederatedKMeans(BaseEstimator):
             clients = list(self._clients)
             clients[client] = new
             report = self._update(clients, self._participants, [client], [rep], t_client)
-            if client in report.dropped:
-                self._agg.invalidate(self._participants)
-                raise ProtocolError(f"client {client} dropped out of its removal round; "
-                                    "nothing was removed")
             # commit (nothing below raises)
             old._commit(new, arr)
             self._agg.forget([client])
@@ -1413,7 +1428,10 @@ class FederatedKMeans(BaseEstimator):
             agg = self._make_aggregator(
                 self.n_features_in_, self.n_bins_per_dim_,
                 [None if c is None else c.X.shape[0] for c in self._clients], participants)
-            report = self._update(self._clients, participants, [], [], 0.0, agg=agg)
+            # never silently: a client that dropped would leave the model (and
+            # the server would learn its vector with the departing ones)
+            report = self._update(self._clients, participants, [], [], 0.0, agg=agg,
+                                  keep=participants)
             # commit
             old_agg = self._agg
             self._participants = [i for i in participants if i not in set(report.dropped)]
@@ -1482,6 +1500,11 @@ class FederatedKMeans(BaseEstimator):
                     agg.mark(i)
                 bins, counts, nbytes, inc, t_agg, dropped = agg.round(
                     clients, participants, silent=sorted(failed_set), prepare_next=False)
+                old_gone = sorted(set(dropped) - set(new_ids))
+                if old_gone:
+                    raise ProtocolError(
+                        f"clients {old_gone} dropped out of the joining round; nothing "
+                        "changed (retry)")
                 t1 = time.perf_counter()
                 server = self._server
                 changed_model = server.update(bins, counts)   # atomic

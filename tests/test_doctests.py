@@ -6,7 +6,7 @@ import pytest
 
 MODULES = ["pyfkm.rng", "pyfkm.seeding", "pyfkm.kmeans", "pyfkm.datasets", "pyfkm.lattice",
            "pyfkm.field",
-           "pyfkm.secagg", "pyfkm.secagg._driver", "pyfkm.secagg._params", "pyfkm.secagg._shamir",
+           "pyfkm.secagg", "pyfkm.secagg._driver", "pyfkm.secagg._params", "pyfkm.secagg._shamir", "pyfkm.secagg._masking",
            "pyfkm.mufc", "pyfkm.metrics", "pyfkm.baselines",
            "pyfkm.deletion", "pyfkm.privacy", "pyfkm.federated", "pyfkm.secagg._msa", "pyfkm.outliers"]
 

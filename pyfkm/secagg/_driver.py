@@ -115,7 +115,15 @@ class RoundTrip:
                 continue
             self.bytes_up += len(out)
             srv.receive_unmask(UnmaskMessage.from_bytes(out))
-        return srv.finish_round(incremental=incremental)
+        try:
+            return srv.finish_round(incremental=incremental)
+        except ProtocolError as e:
+            refused = {i: err for i, err in self.failed.items() if i in req.survivors}
+            if refused:               # say why: clients refused, not only "too few shares"
+                i, err = next(iter(refused.items()))
+                raise ProtocolError(f"{e}; {len(refused)} survivors refused to unmask "
+                                    f"(client {i}: {err})") from None
+            raise
 
 
 def secure_sum_sparse(clients, bins_per_dim, *, mode="auto", max_nonzeros=None,

@@ -77,6 +77,7 @@ from ..exceptions import ProtocolError
 from . import _shamir
 
 TAG_BYTES = 16
+MAX_ROUND = 1 << 32           # rounds of a run are numbered below this
 SHARE_PLAIN = struct.Struct("<IIQ")          # owner, holder, round; then 2 shares
 SHARE_CT_BYTES = SHARE_PLAIN.size + 2 * _shamir.SHARE_BYTES + 16
 B_SHARE, SK_SHARE = 0, 1
@@ -132,9 +133,13 @@ def _roster_digest(run_id, params_bytes, threshold, degree, server_key, ids, key
     return h.digest()
 
 
-def channel_key(secret, digest, a, b):
+def channel_key(secret, digest, a, b, purpose=b"shares"):
+    """The AEAD key of the pair's channel for one ``purpose`` (key shares,
+    the MSA group key, ...): one key per purpose, so no two purposes ever
+    share an AEAD key and nonce."""
     lo, hi = min(a, b), max(a, b)
-    return _hkdf(secret, digest, b"pyfkm/secagg/channel/v3" + struct.pack("<II", lo, hi))
+    return _hkdf(secret, digest, b"pyfkm/secagg/channel/v3/" + bytes(purpose)
+                 + struct.pack("<II", lo, hi))
 
 
 def server_mac_key(secret, digest, client_id):
@@ -152,6 +157,23 @@ def self_commitment(seed):
     return hashlib.sha256(b"pyfkm/secagg/self-commit/v3" + bytes(seed)).digest()
 
 
+def round_view(round_, sharers):
+    """Digest of a round's sharer set (what clients bind into their tags)."""
+    ids = sorted(sharers)
+    return hashlib.sha256(b"pyfkm/secagg/view/v3" + struct.pack("<QI", round_, len(ids))
+                          + struct.pack(f"<{len(ids)}I", *ids)).digest()
+
+
+def data_digest(key, *parts):
+    """A keyed digest of a client's data (for the same-data rule): the key is
+    the client's own, fresh per run, so the digest reveals nothing."""
+    h = hmac.new(key, b"pyfkm/secagg/data/v3", "sha256")
+    for p in parts:
+        b = bytes(p)
+        h.update(struct.pack("<Q", len(b)) + b)
+    return h.digest()
+
+
 def mac(key, data):
     return hmac.digest(key, data, "sha256")[:TAG_BYTES]
 
@@ -163,6 +185,15 @@ def check_mac(key, data, tag, who):
 
 
 # ------------------------------------------------------------------ graph
+
+def ring_seed(run_id, params_bytes, ids, keys):
+    """The seed of the ring order: the run id (drawn before any key), the
+    parameters and the clients' keys -- not the server's key, which the
+    server picks after seeing the clients' and could otherwise try until a
+    victim's neighbours suit it."""
+    return _roster_digest(bytes(run_id), bytes(params_bytes), 0, 0, bytes(32), tuple(ids),
+                          tuple(bytes(k) for k in keys))
+
 
 @functools.lru_cache(maxsize=16)
 def _ring(digest, ids):
@@ -196,6 +227,32 @@ def neighbour_graph(digest, ids, degree):
     if degree == 0 or degree >= len(ids) - 1:
         return None
     return {i: ring_neighbours(digest, ids, degree, i) for i in ids}
+
+
+@functools.lru_cache(maxsize=64)
+def sparse_degree(n_clients, colluding=0.05, dropout=0.1, security_bits=40,
+                  correctness_bits=20):
+    """The smallest even degree ``k`` of the ring graph such that, with a
+    fraction ``colluding`` of clients colluding with the server and a
+    fraction ``dropout`` dropping (each client independently), the chance
+    that some client's neighbours hold ``t_s`` colluders (its secrets
+    exposed) is at most ``2**-security_bits`` and the chance that some
+    client's holders lose more than ``k + 1 - t_s`` to dropouts (recovery
+    fails) at most ``2**-correctness_bits`` (binomial tails, union bound
+    over the clients; SecAgg+, Bell et al. 2020).  0 (the complete graph)
+    when no smaller degree does.
+
+    >>> sparse_degree(1000), sparse_degree(10000)
+    (36, 40)
+    """
+    from scipy.stats import binom
+    n = int(n_clients)
+    for k in range(2, n - 1, 2):
+        ts = (k + 1) // 2 + 1
+        if n * binom.sf(ts - 1, k, colluding) <= 2.0 ** -security_bits and \
+                n * binom.sf(k + 1 - ts, k, dropout) <= 2.0 ** -correctness_bits:
+            return k
+    return 0
 
 
 def share_threshold(n_clients, threshold, degree):
@@ -242,6 +299,8 @@ class MaskingClient:
     def _reset_run(self):
         self.ids = self.threshold = self.degree = self.graph = None
         self._aead = {}
+        self._extra = {}
+        self._summed = {}
         self._mac_key = None
         self._last = 0                 # last round shared (rounds only increase)
         self._round = None             # state of the round in progress
@@ -277,28 +336,37 @@ class MaskingClient:
             raise ProtocolError("the roster repeats a public key")
         digest = roster_digest(self.run_id, params_bytes, threshold, degree, server_key,
                                ids, keys)
-        graph = ring_neighbours(digest, ids, degree, me)
+        graph = ring_neighbours(ring_seed(self.run_id, params_bytes, ids, keys), ids, degree, me)
         nbrs = [i for i in ids if i != me] if graph is None else graph
-        aead = {}
-        for o in set(nbrs) | (set(extra_peers) & set(ids)) - {me}:
+        aead, extra = {}, {}
+        extra_set = set(extra_peers) & set(ids) - {me}
+        nbr_set = set(nbrs)
+        for o in nbr_set | extra_set:
             secret = exchange(self._channel, keys[pos[o]], f"client {o}")
-            aead[o] = ChaCha20Poly1305(channel_key(secret, digest, me, o))
+            if o in nbr_set:
+                aead[o] = ChaCha20Poly1305(channel_key(secret, digest, me, o))
+            if o in extra_set:
+                extra[o] = ChaCha20Poly1305(channel_key(secret, digest, me, o, b"extra"))
         mac_key = server_mac_key(exchange(self._channel, server_key, "the server"), digest, me)
         self.ids, self.threshold, self.degree, self.graph = ids, threshold, degree, graph
         self.n_share = share_threshold(len(ids), threshold, degree)
         self._id_set = frozenset(ids)
         self._neighbours = frozenset(nbrs)
-        self._aead, self._mac_key, self.digest = aead, mac_key, digest
+        self._aead, self._extra, self._mac_key, self.digest = aead, extra, mac_key, digest
+        self._summed = {}              # data digest -> survivors it was summed over
+        self.data_key = os.urandom(32)
         self._channel = None           # the channel secrets are derived: drop the key
 
     def neighbours(self):
         return self._neighbours
 
     def channel(self, other):
-        """The AEAD of the channel with ``other`` (a neighbour or extra peer)."""
-        if other not in self._aead:
+        """The AEAD of the *extra* channel with ``other`` (one of the
+        ``extra_peers`` of :meth:`join`): its own key, never the key the
+        shares travel under."""
+        if other not in self._extra:
             raise ProtocolError(f"no channel with client {other}")
-        return self._aead[other]
+        return self._extra[other]
 
     def tag(self, data):
         return mac(self._mac_key, data)
@@ -316,6 +384,8 @@ class MaskingClient:
         if round_ <= self._last:
             raise ProtocolError(f"round {round_} is not after the last round {self._last}: "
                                 "mask streams are never reused")
+        if round_ >= MAX_ROUND:
+            raise ProtocolError(f"round {round_} exceeds the largest round {MAX_ROUND - 1}")
         if me not in parts:
             raise ProtocolError(f"client {me} is not a participant of round {round_}")
         if not parts <= self._id_set:
@@ -398,10 +468,21 @@ class MaskingClient:
         for owner, (pk, plain) in got.items():
             secret = exchange(st["sk"], pk, f"client {owner}'s round key")
             keys[owner] = pair_mask_key(secret, self.digest, round_, me, owner)
-            st["held"][owner] = plain
+        # everything checked: commit
+        st["held"].update((owner, plain) for owner, (pk, plain) in got.items())
         st["keys"], st["u2"] = keys, u2
+        st["view"] = round_view(round_, u2)
         st["sk"] = None                # the pair keys are derived: drop the round key
         return keys
+
+    def view(self, round_, request=b""):
+        """Bytes binding what this client saw of the round (the sharers and
+        the input request) into its input's tag: a server or network that
+        shows clients different views makes the tags fail."""
+        st = self._state(round_)
+        if st.get("view") is None:
+            raise ProtocolError(f"round {round_}: shares not received")
+        return st["view"] + bytes(request)
 
     def mask_keys(self, round_):
         """(self seed, {neighbour: pair key}) of the round (after step 2)."""
@@ -418,7 +499,7 @@ class MaskingClient:
         st["b"] = None      # kept only as shares now: the input is masked and sent
 
     # -- step 3: unmask
-    def unmask(self, round_, survivors):
+    def unmask(self, round_, survivors, data_digest=None):
         """The shares this client reveals for round ``round_`` with survivors
         ``U3``: ``[(owner, kind, share bytes)]``; the round's state is
         dropped afterwards.  Refuses (and reveals nothing) when ``U3`` is
@@ -435,6 +516,13 @@ class MaskingClient:
         if len(u3) < self.threshold:
             raise ProtocolError(f"round {round_}: {len(u3)} survivors, below the threshold "
                                 f"{self.threshold}: refused")
+        if data_digest is not None:
+            seen = self._summed.get(data_digest)
+            if seen is not None and seen != u3:
+                raise ProtocolError(
+                    f"round {round_}: the same data was summed over other survivors in an "
+                    "earlier round of this run; two such sums would reveal the difference: "
+                    "refused")
         revealed = self._revealed.setdefault(round_, {})
         out = []
         plan = []
@@ -451,6 +539,8 @@ class MaskingClient:
             off = SHARE_PLAIN.size + kind * _shamir.SHARE_BYTES
             out.append((owner, kind, plain[off:off + _shamir.SHARE_BYTES]))
             revealed[owner] = kind
+        if data_digest is not None:
+            self._summed[data_digest] = u3
         # the round is over for this client: its secrets and held shares go
         self._round = None
         self._revealed = {round_: revealed}
@@ -465,6 +555,7 @@ class MaskingServer:
     def __init__(self):
         self._channel = new_key()
         self.server_key = raw_public(self._channel)
+        self._probe = new_key()          # tests peer keys for low order; no secret use
         self.digest = None
 
     def close_roster(self, run_id, params_bytes, threshold, degree, ids, keys):
@@ -475,7 +566,7 @@ class MaskingServer:
         self.digest = roster_digest(run_id, params_bytes, threshold, degree, self.server_key,
                                     ids, keys)
         self.ids, self.threshold, self.degree = ids, threshold, degree
-        self.graph = neighbour_graph(self.digest, ids, degree)
+        self.graph = neighbour_graph(ring_seed(run_id, params_bytes, ids, keys), ids, degree)
         self.n_share = share_threshold(len(ids), threshold, degree)
         self._mac = {}
         for i, k in zip(ids, keys):
@@ -490,6 +581,13 @@ class MaskingServer:
 
     def check_tag(self, sender, data, tag):
         check_mac(self._mac[sender], data, tag, f"client {sender}")
+
+    def view(self, st, request=b""):
+        """The bytes a client that saw this round as the server did binds
+        into its input's tag (see :meth:`MaskingClient.view`)."""
+        if st.get("view") is None:
+            st["view"] = round_view(st["round"], st["u2"])
+        return st["view"] + bytes(request)
 
     def new_round(self, round_, participants):
         if len(participants) < self.threshold:
@@ -508,6 +606,9 @@ class MaskingServer:
         if set(holders) != nb or len(holders) != len(nb):
             raise ProtocolError(f"client {sender}: shares must go to each neighbour "
                                 "participant once")
+        # a low-order round key would make every neighbour's exchange fail
+        # (one bad client knocking out its neighbourhood): refuse it here
+        exchange(self._probe, pk, f"client {sender}'s round key")
         st["pks"][sender] = bytes(pk)
         st["commits"][sender] = bytes(commit)
         for h, ct in items:

@@ -54,7 +54,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from ..exceptions import CapacityError, InvalidInputError, MessageFormatError, ProtocolError
-from ._masking import MaskingClient, MaskingServer, default_threshold
+from ._masking import MaskingClient, MaskingServer, data_digest, default_threshold
 from ._messages import (HEADER_BYTES, SERVER_ID, TAG_BYTES, InputRequest, KeyMessage,
                         RoundMessage, ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest,
                         _check_id, _check_roster_extras, _check_run_id, _expect_len,
@@ -599,6 +599,7 @@ class MsaClient:
             raise InvalidInputError(f"vector has {x.size} entries, the run uses {self.n_words}")
         limit = encoding_limit(2 * len(self.participants))
         enc = encode_fixed(x, self.scale_bits, limit)
+        digest = data_digest(self._m.data_key, enc.tobytes())
         noise = tuple(noise)
         if noise:
             enc = enc + client_noise(noise, self.n_words, self.threshold, self.scale_bits,
@@ -606,19 +607,23 @@ class MsaClient:
         mask = self.mask(req.round)
         self._m.mark_sent(req.round)
         enc += mask
-        self._sent = req.round
+        self._sent = (req.round, digest)
         self._input_round = None
         msg = MaskedVectorMessage(self._run_id, req.round, self.client_id, enc)
-        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()
+                                                        + self._m.view(req.round)))
 
     def unmask_shares(self, req):
         """Step 4: the shares this client reveals for the round's survivors."""
         if not isinstance(req, UnmaskRequest):
             raise ProtocolError("expected an UnmaskRequest")
-        if req.run_id != self._run_id or self._sent != req.round:
+        if req.run_id != self._run_id or self._sent is None or self._sent[0] != req.round:
             raise ProtocolError(f"unmask request for round {req.round}, not this client's "
                                 "last input")
-        items = self._m.unmask(req.round, req.survivors)
+        # the same vector summed over two survivor sets would reveal the
+        # difference: refused (a FastLloyd iteration that repeats its stats
+        # over the same clients is fine)
+        items = self._m.unmask(req.round, req.survivors, self._sent[1])
         self._sent = None
         msg = UnmaskMessage(self._run_id, req.round, self.client_id,
                             tuple(o for o, _, _ in items), tuple(k for _, k, _ in items),
@@ -737,6 +742,10 @@ class MsaServer:
         self._round = 0
         self._open = None
         self._n_words, self._scale_bits = n_words, scale_bits
+        if threshold is not None and (isinstance(threshold, bool)
+                                      or not isinstance(threshold, (int, np.integer))
+                                      or threshold < 1):
+            raise InvalidInputError(f"threshold must be None or an int >= 1, got {threshold!r}")
         self._threshold, self._degree = threshold, int(degree)
         MsaRosterMessage(self.run_id, n_words, scale_bits, (0,), (bytes(32),))  # validate
 
@@ -783,8 +792,16 @@ class MsaServer:
         """Open the next round (default: every roster client)."""
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
-        ids = self._roster.client_ids if participants is None else \
-            tuple(sorted(int(i) for i in participants))
+        if participants is None:
+            ids = self._roster.client_ids
+        else:
+            try:
+                ids = tuple(sorted(participants))
+            except TypeError:
+                raise InvalidInputError("participants must be client ids") from None
+            if any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids):
+                raise InvalidInputError("participants must be int client ids")
+            ids = tuple(int(i) for i in ids)
         if not set(ids) <= set(self._roster.client_ids) or len(set(ids)) != len(ids):
             raise ProtocolError("participants must be distinct roster clients")
         st = self._m.new_round(self._round + 1, ids)
@@ -815,11 +832,16 @@ class MsaServer:
         if o is None or o["step"] not in ("shares", "bundles"):
             raise ProtocolError("no round is relaying shares")
         st = o["st"]
+        if isinstance(client_id, bool) or not isinstance(client_id, (int, np.integer)):
+            raise InvalidInputError(f"client ids must be ints, got {client_id!r}")
+        client_id = int(client_id)
+        if client_id not in st["pks"]:
+            raise ProtocolError(f"client {client_id} has no bundle in round {st['round']}")
         if o["step"] == "shares":
             self._m.close_shares(st)
             o["step"] = "bundles"
-        items = self._m.bundle_items(st, int(client_id))
-        return ShareBundle(self.run_id, st["round"], int(client_id), st["u2"],
+        items = self._m.bundle_items(st, client_id)
+        return ShareBundle(self.run_id, st["round"], client_id, st["u2"],
                            tuple(i[0] for i in items), tuple(i[1] for i in items),
                            tuple(i[2] for i in items))
 
@@ -849,7 +871,7 @@ class MsaServer:
         if msg.payload.size != self._n_words:
             raise ProtocolError(f"client {msg.sender}: {msg.payload.size} words, "
                                 f"expected {self._n_words}")
-        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        self._m.check_tag(msg.sender, msg.signed_bytes() + self._m.view(o["st"]), msg.tag)
         o["got"][msg.sender] = msg.payload
 
     def unmask_request(self):

@@ -14,7 +14,7 @@ from ..exceptions import CapacityError, DecodeError, InvalidInputError, Protocol
 from ..lattice import row_keys
 from ._codec import Codec
 from ._crypto import SCMA_TAG, _stream_limit, add_mod
-from ._masking import MaskingClient, MaskingServer, default_threshold, mac
+from ._masking import MaskingClient, MaskingServer, data_digest, default_threshold, mac
 from ._messages import (TAG_BYTES, InputRequest, KeyMessage, RosterMessage, RoundMessage,
                         ShareBundle, ShareMessage, SyndromeMessage, UnmaskMessage,
                         UnmaskRequest, _built, check_key_message, params_bytes,
@@ -43,7 +43,17 @@ def _sorted_ids(ids):
     if type(ids) is tuple and not set(map(type, ids)) - {int} \
             and all(map(operator.lt, ids, ids[1:])):
         return ids
-    return tuple(sorted(int(i) for i in ids))
+    try:
+        return tuple(sorted(_client_id(i) for i in ids))
+    except TypeError:
+        raise InvalidInputError("participants must be a sequence of client ids") from None
+
+
+def _client_id(v):
+    """A client id (an int, not a bool or a float), or InvalidInputError."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise InvalidInputError(f"client ids must be ints, got {v!r}")
+    return int(v)
 
 
 def check_sparse(bins, counts, params, name="client"):
@@ -126,7 +136,6 @@ class ScmaClient:
         self._answered = {}        # rounds whose sum included this client -> data sent
         self._delta_codecs = {}
         self._sent = None          # (round, data, full) of the input sent, until unmasked
-        self._full_sums = None     # (data, survivors) of the last full round summed
         self._mask_cache = None    # (round, mask)
         self._input_round = None   # the round whose shares were received
         self._last_change = None
@@ -309,10 +318,20 @@ class ScmaClient:
         change anyway."""
         if self._data is None:
             raise ProtocolError("set_data first")
-        base = self._answered.get(int(base_round))
-        if base is None:
-            raise ProtocolError(f"client {self.client_id} was not summed in round {base_round}")
-        return int(self._change(base)[1].size)
+        return int(self._change(self._base(base_round))[1].size)
+
+    def _base(self, base_round):
+        """The data of the latest round at or before ``base_round`` whose sum
+        included this client: what the server's aggregate holds for it (a
+        client that dropped from later rounds had no change in them, or
+        those rounds failed)."""
+        if not isinstance(base_round, (int, np.integer)) or isinstance(base_round, bool):
+            raise ProtocolError(f"base_round must be an int, got {base_round!r}")
+        rounds = [r for r in self._answered if r <= int(base_round)]
+        if not rounds:
+            raise ProtocolError(f"client {self.client_id} was not summed in round "
+                                f"{base_round} or before (or forgot it): a full round is needed")
+        return self._answered[max(rounds)]
 
     def forget_rounds_before(self, round_):
         """Drop what this client sent in rounds before ``round_`` (and any
@@ -321,26 +340,19 @@ class ScmaClient:
         Difference rounds based on the dropped rounds then need a full
         round."""
         self._answered = {r: v for r, v in self._answered.items() if r >= int(round_)}
-        if self._full_sums is not None and not any(
-                v is self._full_sums[0] for v in self._answered.values()):
-            self._full_sums = None
         self._last_change = None
 
     def forget_data(self):
         """Drop this client's data and everything derived from it (a
         client that leaves the federation)."""
-        self._data = self._encoded = self._last_change = self._full_sums = None
+        self._data = self._encoded = self._last_change = None
         self._answered = {}
         self._sent = None
 
     def _delta_message(self, req):
         """(codec, encoding of (data now) - (data summed in round
         ``base_round``)); the encoding is None when nothing changed."""
-        base = self._answered.get(req.base_round)
-        if base is None:
-            raise ProtocolError(
-                f"client {self.client_id} was not summed in round {req.base_round} "
-                f"(or forgot it): a full round is needed")
+        base = self._base(req.base_round)
         codec = self._delta_codec(req.delta_nonzeros)
         bins, dq = self._change(base)
         if dq.size == 0:
@@ -384,7 +396,7 @@ class ScmaClient:
         self._round_keys = None
         msg = SyndromeMessage._trusted(self._run_id, req.round, self.client_id,
                                        self.params.modulus, masked)
-        tag = self._m.tag(msg.signed_bytes())
+        tag = self._m.tag(msg.signed_bytes() + self._m.view(req.round, _request_bytes(req)))
         return SyndromeMessage._trusted(self._run_id, req.round, self.client_id,
                                         self.params.modulus, masked, tag)
 
@@ -402,32 +414,24 @@ class ScmaClient:
                                 "last input")
         rnd, data, full = self._sent
         survivors = frozenset(req.survivors)
-        if full and self._full_sums is not None and len(survivors) >= self.threshold \
-                and self.client_id in survivors:
-            last_data, last_set = self._full_sums
-            if _same_data(last_data, data) and last_set != survivors:
-                raise ProtocolError(
-                    f"round {rnd}: the same data was summed over other survivors in an "
-                    "earlier full round; two such sums would reveal the difference: refused")
-        items = self._m.unmask(rnd, survivors)
+        digest = data_digest(self._m.data_key, data[0].tobytes(), data[1].tobytes()) \
+            if full else None
+        items = self._m.unmask(rnd, survivors, digest)
         self._sent = None
         # the input is in the sum (if the server completes the round)
         answered = self._answered
         answered[rnd] = data
         if len(answered) > _KEEP_ANSWERED:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
-        if full:
-            self._full_sums = (data, survivors)
         msg = _built(UnmaskMessage, run_id=self._run_id, round=rnd, sender=self.client_id,
                      owners=tuple(o for o, _, _ in items), kinds=tuple(k for _, k, _ in items),
                      shares=tuple(s for _, _, s in items), tag=bytes(TAG_BYTES))
         return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
 
 
-def _same_data(a, b):
-    if a is b:
-        return True
-    return a[0].shape == b[0].shape and np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+def _request_bytes(req):
+    """What of an input request a client binds into its tag."""
+    return struct.pack("<IQ", req.delta_nonzeros, req.base_round)
 
 
 def count_budget(p, n_clients):
@@ -561,7 +565,10 @@ class ScmaServer:
         """The neighbours of a client in the run's graph."""
         if self._roster is None:
             raise ProtocolError("send the roster first")
-        return self._m.neighbours(int(client_id))
+        cid = _client_id(client_id)
+        if cid not in self._m._mac:
+            raise ProtocolError(f"client {cid} is not in the roster")
+        return self._m.neighbours(cid)
 
     def _need(self, step):
         if self._open is None or self._open["step"] != step:
@@ -609,10 +616,14 @@ class ScmaServer:
         if o is None or o["step"] not in ("shares", "bundles"):
             raise ProtocolError("no round is relaying shares")
         st = o["st"]
+        cid = _client_id(client_id)
+        if cid not in st["pks"]:
+            raise ProtocolError(f"client {cid} has no bundle in round {st['round']}")
         if o["step"] == "shares":
             self._m.close_shares(st)
             o["step"] = "bundles"
-        items = self._m.bundle_items(st, int(client_id))
+        items = self._m.bundle_items(st, cid)
+        client_id = cid
         return _built(ShareBundle, run_id=self.run_id, round=st["round"],
                       recipient=int(client_id), sharers=st["u2"],
                       owners=tuple(i[0] for i in items), round_keys=tuple(i[1] for i in items),
@@ -630,8 +641,6 @@ class ScmaServer:
         o = self._open
         if o is None or o["step"] not in ("shares", "bundles"):
             raise ProtocolError("no round is ready for inputs")
-        if o["step"] == "shares":
-            self._m.close_shares(o["st"])
         base = 0
         if delta_nonzeros:
             if not isinstance(delta_nonzeros, (int, np.integer)) or \
@@ -643,6 +652,8 @@ class ScmaServer:
             if self._finished is None:
                 raise ProtocolError("a difference round needs a decoded round")
             base = self._finished[0]
+        if o["step"] == "shares":               # everything checked: close U2
+            self._m.close_shares(o["st"])
         req = _built(InputRequest, run_id=self.run_id, round=o["st"]["round"],
                      delta_nonzeros=int(delta_nonzeros), base_round=base)
         o["step"], o["req"] = "inputs", req
@@ -679,7 +690,8 @@ class ScmaServer:
             raise ProtocolError(
                 f"client {msg.sender}: message for another modulus or size "
                 f"({msg.payload.size} words, expected {words})")
-        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        self._m.check_tag(msg.sender, msg.signed_bytes()
+                          + self._m.view(o["st"], _request_bytes(o["req"])), msg.tag)
         o["got"][msg.sender] = msg.payload
 
     def receive_many(self, datas):
@@ -705,9 +717,11 @@ class ScmaServer:
             u2 = o["st"]["u2set"] if "u2set" in o["st"] else \
                 o["st"].setdefault("u2set", frozenset(o["st"]["u2"]))
             macs = self._m._mac
+            view = self._m.view(o["st"], _request_bytes(o["req"]))
             if len(set(senders)) == len(senders) and u2.issuperset(senders) \
                     and got.keys().isdisjoint(senders) and all(
-                        hmac.compare_digest(mac(macs[i], x[:-TAG_BYTES]), x[-TAG_BYTES:])
+                        hmac.compare_digest(mac(macs[i], x[:-TAG_BYTES] + view),
+                                            x[-TAG_BYTES:])
                         for i, x in zip(senders, datas)):
                 got.update(zip(senders, payloads))
                 return
