@@ -1,47 +1,36 @@
-"""Masked secure aggregation (MSA) in the ring Z_2^64, with server-side noise.
+"""Masked secure aggregation (MSA) in the ring Z_2^64, with distributed noise.
 
 The aggregation step of FastLloyd (Diaa, Humphries and Kerschbaum): each
 client encodes a real vector in fixed point (``round(x * 2**scale_bits)``,
-two's complement in Z_2^64), adds masks and sends it; the server adds the
-messages, adds differential-privacy noise in the same fixed point and
-broadcasts; clients remove the remaining mask and decode.  The server sees
-neither the clients' vectors nor the (noisy) aggregate.
+two's complement in Z_2^64), adds its share of the differential-privacy
+noise and its masks and sends it; the server removes what the masking
+protocol lets it remove and broadcasts; clients remove the output masks and
+decode.  The server sees neither the clients' vectors nor the (noisy) sum.
 
-Masks.
-    * Pairwise masks: client ``l`` adds ``sum_{l' != l} (+1 if l < l' else -1)
-      * PRG(seed_{l,l'}, round)``; they cancel in the sum.  ``seed_{l,l'}``
-      comes from the X25519 + HKDF-SHA256 key agreement of :mod:`._crypto`
-      (the same one as SCMA, salted with this run's id); ``PRG`` is the
-      ChaCha20 keystream under the seed with the 12-byte nonce
-      ``round (u64) || b"MSA\\0"``, read as little-endian 64-bit words
-      (uniform on Z_2^64, no rejection needed).  A round number is used once
-      per run (clients refuse to answer a round twice), so no keystream is
-      ever reused; the tag separates MSA streams from SCMA ones.
-    * Output mask: the lowest client id (the *leader*) draws a 32-byte group
-      key, sends it to every other client encrypted under a key derived from
-      their pair seed (ChaCha20-Poly1305, relayed by the server), and adds
-      ``PRG(group_key, round)`` (tag ``b"MSAO"``) to its message.  Every
-      client subtracts it from the broadcast, so the server only ever holds
-      uniformly masked words.
+Masks.  The masking protocol of :mod:`._masking` (Bonawitz et al. 2017 with
+the SecAgg+ graph): per round a fresh self mask and pair masks with the
+neighbours, keyed by fresh OS keys, ChaCha20 keystreams read as 64-bit words
+(uniform on Z_2^64; tags ``b"MSA\\0"`` for pair streams, ``b"MSAS"`` for self
+streams), with dropout recovery and a threshold.  Output masks: the lowest
+client id (the *leader*) draws a 32-byte group key and sends it to every
+other client encrypted under their channel's group-key AEAD key (relayed by
+the server); every survivor adds ``PRG(H(group key, its id), round)`` (tag
+``b"MSAO"``) and every client subtracts the survivors' output masks from the
+broadcast, so the server only ever holds uniformly masked words.
 
-Fixed point and overflow.  Each client's encoded entries must have magnitude
-at most ``2**62 / n_clients`` (:class:`~pyfkm.exceptions.CapacityError`
-otherwise), and the server's noise magnitude at most ``2**62``; so the
-noisy sum, read as a signed 64-bit integer, never wraps.  Nothing wraps
-silently: every bound is checked before encoding.
+Fixed point and overflow.  Each client's encoded entries and its noise share
+must each have magnitude at most ``2**62 / (2 n_clients)``
+(:class:`~pyfkm.exceptions.CapacityError` otherwise), and the server's
+baseline noise at most ``2**62``; so the noisy sum, read as a signed 64-bit
+integer, never wraps.
 
-Noise modes of the server (``noise=``): ``"discrete_gaussian"`` (exact
-discrete Gaussian on the fixed-point integers, sigma scaled by
-``2**scale_bits``), ``"gaussian"`` (continuous Gaussian, rounded to the
-grid: post-processing of the continuous mechanism on the real values),
-``"laplace"`` (rounded, for the SuLloyd baseline) and ``None`` (no noise,
-non-private).  Noise comes from :class:`pyfkm.privacy.NoiseStream` in its
-secure ChaCha20 mode keyed by the server's noise key, one independent stream
-per (round, segment tag).
-
-Security model: honest-but-curious server and clients that do not collude
-with it; every roster client takes part in every round (a missing message
-makes the server raise, never return a wrong sum).
+Noise.  Private fits use *distributed* discrete Gaussian noise: each client
+adds its share (:func:`client_noise`, scale ``sigma / sqrt(threshold)``)
+from a ChaCha20 stream under a fresh OS key; no party holds the noise and
+neither the server nor fewer than ``threshold`` clients can remove it (the
+guarantee and its accounting are in ``docs/threat_model.md``).  The
+server's own noise modes (``noise="gaussian"`` or ``"laplace"`` of
+:class:`MsaServer`) serve the trusted-curator baselines only.
 """
 import dataclasses
 import hashlib
