@@ -1,11 +1,16 @@
 """CPU time per DPFederatedKMeans iteration, masking and noise included.
 
 One iteration = every client's assignment and radius-bounded relative sums,
-fixed-point encoding and masking (ChaCha20 pairwise + output masks), all
-messages serialized to bytes and parsed, the server's sum and discrete
-Gaussian noise (ChaCha20 stream), every client's unmasking and the centroid
-update.  Measured as (fit with T2 iterations - fit with T1 iterations) /
-(T2 - T1), so key agreement and initialization are excluded; CPU time
+then one secure-aggregation round: every client draws a fresh round key and
+self seed and Shamir-shares them with the others (X25519, HKDF,
+ChaCha20-Poly1305), fixed-point encodes its sums, adds its share of the
+distributed discrete Gaussian noise (ChaCha20 stream under a fresh OS key)
+and masks them (self, pairwise and output ChaCha20 streams, HMAC tag); the
+server checks the tags, reconstructs the self seeds from the unmask answers
+and removes the self masks; every client removes the output masks and
+updates the centroids.  All messages are serialized to bytes and parsed.
+Measured as (fit with T2 iterations - fit with T1 iterations) / (T2 - T1),
+so key agreement and initialization are excluded; CPU time
 (``time.process_time``), one thread, median of repeats, all in-process
 (no network).
 
@@ -23,8 +28,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from pyfkm.federated import DPFederatedKMeans, _LocalData, _update_centers, step_radius
-from pyfkm.secagg._messages import RoundMessage
-from pyfkm.secagg._msa import AggregateMessage, MaskedVectorMessage, setup_msa
+from pyfkm.secagg._messages import InputRequest, RoundMessage, ShareBundle, ShareMessage
+from pyfkm.secagg._msa import client_noise, encoding_limit, msa_round, setup_msa
 
 
 def data(n, d, k, seed=0):
@@ -59,41 +64,60 @@ def median_time(f, repeats):
     return float(np.median(ts))
 
 
+def _open_round(server, clients):
+    """Steps 1-2 of a round (key sharing); the input request."""
+    r = RoundMessage.from_bytes(server.start_round().to_bytes())
+    for c in clients:
+        server.receive_shares(ShareMessage.from_bytes(c.share_keys(r).to_bytes()))
+    for c in clients:
+        c.receive_shares(ShareBundle.from_bytes(server.bundle(c.client_id).to_bytes()))
+    return InputRequest.from_bytes(server.request_inputs().to_bytes())
+
+
 def breakdown(n=10_000, d=10, k=10, L=2, reps=200):
     X = data(n, d, k)
     local = [_LocalData(a) for a in np.array_split(X, L)]
     C = np.random.default_rng(1).uniform(-0.7, 0.7, (k, d))
     eta = step_radius(1, k, d)
     vecs = [c.stats(C, eta, True) for c in local]
-    server, msa = setup_msa(L, k * d + k, random_state=0)
+    n_words = k * d + k
+    server, msa = setup_msa(L, n_words)
     seg = ((k * d, 20.0, b"SUM"), (k, 5.0, b"CNT"))
+    threshold = server.roster().threshold
+    limit = encoding_limit(2 * L)
 
     def stats():
         for c in local:
             c.stats(C, eta, True)
 
     def protocol():
-        r = RoundMessage.from_bytes(server.start_round().to_bytes())
-        for c, v in zip(msa, vecs):
-            server.receive(MaskedVectorMessage.from_bytes(c.respond(r, v).to_bytes()))
-        agg = AggregateMessage.from_bytes(server.finish_round(seg).to_bytes())
-        return [c.unmask(agg) for c in msa]
+        return msa_round(server, msa, vecs, noise=seg)[0]
 
-    out = protocol()[0]
+    out = protocol()
 
     def update():
         _update_centers(C, out[:k * d].reshape(k, d), out[k * d:], eta, True, (-1, 1), "fold")
 
+    def key_sharing():
+        _open_round(server, msa)
+
     def noise_only():
-        server._noise_words(1, seg)
+        for _ in msa:
+            client_noise(seg, n_words, threshold, 16, 1, limit)
+
+    # masks of an open round of a second run (mask() is a pure function of
+    # the round's keys)
+    mserver, mclients = setup_msa(L, n_words)
+    mreq = _open_round(mserver, mclients)
 
     def masks_only():
-        for c in msa:
-            c.mask(1)
+        for c in mclients:
+            c.mask(mreq.round)
 
     parts = {"client stats (assign + radius + sums), all clients": stats,
-             "MSA round (encode, mask, bytes, sum, noise, unmask)": protocol,
-             "  of which: server noise": noise_only,
+             "MSA round (keys, shares, encode, noise, mask, bytes, unmask)": protocol,
+             "  of which: key sharing (steps 1-2)": key_sharing,
+             "  of which: noise shares (all clients)": noise_only,
              "  of which: mask streams (all clients)": masks_only,
              "centroid update (clip + fold)": update}
     return {name: median_time(f, reps) for name, f in parts.items()}
@@ -104,7 +128,8 @@ def main(quick=False):
     reps = 3 if quick else 5
     rows = []
     with threadpool_limits(1):
-        print("CPU ms per iteration (median of %d), epsilon=1, discrete Gaussian noise" % reps)
+        print(f"CPU ms per iteration (median of {reps}), epsilon=1, distributed discrete "
+              "Gaussian noise")
         print(f"{'n':>7} {'d':>3} {'k':>3} {'clients':>7} {'ms/iter':>8}")
         for n in ns:
             for d in (2, 10, 50):
@@ -113,12 +138,12 @@ def main(quick=False):
                         ms = 1e3 * per_iteration(n, d, k, L, reps)
                         rows.append((n, d, k, L, ms))
                         print(f"{n:>7} {d:>3} {k:>3} {L:>7} {ms:>8.3f}", flush=True)
-        target = [r for r in rows if r[:4] == (10_000, 10, 10, 2)][0][4]
+        target = next(r for r in rows if r[:4] == (10_000, 10, 10, 2))[4]
         print(f"\ntarget n=1e4, d=10, k=10, 2 clients: {target:.3f} ms/iteration "
               f"(goal < 1 ms; reference FastLloyd ~4.5 ms)")
         print("\nbreakdown of the target configuration (CPU ms, median):")
         for name, s in breakdown().items():
-            print(f"  {name:<56} {1e3 * s:7.3f}")
+            print(f"  {name:<62} {1e3 * s:7.3f}")
     return rows
 
 

@@ -5,6 +5,12 @@ Oracles: a plain numpy implementation of the same algorithm written here
 mechanism's delta formula (Balle & Wang 2018, Thm. 8) with scipy, and
 hand-computed radii.  ``epsilon=math.inf`` is the documented way to turn the
 noise off (the fit is then not private).
+
+``random_state`` seeds the initialization only: keys and the private mode's
+distributed noise come from the OS, so a private fit is not reproducible
+and its tests check what holds for every draw (the same start and budget
+for the same seed, noise scales at the call sites, bounds with a large
+margin); noise-free fits are reproducible and compared exactly.
 """
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -14,8 +20,15 @@ import pytest
 from scipy.stats import norm
 
 from pyfkm.exceptions import InvalidInputError, NotFittedError
-from pyfkm.federated import (DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd,
-                             fold_into_bounds, sphere_packing_init, step_radius)
+from pyfkm.federated import (
+    DPFederatedKMeans,
+    FederatedLloyd,
+    GLloyd,
+    SuLloyd,
+    fold_into_bounds,
+    sphere_packing_init,
+    step_radius,
+)
 
 
 def blobs(seed=0, n=240, d=3, k=3, spread=0.12):
@@ -32,7 +45,7 @@ def split(X, parts=2, seed=0):
 
 # ------------------------------------------------------------ errors first
 
-GOOD = dict(n_clusters=2, epsilon=1.0)
+GOOD = {"n_clusters": 2, "epsilon": 1.0}
 
 
 @pytest.mark.parametrize("bad", [
@@ -171,11 +184,19 @@ def test_noiseless_fit_equals_numpy_reference(seed, k, d, parts):
 
 
 def test_executor_gives_the_same_fit():
+    # without noise a fit is a function of the data and the seed: the same
+    # with the clients' steps on a thread pool (the noise of a private fit
+    # comes from the OS and differs from fit to fit, see below)
     X = blobs(5)
-    a = DPFederatedKMeans(3, epsilon=0.5, random_state=9).fit(split(X, 3))
-    with ThreadPoolExecutor(2) as ex:
-        b = DPFederatedKMeans(3, epsilon=0.5, random_state=9, executor=ex).fit(split(X, 3))
-    assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
+    fits = []
+    for make in (lambda ex: DPFederatedKMeans(3, epsilon=math.inf, random_state=9, executor=ex),
+                 lambda ex: FederatedLloyd(3, max_iter=5, random_state=9, executor=ex)):
+        a = make(None).fit(split(X, 3))
+        with ThreadPoolExecutor(2) as ex:
+            b = make(ex).fit(split(X, 3))
+        assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
+        fits.append(a.cluster_centers_)
+    assert not np.array_equal(*fits)
 
 
 def test_federated_lloyd_matches_numpy_lloyd():
@@ -191,11 +212,65 @@ def test_federated_lloyd_matches_numpy_lloyd():
 
 # ------------------------------------------------------------ noise and seeds
 
-def test_same_seed_same_fit_different_seed_different_fit():
+def test_federated_lloyd_same_seed_same_fit_different_seed_different_fit():
+    # no noise: the seed (through the sphere-packing start) fixes the fit
     X = blobs(11)
-    f = lambda s: DPFederatedKMeans(3, epsilon=1.0, random_state=s).fit(split(X)).cluster_centers_
+    f = lambda s: FederatedLloyd(3, max_iter=2, random_state=s).fit(split(X)).cluster_centers_
     assert np.array_equal(f(4), f(4))
     assert not np.array_equal(f(4), f(5))
+
+
+class _FitSpy:
+    """Records, per fit, the centers each client's first local step starts
+    from and the decoded (noisy) sums of every round."""
+
+    def __init__(self, monkeypatch):
+        import pyfkm.federated as F
+        self.starts, self.sums = [], []
+        orig_stats, orig_round = F._LocalData.stats, F.msa_round
+        spy = self
+
+        def stats(self, centers, *args):
+            spy.starts.append(np.array(centers))
+            return orig_stats(self, centers, *args)
+
+        def msa_round(*args, **kwargs):
+            out = orig_round(*args, **kwargs)
+            spy.sums.append(out[0].copy())
+            return out
+
+        monkeypatch.setattr(F._LocalData, "stats", stats)
+        monkeypatch.setattr(F, "msa_round", msa_round)
+
+    def fit(self, make, clients):
+        self.starts.clear()
+        self.sums.clear()
+        km = make().fit(clients)
+        return km, self.starts[0], list(self.sums)
+
+
+def test_dp_same_seed_same_start_and_budget_independent_noise(monkeypatch):
+    # random_state seeds the initialization only: two private fits with the
+    # same seed start from the same centers and spend the same budget, but
+    # their noise is drawn independently (from the OS), so the first
+    # round's decoded sums -- the same clients' sums from the same start,
+    # plus noise -- differ
+    X = blobs(11)
+    spy = _FitSpy(monkeypatch)
+    make = lambda s: (lambda: DPFederatedKMeans(3, epsilon=1.0, random_state=s))
+    a, start_a, sums_a = spy.fit(make(4), split(X))
+    b, start_b, sums_b = spy.fit(make(4), split(X))
+    _, start_c, _ = spy.fit(make(5), split(X))
+    assert np.array_equal(start_a, start_b) and not np.array_equal(start_a, start_c)
+    assert a.privacy_ == b.privacy_ and a.accountant_.spent() == b.accountant_.spent()
+    assert len(sums_a) == len(sums_b) == a.n_iter_
+    assert not np.array_equal(sums_a[0], sums_b[0])
+    assert not np.array_equal(a.cluster_centers_, b.cluster_centers_)
+    # without noise the same seed gives the same sums
+    make_clean = lambda: DPFederatedKMeans(3, epsilon=math.inf, random_state=4)
+    _, _, clean_a = spy.fit(make_clean, split(X))
+    _, _, clean_b = spy.fit(make_clean, split(X))
+    assert all(np.array_equal(u, v) for u, v in zip(clean_a, clean_b))
 
 
 @pytest.mark.parametrize("noise", ["discrete_gaussian", "gaussian"])
@@ -211,16 +286,50 @@ def test_noise_changes_the_fit_and_differs_across_iterations(noise):
     assert not np.allclose(clean.cluster_centers_, noisy.cluster_centers_, atol=1e-3)
 
 
-def test_noise_streams_differ_across_rounds_at_the_server():
-    from pyfkm.secagg._msa import setup_msa
-    server, (a, b) = setup_msa(2, 6, noise="discrete_gaussian", random_state=3)
+@pytest.mark.parametrize("where", ["clients", "server"])
+def test_noise_differs_across_rounds(where):
+    # distributed noise (the clients' shares) and the baselines' server
+    # noise are both fresh every round
+    from pyfkm.secagg._msa import msa_round, setup_msa
+    seg = ((4, 1.0, b"SUM"), (2, 1.0, b"CNT"))
+    server, clients = setup_msa(2, 6, noise=None if where == "clients" else "gaussian")
     outs = []
     for _ in range(3):
-        r = server.start_round()
-        for c in (a, b):
-            server.receive(c.respond(r, np.zeros(6)))
-        outs.append(a.unmask(server.finish_round([(4, 1.0, b"SUM"), (2, 1.0, b"CNT")])))
+        kw = {"noise": seg} if where == "clients" else {"server_noise": seg}
+        outs.append(msa_round(server, clients, [np.zeros(6)] * 2, **kw)[0])
     assert len({o.tobytes() for o in outs}) == 3
+
+
+def _spy_servers(monkeypatch):
+    import pyfkm.federated as F
+    servers = []
+    orig = F.setup_msa
+
+    def setup(*args, **kwargs):
+        out = orig(*args, **kwargs)
+        servers.append(out[0])
+        return out
+
+    monkeypatch.setattr(F, "setup_msa", setup)
+    return servers
+
+
+def test_private_fit_server_holds_no_noise_key(monkeypatch):
+    # the private mode's noise is the clients': the server has no noise key
+    # and adds nothing (it could not remove what it never knew); the
+    # trusted-curator baselines keep server noise under a server key
+    servers = _spy_servers(monkeypatch)
+    X = blobs(21)
+    DPFederatedKMeans(3, epsilon=1.0, random_state=0).fit(split(X))
+    GLloyd(3, epsilon=1.0, noise="discrete_gaussian", random_state=0).fit(split(X))
+    GLloyd(3, epsilon=1.0, random_state=0).fit(split(X))
+    SuLloyd(3, epsilon=1.0, random_state=0).fit(split(X))
+    DPFederatedKMeans(3, epsilon=1.0, noise="gaussian", random_state=0).fit(split(X))
+    dp, g_dist, g, su, dp_gauss = servers
+    for srv in (dp, g_dist):
+        assert srv._noise_key is None and srv.noise is None
+    assert g.noise == "gaussian" and su.noise == "laplace" and dp_gauss.noise == "gaussian"
+    assert all(len(srv._noise_key) == 32 for srv in (g, su, dp_gauss))
 
 
 # ------------------------------------------------------------ privacy budget
@@ -366,29 +475,42 @@ def test_baseline_noise_scales_follow_their_formulas(monkeypatch):
 
 
 def test_fastlloyd_noise_per_iteration_scales_with_the_radius(monkeypatch):
+    # the private mode's noise is distributed: capture the segments each
+    # client's share is drawn for (pyfkm.secagg._msa.client_noise) and the
+    # server's (none), and compare with FastLloyd's formulas written out here
     import pyfkm.secagg._msa as M
     from pyfkm.privacy import calibrate_analytic_gaussian
-    seen = []
-    orig = M.MsaServer.finish_round
+    shares, at_server = [], []
+    orig_noise, orig_finish = M.client_noise, M.MsaServer.finish_round
+
+    def client_noise(segments, n_words, threshold, *args):
+        shares.append((tuple(segments), n_words, threshold))
+        return orig_noise(segments, n_words, threshold, *args)
 
     def finish(self, segments=()):
-        seen.append(tuple(segments))
-        return orig(self, segments)
+        at_server.append(tuple(segments))
+        return orig_finish(self, segments)
 
+    monkeypatch.setattr(M, "client_noise", client_noise)
     monkeypatch.setattr(M.MsaServer, "finish_round", finish)
-    n, d, k, eps, delta, T, alpha = 300, 4, 3, 0.8, 1e-5, 4, 0.8
+    n, d, k, eps, delta, T, alpha, L = 300, 4, 3, 0.8, 1e-5, 4, 0.8, 3
     DPFederatedKMeans(k, epsilon=eps, delta=delta, max_iter=T, random_state=0).fit(
-        split(blobs(19, n=n, d=d, k=k)))
+        split(blobs(19, n=n, d=d, k=k), L))
     s = calibrate_analytic_gaussian(eps, delta) * math.sqrt(T)
     g = math.sqrt(1 + math.sqrt(4 * d))
     diag = 2 * math.sqrt(d)
-    for t, (sum_seg, cnt_seg) in enumerate(seen):
+    assert len(shares) == T * L and at_server == [()] * T
+    for t in range(T):
         eta = diag / 2 if t == 0 else alpha * diag / (2 * k ** (1 / d))
-        assert sum_seg[:1] == (k * d,) and cnt_seg[:1] == (k,)
-        assert sum_seg[1] == pytest.approx(s * g / (4 * d) ** 0.25 * (eta + math.sqrt(d) * 2.0 ** -16))
-        assert cnt_seg[1] == pytest.approx(s * g)
-        assert sum_seg[2] != cnt_seg[2]
-    assert len(seen) == T
+        for (sum_seg, cnt_seg), n_words, threshold in shares[t * L:(t + 1) * L]:
+            # each client adds sigma**2 / threshold: the threshold is the
+            # run's (a strict majority of the L clients)
+            assert n_words == k * d + k and threshold == L // 2 + 1
+            assert sum_seg[:1] == (k * d,) and cnt_seg[:1] == (k,)
+            assert sum_seg[1] == pytest.approx(
+                s * g / (4 * d) ** 0.25 * (eta + math.sqrt(d) * 2.0 ** -16))
+            assert cnt_seg[1] == pytest.approx(s * g)
+            assert sum_seg[2] != cnt_seg[2]
 
 
 def test_noise_beyond_the_discrete_sampler_range_is_refused_first():
