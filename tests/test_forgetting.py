@@ -23,6 +23,7 @@ import pyfkm
 import pyfkm.mufc as mufc
 from pyfkm import FederatedKMeans, ModelFileError, PyfkmError, RemovableSeeding
 from pyfkm._core import _seeding
+from pyfkm.exceptions import ProtocolError
 
 from _forensics import patterns, search_file, search_object, search_pickle
 from test_mufc_server import _save_arrays as _read, _write
@@ -410,28 +411,33 @@ def _failing(real, at):
 
 
 @pytest.mark.parametrize("secure", [True, False])
-@pytest.mark.parametrize("stage", ["removal", "round", "play", "finish", "server", "lloyd"])
+@pytest.mark.parametrize("stage", ["removal", "round", "share", "share-next", "play",
+                                   "finish", "server", "lloyd"])
 @pytest.mark.parametrize("what", ["center", "point", "client"])
 def test_a_failed_removal_changes_nothing(monkeypatch, secure, stage, what):
     """An injected failure at each stage of a removal (the client's local
-    step, the secure round and its decoding, the server update and its
-    Lloyd runs) leaves the model as a twin that never tried: the same
-    removal then gives the same model on both."""
+    step, the secure round: its offline key sharing, before the round or
+    for the next one after it, its inputs and its decoding; the server
+    update and its Lloyd runs) leaves the model as a twin that never tried:
+    the same removal then gives the same model on both."""
     a, b = _fit(11, secure=secure), _fit(11, secure=secure)
     ids = {"center": [_center_id(a, 1)], "point": [_non_center_id(a, 1)]}.get(what)
-    targets = {"removal": (mufc.MufcClient, "_removal"),
-               "round": (type(a._agg), "round"),
-               "play": (mufc._SecureAggregator, "_play"),
-               "finish": (pyfkm.secagg.ScmaServer, "finish_round"),
-               "server": (mufc.MufcServer, "update"),
-               "lloyd": (mufc, "_lloyd_run")}
-    owner, name = targets[stage]
-    if not secure and stage in ("play", "finish"):
-        owner, name = mufc._ClearAggregator, "round"
+    trip = pyfkm.secagg.RoundTrip
+    targets = {"removal": (mufc.MufcClient, "_removal", 1),
+               "round": (type(a._agg), "round", 1),
+               "share": (trip, "share", 1),
+               "share-next": (trip, "share", 2),
+               "play": (trip, "inputs", 1),
+               "finish": (pyfkm.secagg.ScmaServer, "finish_round", 1),
+               "server": (mufc.MufcServer, "update", 1),
+               "lloyd": (mufc, "_lloyd_run", 1)}
+    owner, name, at = targets[stage]
+    if not secure and stage in ("share", "share-next", "play", "finish"):
+        owner, name, at = mufc._ClearAggregator, "round", 1
     if what == "client" and stage == "removal":
         owner, name = mufc.FederatedKMeans, "_update"
     before = [x.copy() for x in _state(a)]
-    monkeypatch.setattr(owner, name, _failing(getattr(owner, name), 1))
+    monkeypatch.setattr(owner, name, _failing(getattr(owner, name), at))
     with pytest.raises(_Boom):
         a.remove_clients([1]) if what == "client" else a.remove(1, ids)
     monkeypatch.undo()
@@ -462,21 +468,30 @@ def test_a_failed_refit_keeps_the_fitted_model(tmp_path):
     np.testing.assert_array_equal(FederatedKMeans.load(tmp_path / "m.npz").predict(X), labels)
 
 
-def test_a_failed_executor_task_keeps_the_fitted_model():
+@pytest.mark.parametrize("secure", [True, False])
+def test_a_failed_executor_task_keeps_the_fitted_model(secure):
+    """A client whose task fails is dropped; with 2 clients and threshold 2
+    too few survive, the fit raises and the fitted model stays (the dropout
+    path itself: tests/test_mufc_dropouts.py)."""
     from concurrent.futures import ThreadPoolExecutor
-    m = _fit(4)
+    m = _fit(4, secure=secure)
     before = [x.copy() for x in _state(m)]
     with ThreadPoolExecutor(2) as ex:
-        m.set_params(executor=ex)
+        m.set_params(executor=ex, threshold=2)
         real = mufc._fit_client_task
-        mufc._fit_client_task = _failing(real, 3)
+        mufc._fit_client_task = _failing(real, 2)
         try:
-            with pytest.raises(_Boom):
-                m.fit(_clients(5))
+            with pytest.raises(ProtocolError, match="threshold|dropout|survive"), \
+                    pytest.warns(RuntimeWarning, match="dropped from the round"):
+                m.fit(_clients(5, sizes=(60, 50)))
         finally:
             mufc._fit_client_task = real
     for x, y in zip(before, _state(m)):
         np.testing.assert_array_equal(x, y)
+    assert m.dropped_clients_ == () and len(m._clients) == 4
+    m.set_params(executor=None, threshold=None)
+    _assert_same(m, _fit(4, secure=secure))
+    m.remove(0, [3])                          # and it goes on working
 
 
 # -- threads -------------------------------------------------------------------
@@ -580,8 +595,14 @@ def test_secure_clients_keep_no_vector_of_replaced_rounds():
     bins, counts = m._clients[1].sparse_counts()
     np.testing.assert_array_equal(sent[0], bins)
     np.testing.assert_array_equal(sent[1], counts)
+    old_roles = dict(m._agg.roles)
     m.remove_clients([1])
-    assert m._agg.roles[1]._data is None and m._agg.roles[1]._answered == {}
+    # the departure runs a new secure run over the others: the departed
+    # client has no role in it, and every role of the old run dropped its
+    # data (the departed one's included)
+    assert 1 not in m._agg.roles and sorted(m._agg.roles) == [0, 2, 3]
+    assert old_roles[1]._data is None and old_roles[1]._answered == {}
+    assert all(r._data is None and r._answered == {} for r in old_roles.values())
 
 
 @pytest.mark.parametrize("fail", ["savez", "fsync", "replace"])
@@ -706,19 +727,22 @@ def test_departed_clients_cost_no_key_agreement_on_load(tmp_path):
 
 
 def test_a_failed_fit_leaves_a_user_generator_unchanged():
+    """A fit that raises (here: one of 2 clients fails, below threshold 2)
+    spawns no child of the user's generator."""
     from concurrent.futures import ThreadPoolExecutor
     gen, twin = np.random.default_rng(3), np.random.default_rng(3)
-    m = FederatedKMeans(3, n_init=2, random_state=gen, server_points="centers")
+    m = FederatedKMeans(3, n_init=2, random_state=gen, server_points="centers", threshold=2)
+    data = _clients(1, sizes=(60, 50))
     with ThreadPoolExecutor(2) as ex:
         real = mufc._fit_client_task
         mufc._fit_client_task = _failing(real, 2)
         try:
-            with pytest.raises(_Boom):
-                m.set_params(executor=ex).fit(_clients(1))
+            with pytest.raises(ProtocolError), pytest.warns(RuntimeWarning):
+                m.set_params(executor=ex).fit(data)
         finally:
             mufc._fit_client_task = real
-    m.set_params(executor=None).fit(_clients(1))
-    ref = FederatedKMeans(3, n_init=2, random_state=twin, server_points="centers").fit(_clients(1))
+    m.set_params(executor=None).fit(data)
+    ref = FederatedKMeans(3, n_init=2, random_state=twin, server_points="centers").fit(data)
     _assert_same(m, ref)
     assert gen.bit_generator.seed_seq.n_children_spawned == \
         twin.bit_generator.seed_seq.n_children_spawned

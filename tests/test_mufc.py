@@ -52,26 +52,54 @@ def test_secure_and_clear_give_the_same_model(server_points):
     assert np.array_equal(a.aggregate_counts_, b.aggregate_counts_)
 
 
-def test_removals_use_short_difference_rounds_and_match_the_clear_model():
-    # L = 10 clients, K = 4: M = 40 aggregate bins; a one-client change fits
-    # a difference round of 2 K = 8 bins (16 syndromes instead of 80, plus the
-    # same headers), so a removal sends about a third of the fit's bytes; the
-    # models stay equal to the clear aggregation's.
+def _record_inputs(monkeypatch):
+    """Record the size in bytes of every masked input (SyndromeMessage) the
+    clients send, by round: ``{round: [bytes, ...]}``."""
+    from pyfkm import secagg
+    sent = {}
+    real = secagg.ScmaClient.respond
+
+    def respond(self, req):
+        msg = real(self, req)
+        sent.setdefault(req.round, []).append(len(msg.to_bytes()))
+        return msg
+    monkeypatch.setattr(secagg.ScmaClient, "respond", respond)
+    return sent
+
+
+def test_removals_use_short_difference_rounds_and_match_the_clear_model(monkeypatch):
+    # L = 10 clients, K = 4: M = 40 aggregate bins, a full input is 2 M = 80
+    # syndromes (+ 1 check word).  A one-client change fits a difference
+    # round sized for the bins that changed (at most 2 K = 8: 16 syndromes
+    # plus the hashed layout's rows), so every input of a removal is less
+    # than a third of a fit's input (the same headers).  The whole round's
+    # bytes also count key shares and unmask answers, which do not shrink:
+    # the comparison is on the inputs.  The models stay equal to the clear
+    # aggregation's.
+    sent = _record_inputs(monkeypatch)
     clients = gaussian_clients(np.random.default_rng(11), L=10)
     a = FederatedKMeans(4, server_points="centers", secure=True, random_state=5).fit(clients)
     b = FederatedKMeans(4, server_points="centers", secure=False, random_state=5).fit(clients)
+    (fit_inputs,) = sent.values()
+    assert len(fit_inputs) == 10 and len(set(fit_inputs)) == 1
+    full = fit_inputs[0]
     center = int(a._clients[3]._seeding.center_ids_[0])
     for client, ids in [(0, [1]), (3, [center]), (5, [0, 2, 4, 6]), (0, [3])]:
+        sent.clear()
         ra = a.remove(client, ids)
         b.remove(client, ids)
-        assert ra.incremental_decode
-        assert 0 < ra.bytes_sent < a.bytes_sent_ / 2
+        assert ra.incremental_decode and ra.bytes_sent > 0
+        (inputs,) = sent.values()             # one round: no fallback to a full one
+        assert len(inputs) == 10
+        assert max(inputs) < full / 3, (inputs, full)
         assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
         assert np.array_equal(a.aggregate_bins_, b.aggregate_bins_)
         assert np.array_equal(a.aggregate_counts_, b.aggregate_counts_)
-    ra = a.remove_clients([7])       # full round
+    sent.clear()
+    ra = a.remove_clients([7])       # a new run: a full round (sized for 9 clients)
     b.remove_clients([7])
-    assert ra.bytes_sent > a.bytes_sent_ / 2
+    (inputs,) = sent.values()
+    assert len(inputs) == 9 and min(inputs) > full * 0.8
     a.remove(2, [5])
     b.remove(2, [5])
     assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
