@@ -1,18 +1,21 @@
 """Tests of the pyfkm.secagg wire format: to_bytes / from_bytes of every
-message type (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage).
+message type (KeyMessage, RosterMessage, RoundMessage, ShareMessage,
+ShareBundle, InputRequest, SyndromeMessage, UnmaskRequest, UnmaskMessage).
 
 Expected behaviour comes from the contract: messages are frozen dataclasses
 compared by fields; ``from_bytes(to_bytes(m)) == m``; ``from_bytes`` raises
 only :class:`MessageFormatError` on malformed bytes (bad magic, version or
-type, truncated, trailing bytes, inconsistent lengths, values >= p).  Fuzzing
-uses Hypothesis, derandomized: random bytes, every truncation of valid
-messages, trailing bytes, and single- and multi-byte mutations of valid
-messages.  A mutation that still parses must describe exactly the bytes it
-came from (``to_bytes`` gives the mutated bytes back): the encoding has one
-valid spelling per message, so "strict checks" leave no unchecked byte.
+type, truncated, trailing bytes, inconsistent lengths, values >= p, ids or
+kinds out of range).  Fuzzing uses Hypothesis, derandomized: random bytes,
+every truncation of valid messages, trailing bytes, and single- and
+multi-byte mutations of valid messages.  A mutation that still parses must
+describe exactly the bytes it came from (``to_bytes`` gives the mutated
+bytes back): the encoding has one valid spelling per message, so "strict
+checks" leave no unchecked byte.
 
 Valid messages come from real runs (tests/test_secagg.py checks their
-contents); nothing expected here is computed by pyfkm.secagg.
+contents), one of them with a dropout so that unmask answers carry both
+kinds of share; nothing expected here is computed by pyfkm.secagg.
 """
 import dataclasses
 import functools
@@ -25,6 +28,7 @@ from hypothesis import strategies as st
 from pyfkm.exceptions import InvalidInputError
 from pyfkm.field import DEFAULT_PRIME
 from pyfkm.secagg import (
+    InputRequest,
     KeyMessage,
     MessageFormatError,
     ProtocolError,
@@ -33,18 +37,24 @@ from pyfkm.secagg import (
     ScmaClient,
     ScmaParams,
     ScmaServer,
+    ShareBundle,
+    ShareMessage,
     SyndromeMessage,
+    UnmaskMessage,
+    UnmaskRequest,
 )
+from pyfkm.secagg._messages import SHARE_CT_BYTES
 
 P = DEFAULT_PRIME
-CLASSES = (KeyMessage, RosterMessage, RoundMessage, SyndromeMessage)
+CLASSES = (KeyMessage, RosterMessage, RoundMessage, ShareMessage, ShareBundle, InputRequest,
+           SyndromeMessage, UnmaskRequest, UnmaskMessage)
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-def _run(params, ids, seed):
-    server = ScmaServer(params)
-    clients = {i: ScmaClient(i, random_state=100 * seed + k) for k, i in enumerate(ids)}
+def _run(params, ids, degree=0):
+    server = ScmaServer(params, degree=degree)
+    clients = {i: ScmaClient(i) for i in ids}
     keys = []
     for c in clients.values():
         km = c.key_message(params.run_id)
@@ -58,27 +68,44 @@ def _run(params, ids, seed):
 
 @functools.lru_cache(maxsize=None)
 def valid_messages():
-    """A few valid messages of every type (index and hashed mode, small and large p)."""
+    """A few valid messages of every type (index and hashed mode, small and
+    large p, a difference round, a dropout, a sparse graph)."""
     out = []
     rng = np.random.default_rng(5)
-    for (d, B, M, p, seed, ids) in [
-        (3, 7, 4, P, 1, (0, 1, 2)),               # index
-        (10, 173, 3, P, 2, (4, 9)),               # hashed, 2 payload rows
-        (2, 5, 2, 101, 3, (0, 1, 2, 3)),          # index, tiny p
-        (3, 2000, 2, 2**31 - 1, 4, (1, 3, 8)),    # hashed, p < 2**31
+    for (d, B, M, p, ids, degree, silent, dn) in [
+        (3, 7, 4, P, (0, 1, 2), 0, (), 0),                 # index
+        (10, 173, 3, P, (4, 9), 0, (), 0),                 # hashed, 2 payload rows
+        (2, 5, 2, 101, (0, 1, 2, 3), 0, (2,), 0),          # index, tiny p, a dropout
+        (3, 2000, 2, 2**31 - 1, (1, 3, 8), 0, (), 1),      # hashed, p < 2**31, difference
+        (2, 9, 3, P, tuple(range(0, 14, 2)), 2, (4,), 0),  # a ring of degree 2, a dropout
     ]:
-        params = ScmaParams.create(d, B, M, modulus=p, random_state=seed)
-        server, clients, keys, roster = _run(params, ids, seed)
+        params = ScmaParams.create(d, B, M, modulus=p)
+        server, clients, keys, roster = _run(params, ids, degree)
         out += keys[:2]
         out.append(roster)
-        rm = server.start_round()
-        out.append(rm)
+        # every client draws from M bins: the aggregate decodes
+        pool = np.unique(rng.integers(0, B, size=(M, d)), axis=0)
         for i in ids:
-            k = int(rng.integers(0, M + 1))
-            bins = rng.integers(0, B, size=(k, d))
-            bins = np.unique(bins, axis=0)
-            clients[i].set_data(bins, np.ones(len(bins), dtype=np.int64))
-        out += [clients[i].respond(rm) for i in ids[:2]]
+            k = int(rng.integers(0, len(pool) + 1))
+            clients[i].set_data(pool[rng.permutation(len(pool))[:k]], np.ones(k, dtype=np.int64))
+        for rnd in range(2 if dn else 1):    # the difference round: no change
+            rm = server.start_round()
+            shares = [clients[i].share_keys(rm) for i in ids]
+            for m in shares:
+                server.receive_shares(m)
+            bundles = [server.bundle(i) for i in ids]
+            for i, b in zip(ids, bundles):
+                clients[i].receive_shares(b)
+            req = server.request_inputs(dn if rnd else 0)
+            syn = [clients[i].respond(req) for i in ids if i not in silent]
+            for m in syn:
+                server.receive(m)
+            ur = server.unmask_request()
+            answers = [clients[i].unmask(ur) for i in ur.survivors]
+            for m in answers:
+                server.receive_unmask(m)
+            server.finish_round()
+        out += [rm] + shares[:2] + bundles[:2] + [req] + syn[:2] + [ur] + answers[:2]
     return tuple(out)
 
 
@@ -189,6 +216,59 @@ def test_syndrome_values_not_reduced_rejected():
             assert int(back.payload[k]) == p - 1
 
 
+def test_dropout_round_messages_check_their_fields():
+    # what the constructors refuse (messages built in memory) ...
+    run, key, ct, tag = bytes(16), bytes(32), bytes(SHARE_CT_BYTES), bytes(16)
+    bad = [
+        lambda: ShareMessage(run, 1, 3, key, key, (3,), (ct,)),          # sender a holder
+        lambda: ShareMessage(run, 1, 3, key, key, (1, 2), (ct,)),        # one ct per holder
+        lambda: ShareMessage(run, 1, 3, key, key, (2, 1), (ct, ct)),     # not increasing
+        lambda: ShareMessage(run, 1, 3, key, key, (1,), (ct[:-1],)),     # short ciphertext
+        lambda: ShareMessage(run, 1, 3, key[:31], key, (), ()),          # short key
+        lambda: ShareMessage(run, 1, 3, key, key, (), (), tag[:15]),     # short tag
+        lambda: ShareMessage(run, 0, 3, key, key, (), ()),               # round 0
+        lambda: ShareMessage(run, 1, 2**32 - 1, key, key, (), ()),       # the server's id
+        lambda: ShareBundle(run, 1, 0, (0, 1), (2,), (key,), (ct,)),     # owner not a sharer
+        lambda: ShareBundle(run, 1, 0, (0, 1), (0,), (key,), (ct,)),     # recipient as owner
+        lambda: ShareBundle(run, 1, 0, (), (), (), ()),                  # no sharers
+        lambda: ShareBundle(run, 1, 0, (0, 1), (1,), (), (ct,)),         # one key per owner
+        lambda: InputRequest(run, 0),
+        lambda: InputRequest(run, 3, 1, 3),                              # base not before
+        lambda: UnmaskRequest(run, 1, ()),                               # no survivors
+        lambda: UnmaskRequest(run, 1, (2, 1)),
+        lambda: UnmaskMessage(run, 1, 0, (1,), (2,), (bytes(33),)),      # kind 2
+        lambda: UnmaskMessage(run, 1, 0, (1,), (True,), (bytes(33),)),   # kind a bool
+        lambda: UnmaskMessage(run, 1, 0, (1,), (0,), (bytes(32),)),      # short share
+        lambda: UnmaskMessage(run, 1, 0, (1, 2), (0,), (bytes(33),)),
+        lambda: UnmaskMessage(run, 1, 0, (), (), ()),                    # nothing revealed
+    ]
+    for make in bad:
+        with pytest.raises(InvalidInputError):
+            make()
+    # ... is refused on the wire too: a kind byte of 2, the server's id as a
+    # sender or recipient, an owner count beyond the bytes present
+    answer = next(m for m in valid_messages() if isinstance(m, UnmaskMessage))
+    data = bytearray(answer.to_bytes())
+    data[44 + 4 + 4] = 2                                     # first item's kind
+    with pytest.raises(MessageFormatError):
+        UnmaskMessage.from_bytes(bytes(data))
+    data = bytearray(answer.to_bytes())
+    data[44:48] = (2**20).to_bytes(4, "little")              # item count
+    with pytest.raises(MessageFormatError):
+        UnmaskMessage.from_bytes(bytes(data))
+    for cls in (ShareMessage, UnmaskMessage, SyndromeMessage):
+        src = next(m for m in valid_messages() if isinstance(m, cls)).to_bytes()
+        with pytest.raises(MessageFormatError):            # sender = the server's id
+            cls.from_bytes(src[:32] + b"\xff" * 4 + src[36:])
+    bundle = next(m for m in valid_messages() if isinstance(m, ShareBundle)).to_bytes()
+    with pytest.raises(MessageFormatError):                # recipient = the server's id
+        ShareBundle.from_bytes(bundle[:44] + b"\xff" * 4 + bundle[48:])
+    for cls in (RoundMessage, ShareBundle, InputRequest, UnmaskRequest):
+        src = next(m for m in valid_messages() if isinstance(m, cls)).to_bytes()
+        with pytest.raises(MessageFormatError):            # from a client
+            cls.from_bytes(src[:32] + bytes(4) + src[36:])
+
+
 # ---------------------------------------------------------------------------
 # round trips
 
@@ -237,6 +317,10 @@ _ids = st.integers(0, 10**6)
 _rounds = st.integers(1, 10**6)        # rounds are numbered from 1
 _run_ids = st.binary(min_size=16, max_size=16)
 _moduli = st.sampled_from([13, 101, 2**31 - 1, P])
+_key = st.binary(min_size=32, max_size=32)
+_tag = st.binary(min_size=16, max_size=16)
+_ct = st.binary(min_size=SHARE_CT_BYTES, max_size=SHARE_CT_BYTES)
+_id_sets = st.sets(_ids, min_size=1, max_size=12).map(lambda s: tuple(sorted(s)))
 
 
 @st.composite
@@ -244,15 +328,51 @@ def _syndromes(draw):
     p = draw(_moduli)
     words = draw(st.lists(st.integers(0, p - 1), min_size=1, max_size=40))
     return SyndromeMessage(run_id=draw(_run_ids), round=draw(_rounds), sender=draw(_ids),
-                           modulus=p, payload=np.array(words, dtype=np.uint64))
+                           modulus=p, payload=np.array(words, dtype=np.uint64),
+                           tag=draw(_tag))
+
+
+@st.composite
+def _share_messages(draw):
+    sender = draw(_ids)
+    holders = tuple(sorted(draw(st.sets(_ids.filter(lambda i: i != sender), max_size=5))))
+    return ShareMessage(draw(_run_ids), draw(_rounds), sender, draw(_key), draw(_key),
+                        holders, tuple(draw(_ct) for _ in holders), draw(_tag))
+
+
+@st.composite
+def _bundles(draw):
+    sharers = draw(_id_sets)
+    recipient = draw(_ids)
+    owners = tuple(sorted(draw(st.sets(st.sampled_from(sharers))) - {recipient}))
+    return ShareBundle(draw(_run_ids), draw(_rounds), recipient, sharers, owners,
+                       tuple(draw(_key) for _ in owners), tuple(draw(_ct) for _ in owners))
+
+
+@st.composite
+def _input_requests(draw):
+    r = draw(_rounds)
+    dn = draw(st.integers(0, 2**32 - 2))
+    br = draw(st.integers(1, r - 1)) if dn and r > 1 else 0
+    return InputRequest(draw(_run_ids), r, dn if br else 0, br)
+
+
+@st.composite
+def _unmask_messages(draw):
+    owners = draw(_id_sets)
+    return UnmaskMessage(draw(_run_ids), draw(_rounds), draw(_ids), owners,
+                         tuple(draw(st.integers(0, 1)) for _ in owners),
+                         tuple(draw(st.binary(min_size=33, max_size=33)) for _ in owners),
+                         draw(_tag))
 
 
 _messages = st.one_of(
     st.builds(lambda r, s, k: KeyMessage(run_id=r, sender=s, public_key=k),
-              _run_ids, _ids, st.binary(min_size=32, max_size=32)),
-    st.builds(lambda r, n, ps: RoundMessage(run_id=r, round=n, participants=tuple(sorted(ps))),
-              _run_ids, _rounds, st.sets(_ids, min_size=1, max_size=12)),
-    _syndromes(),
+              _run_ids, _ids, _key),
+    st.builds(lambda r, n, ps: RoundMessage(run_id=r, round=n, participants=ps),
+              _run_ids, _rounds, _id_sets),
+    st.builds(UnmaskRequest, _run_ids, _rounds, _id_sets),
+    _syndromes(), _share_messages(), _bundles(), _input_requests(), _unmask_messages(),
 )
 
 
