@@ -770,7 +770,7 @@ class _ClearAggregator:
     def forget(self, changed, departed=()):
         pass
 
-    def round(self, clients, participants, silent=(), prepare_next=True):
+    def round(self, clients, participants, silent=(), prepare_next=True, first=False):
         t0 = time.perf_counter()
         parts = [i for i in participants if i not in set(silent)]
         if len(parts) < self.threshold:
@@ -903,12 +903,15 @@ class _SecureAggregator:
                                    progress=self.progress).share()
         return trip
 
-    def round(self, clients, participants, silent=(), prepare_next=True):
+    def round(self, clients, participants, silent=(), prepare_next=True, first=False):
         """Run one round over ``participants`` (``silent``: clients that go
         silent after sharing keys); returns (bins, counts, bytes, incremental
         decode, online seconds, dropped).  ``prepare_next``: run the next
         round's offline part afterwards (a fit does not: its next round is
-        a removal's, prepared when the first removal asks)."""
+        a removal's, prepared when the first removal asks).  ``first``: the
+        run's first round (a fit or a join), whose dropped clients leave the
+        model; in any later full round a dropout would drop a client's whole
+        vector from a model that still lists it, so it raises."""
         t0 = time.perf_counter()
         self.offline_seconds = 0.0
         parts0 = tuple(sorted(participants))
@@ -938,6 +941,11 @@ class _SecureAggregator:
             trip = self._trip(parts, silent)
             res = trip.inputs(0).finish()
             nbytes += trip.bytes_up + trip.bytes_down
+            if res.dropped and not first:
+                self.invalidate(parts)
+                raise ProtocolError(
+                    f"clients {list(res.dropped)} dropped out of a full round; nothing changed "
+                    "(retry)")
         # only now: a round that raised leaves the clients marked changed
         self._dirty.difference_update(changed)
         # dropped clients keep what the aggregate holds for them (an unchanged
@@ -1236,7 +1244,7 @@ class FederatedKMeans(BaseEstimator):
                             server_points=self.server_points, n_init=self.n_init,
                             max_iter=self.max_iter, tol=self.tol, random_state=gens[L])
         bins, counts, nbytes, _, t_agg, dropped = agg.round(
-            clients_, participants, silent=sorted(failed), prepare_next=False)
+            clients_, participants, silent=sorted(failed), prepare_next=False, first=True)
         t2 = time.perf_counter()
         server.update(bins, counts)
         t3 = time.perf_counter()
@@ -1257,8 +1265,16 @@ class FederatedKMeans(BaseEstimator):
 
     def _fit_clients(self, arrs, K, kw, gens, first=0):
         """The clients' local fits (``MufcClient`` per array, or None for a
-        client whose task raised or timed out) and the failures."""
+        client whose task raised or timed out) and the failures.  Data the
+        driver can check (the box) is checked here, for every client, before
+        any task runs: bad input raises, only a failing task drops."""
         from ._progress import progress_bar
+        lo, hi = kw["lower"], kw["upper"]
+        for i, X in enumerate(arrs):
+            if X.size and (float(X.min()) < lo or float(X.max()) > hi):
+                raise InvalidInputError(
+                    f"clients[{first + i}] has values outside bounds=({lo}, {hi}); scale the "
+                    "features into the box first (e.g. pyfkm.mufc.scale_to_box)")
         bar = progress_bar(self.progress, len(arrs), "client fits")
         clients_, failed = [], {}
         try:
@@ -1483,7 +1499,15 @@ class FederatedKMeans(BaseEstimator):
             lo, hi = (float(v) for v in self.bounds)
             kw = dict(gamma=self.gamma_, lower=lo, upper=hi, client_init=self.client_init,
                       max_iter=self.max_iter, tol=self.tol)
-            gens, commit_rng = _spawn_aside(self._agg_rng, len(arrs))
+            # from the generator's state (saved with the model), not its seed
+            # sequence (a loaded model's is fresh): copies join identically
+            twin = _copy_generator(self._agg_rng)
+            root = np.random.SeedSequence(twin.integers(0, 2 ** 63, size=4).tolist())
+            gens = [np.random.Generator(type(twin.bit_generator)(c))
+                    for c in root.spawn(len(arrs))]
+
+            def commit_rng():
+                self._agg_rng.bit_generator.state = twin.bit_generator.state
             t0 = time.perf_counter()
             L0 = len(self._clients)
             fresh, failed = self._fit_clients(arrs, int(self.n_clusters), kw, gens, first=L0)
@@ -1499,7 +1523,8 @@ class FederatedKMeans(BaseEstimator):
                 for i in new_ids:
                     agg.mark(i)
                 bins, counts, nbytes, inc, t_agg, dropped = agg.round(
-                    clients, participants, silent=sorted(failed_set), prepare_next=False)
+                    clients, participants, silent=sorted(failed_set), prepare_next=False,
+                    first=True)
                 old_gone = sorted(set(dropped) - set(new_ids))
                 if old_gone:
                     raise ProtocolError(

@@ -288,6 +288,10 @@ class MaskingClient:
     as messages.
     """
 
+    def __reduce__(self):
+        raise ProtocolError("a secure-aggregation client holds live key objects and cannot be "
+                            "pickled or copied (a copy could answer a round twice)")
+
     def __init__(self, client_id):
         self.client_id = client_id
         self._channel = None           # private channel key of the current run
@@ -499,7 +503,7 @@ class MaskingClient:
         st["b"] = None      # kept only as shares now: the input is masked and sent
 
     # -- step 3: unmask
-    def unmask(self, round_, survivors, data_digest=None):
+    def unmask(self, round_, survivors, data_digest=None, summed_over=None):
         """The shares this client reveals for round ``round_`` with survivors
         ``U3``: ``[(owner, kind, share bytes)]``; the round's state is
         dropped afterwards.  Refuses (and reveals nothing) when ``U3`` is
@@ -516,9 +520,10 @@ class MaskingClient:
         if len(u3) < self.threshold:
             raise ProtocolError(f"round {round_}: {len(u3)} survivors, below the threshold "
                                 f"{self.threshold}: refused")
+        over = u3 if summed_over is None else frozenset(summed_over)
         if data_digest is not None:
             seen = self._summed.get(data_digest)
-            if seen is not None and seen != u3:
+            if seen is not None and seen != over:
                 raise ProtocolError(
                     f"round {round_}: the same data was summed over other survivors in an "
                     "earlier round of this run; two such sums would reveal the difference: "
@@ -540,7 +545,7 @@ class MaskingClient:
             out.append((owner, kind, plain[off:off + _shamir.SHARE_BYTES]))
             revealed[owner] = kind
         if data_digest is not None:
-            self._summed[data_digest] = u3
+            self._summed[data_digest] = over
         # the round is over for this client: its secrets and held shares go
         self._round = None
         self._revealed = {round_: revealed}
@@ -551,6 +556,10 @@ class MaskingClient:
 
 class MaskingServer:
     """The server half: roster, relaying shares, recovery."""
+
+    def __reduce__(self):
+        raise ProtocolError("a secure-aggregation server holds live key objects and cannot be "
+                            "pickled or copied")
 
     def __init__(self):
         self._channel = new_key()

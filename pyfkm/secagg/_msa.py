@@ -450,7 +450,7 @@ class MsaClient:
         self.n_words = self.scale_bits = self.leader = None
         self._sent = None
         self._input_round = None
-        self._last_agg = 0
+        self._answered = None
 
     def key_message(self, run_id):
         """The :class:`KeyMessage` opening run ``run_id`` (16 bytes): a fresh
@@ -532,7 +532,7 @@ class MsaClient:
         if round_msg.run_id != self._run_id:
             raise ProtocolError("round of another run")
         pk, commit, items = self._m.share(round_msg.round, round_msg.participants)
-        self._input_round = self._sent = None
+        self._input_round = self._sent = self._answered = None
         msg = ShareMessage(self._run_id, round_msg.round, self.client_id, pk, commit,
                            tuple(h for h, _ in items), tuple(c for _, c in items))
         return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
@@ -614,6 +614,7 @@ class MsaClient:
         # over the same clients is fine)
         items = self._m.unmask(req.round, req.survivors, self._sent[1])
         self._sent = None
+        self._answered = (req.round, tuple(req.survivors))
         msg = UnmaskMessage(self._run_id, req.round, self.client_id,
                             tuple(o for o, _, _ in items), tuple(k for _, k, _ in items),
                             tuple(s for _, _, s in items))
@@ -632,6 +633,14 @@ class MsaClient:
         if len(agg.survivors) < self.threshold or \
                 not set(agg.survivors) <= set(self.participants):
             raise ProtocolError("aggregate over fewer than threshold clients or unknown ones")
+        # the broadcast carries no tag: it must be the round this client
+        # took part in, over the survivors it revealed shares for (a client
+        # that dropped before the unmask request can only check the round)
+        ans = self._answered
+        if ans is not None and (agg.round, tuple(agg.survivors)) != ans:
+            raise ProtocolError("aggregate of another round or survivor set than this client's")
+        if ans is None and agg.round != self._m._last:
+            raise ProtocolError("aggregate of another round than this client's last")
         w = agg.payload.copy()
         for u in agg.survivors:
             w -= self._output_mask(agg.round, u)

@@ -136,6 +136,7 @@ class ScmaClient:
         self._answered = {}        # rounds whose sum included this client -> data sent
         self._delta_codecs = {}
         self._sent = None          # (round, data, full) of the input sent, until unmasked
+        self._included = None      # survivors of the last full round this client was summed in
         self._mask_cache = None    # (round, mask)
         self._input_round = None   # the round whose shares were received
         self._last_change = None
@@ -414,15 +415,23 @@ class ScmaClient:
                                 "last input")
         rnd, data, full = self._sent
         survivors = frozenset(req.survivors)
-        digest = data_digest(self._m.data_key, data[0].tobytes(), data[1].tobytes()) \
-            if full else None
-        items = self._m.unmask(rnd, survivors, digest)
+        digest = data_digest(self._m.data_key, data[0].tobytes(), data[1].tobytes())
+        # the aggregate after a full round is the survivors' data; after a
+        # difference round it is the data now of the clients included at the
+        # last full round (dropped clients keep theirs): the same data
+        # summed over another set would reveal the difference
+        included = survivors if full else self._included
+        if included is None:
+            raise ProtocolError(f"round {rnd}: a difference round before any full round "
+                                "this client was summed in")
+        items = self._m.unmask(rnd, survivors, digest, included)
         self._sent = None
         # the input is in the sum (if the server completes the round)
         answered = self._answered
         answered[rnd] = data
         if len(answered) > _KEEP_ANSWERED:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
+        self._included = included
         msg = _built(UnmaskMessage, run_id=self._run_id, round=rnd, sender=self.client_id,
                      owners=tuple(o for o, _, _ in items), kinds=tuple(k for _, k, _ in items),
                      shares=tuple(s for _, _, s in items), tag=bytes(TAG_BYTES))
