@@ -14,9 +14,11 @@ neighbours, keyed by fresh OS keys, ChaCha20 keystreams read as 64-bit words
 streams), with dropout recovery and a threshold.  Output masks: the lowest
 client id (the *leader*) draws a 32-byte group key and sends it to every
 other client encrypted under their channel's group-key AEAD key (relayed by
-the server); every survivor adds ``PRG(H(group key, its id), round)`` (tag
-``b"MSAO"``) and every client subtracts the survivors' output masks from the
-broadcast, so the server only ever holds uniformly masked words.
+the server); the ``OUTPUT_BEARERS`` lowest ids each add ``PRG(H(group key,
+id), round)`` (tag ``b"MSAO"``), every client subtracts the surviving
+bearers' output masks from the broadcast (a constant number of streams),
+and clients refuse to unmask a round with no surviving bearer, so the
+server only ever holds uniformly masked words.
 
 Fixed point and overflow.  Each client's encoded entries and its noise share
 must each have magnitude at most ``2**62 / (2 n_clients)``
@@ -73,6 +75,7 @@ SELF_TAG = b"MSAS"
 MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
 SERVER_NOISE_MODES = ("gaussian", "laplace", None)
 MIN_SHARE_SCALE = 2.0         # smallest per-client noise scale, fixed-point units
+OUTPUT_BEARERS = 8            # clients (lowest ids) that add an output mask
 DEFAULT_SCALE_BITS = 16
 NOISE_MODES = ("discrete_gaussian", "gaussian", "laplace", None)
 _RING_HALF = 1 << 62          # bound on |each client's share| * n; |noise| < it
@@ -478,6 +481,9 @@ class MsaClient:
         self.participants = tuple(roster.client_ids)
         self.threshold = roster.threshold
         self.leader = leader
+        # the output mask is carried by a few clients (the lowest ids): a
+        # client removes those of the surviving bearers, O(1) streams
+        self._bearers = frozenset(roster.client_ids[:OUTPUT_BEARERS])
         if self.leader == self.client_id:
             self._group_key = os.urandom(32)
 
@@ -560,7 +566,8 @@ class MsaClient:
                 acc += s
             else:
                 acc -= s
-        acc += self._output_mask(round_, self.client_id)
+        if self.client_id in self._bearers:
+            acc += self._output_mask(round_, self.client_id)
         return acc
 
     def _output_mask(self, round_, client_id):
@@ -612,6 +619,9 @@ class MsaClient:
         # the same vector summed over two survivor sets would reveal the
         # difference: refused (a FastLloyd iteration that repeats its stats
         # over the same clients is fine)
+        if not self._bearers.intersection(req.survivors):
+            raise ProtocolError(f"round {req.round}: no client carrying the output mask "
+                                "survived; the sum would be in the clear: refused")
         items = self._m.unmask(req.round, req.survivors, self._sent[1])
         self._sent = None
         self._answered = (req.round, tuple(req.survivors))
@@ -642,7 +652,7 @@ class MsaClient:
         if ans is None and agg.round != self._m._last:
             raise ProtocolError("aggregate of another round than this client's last")
         w = agg.payload.copy()
-        for u in agg.survivors:
+        for u in self._bearers.intersection(agg.survivors):
             w -= self._output_mask(agg.round, u)
         return decode_fixed(w, self.scale_bits)
 
