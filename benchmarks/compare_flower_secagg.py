@@ -110,7 +110,7 @@ untimed share preparation) estimated to take longer, recording the estimate.
 
 A pyfkm side is reserved: ``pyfkm_client_round`` is a placeholder that will time
 pyfkm's roles in the same stages, run in the main environment
-(``--sides pyfkm --pyfkm-python ...``).  It is not implemented yet.
+(``--sides pyfkm``: pyfkm's roles in this interpreter, see ``pyfkm_client_round``).
 """
 
 from __future__ import annotations
@@ -745,17 +745,44 @@ def pyfkm_client_round(
     dropout_frac: float = 0.0,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """PLACEHOLDER - not implemented yet.
+    """pyfkm's side: one real MSA round of ``L`` clients through pyfkm's roles
+    (``benchmarks/bench_secagg_scale.py``'s ``one_round``), every call charged
+    to its party in CPU seconds, at the same ``L``, neighbour count (rounded up
+    to pyfkm's even ring degree; ``L - 1`` is the complete graph) and vector
+    length, with ``dropout_frac`` of the clients going silent after sharing
+    their keys (the expensive case: their round keys are reconstructed).
 
-    Will time pyfkm's secure-aggregation roles in the same stages and on the same
-    grid as ``flower_client_round`` (a: key generation, b: share keys,
-    c: collect masked input, d: unmasking reply; plus the server's
-    reconstruction), running in the main environment, and return a record with
-    the same keys so the two sides can be tabulated together.
+    pyfkm's Shamir threshold on a sparse graph is ``floor((k + 1) / 2) + 1``
+    of a client's ``k + 1`` holders and its round threshold a strict majority
+    of the clients: ``threshold`` (Flower's) is recorded, not used.  The
+    client's stages: (b) ``share`` (fresh round key and self seed, Shamir
+    shares, AEAD), (c) ``keys`` + ``mask`` + ``input`` (decrypt shares,
+    X25519 pair keys, expand ChaCha20 masks, encode and add), (d) ``unmask``
+    (revealed shares, and removing the output masks from the broadcast);
+    (a) the run's key set-up is reported apart (``client_setup_s``), as
+    pyfkm's keys live for a run and Flower makes them every round.
+    ``client_bytes_sent`` is what a pyfkm client sends *and receives* in the
+    round (its own messages plus the round's broadcasts and its bundle).
     """
-    raise NotImplementedError(
-        "pyfkm side of compare_flower_secagg is not implemented yet"
-    )
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_secagg_scale import one_round
+
+    degree = 0 if n_neighbors >= L - 1 else n_neighbors + (n_neighbors % 2)
+    r = one_round("msa", L, degree, dropout_frac, vector_length)
+    st = r["client_stages_s"]
+    return {
+        "side": "pyfkm", "L": L, "neighbours": n_neighbors, "pyfkm_degree": r["degree"],
+        "threshold": threshold, "pyfkm_threshold": r["threshold"],
+        "vector_length": vector_length, "dropout": dropout_frac, "exact": r["exact"],
+        "client_seconds": r["client_round_s"] + r["client_setup_s"],
+        "client_round_seconds": r["client_round_s"],
+        "client_stage_seconds": {"a_setup": r["client_setup_s"],
+                                 "b_share_keys": st["share"],
+                                 "c_collect_masked": st["keys"] + st["mask"] + st["input"],
+                                 "d_unmask": st["unmask"]},
+        "client_bytes_sent": r["client_bytes_round"], "repeats": 1,
+        "server_seconds": r["server_round_s"],
+    }
 
 
 # --------------------------------------------------------------------------
@@ -844,7 +871,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--pyfkm-python",
         default=sys.executable,
-        help="interpreter with pyfkm installed (pyfkm side: not implemented yet)",
+        help="interpreter with pyfkm importable (default: this one)",
     )
     p.add_argument(
         "--sides", nargs="+", default=["flower"], choices=["flower", "pyfkm"]

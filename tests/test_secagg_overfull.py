@@ -349,9 +349,15 @@ def test_index_layout_is_2m_plus_one(M):
     assert hashed.message_words == 2 * M + hashed.n_payload_rows * M
 
 
+def test_create_takes_no_seed():
+    # key material and run ids never follow a user seed: there is nothing to pass
+    with pytest.raises(TypeError):
+        ScmaParams.create(2, 10, 4, random_state=0)
+
+
 def test_create_draws_run_id_and_hash_seed_from_the_os(monkeypatch):
-    a = ScmaParams.create(2, 10, 4, random_state=0)
-    b = ScmaParams.create(2, 10, 4, random_state=0)
+    a = ScmaParams.create(2, 10, 4)
+    b = ScmaParams.create(2, 10, 4)
     assert a.run_id != b.run_id and a.hash_seed != b.hash_seed
     assert a.hash_seed != bytes(32)
     calls = []
@@ -361,7 +367,7 @@ def test_create_draws_run_id_and_hash_seed_from_the_os(monkeypatch):
         return bytes([len(calls)]) * n
 
     monkeypatch.setattr(params_module.os, "urandom", urandom)
-    c = ScmaParams.create(2, 10, 4, random_state=np.random.default_rng(0))
+    c = ScmaParams.create(2, 10, 4)
     assert sorted(calls) == [16, 32]
     assert {c.run_id[0], c.hash_seed[0]} == {1, 2}
     assert len(set(c.run_id)) == len(set(c.hash_seed)) == 1

@@ -152,7 +152,7 @@ class ScmaParams:
 
     @classmethod
     def create(cls, n_dims, bins_per_dim, max_nonzeros, *, modulus=DEFAULT_PRIME,
-               mode="auto", max_client_nonzeros=None, run_id=None, random_state=None):
+               mode="auto", max_client_nonzeros=None, run_id=None):
         """Parameters with ``mode="auto"`` resolved (index iff ``B**d < p``)
         and ``run_id`` (unless given) and ``hash_seed`` drawn from
         ``os.urandom``: run ids and seeds never follow a user seed.
@@ -163,7 +163,6 @@ class ScmaParams:
         >>> P.run_id != ScmaParams.create(2, 10, 8).run_id
         True
         """
-        del random_state  # accepted and ignored until callers drop it (issue 19)
         d = _int(n_dims, "n_dims", 1, MAX_DIMS)
         B = _int(bins_per_dim, "bins_per_dim", 1)
         p = _int(modulus, "modulus", 3, (1 << 63) - 1)
