@@ -16,7 +16,7 @@ def main(argv=None):
         return 2
     from .demo import run_demo
 
-    run_demo(seed=args.seed)
+    run_demo(seed=args.seed, progress=True)
     return 0
 
 

@@ -15,12 +15,13 @@ def _fmt_s(t):
 
 
 def run_demo(seed=0, n_samples=200_000, n_features=10, n_clusters=10, n_removals=1_000,
-             out=print, federated=None):
+             out=print, federated=None, progress=False):
     """Fit k-means on synthetic blobs, then remove points one by one.
 
     Prints what it did, the clustering quality and the timings; the last
     section fits federated k-means with secure aggregation and unlearns
     (``federated``: keyword arguments of its size, e.g. ``n_clients``).
+    ``progress`` shows progress bars of the secure rounds (on stderr).
     """
     rng = np.random.default_rng(seed)
     out(f"pyfkm demo (seed {seed})")
@@ -81,13 +82,13 @@ def run_demo(seed=0, n_samples=200_000, n_features=10, n_clusters=10, n_removals
     out("")
     out("Every removal leaves the centers distributed exactly as a fresh k-means++ run "
         "on the remaining points (MUFC, Pan et al. 2023, Alg. 3).")
-    fed = _federated(rng, out, **(federated or {}))
+    fed = _federated(rng, out, progress=progress, **(federated or {}))
     return {"fit_time": t_fit, "inertia_ratio": km.inertia_ / ideal, "agreement": agree,
             "reseeds": reseeds, "median_removal_s": float(np.median(t_remove)), **fed}
 
 
 def _federated(rng, out, n_samples=10_000, n_features=10, n_clusters=10, n_clients=20,
-               clusters_per_client=3, n_removals=20):
+               clusters_per_client=3, n_removals=20, progress=False):
     """Section 4: federated fit with secure aggregation, then unlearning."""
     X, y, _ = make_gaussian_mixture(n_samples, n_features, n_clusters, random_state=rng)
     parts = split_non_iid(X, y, n_clients, clusters_per_client, random_state=rng)
@@ -97,14 +98,18 @@ def _federated(rng, out, n_samples=10_000, n_features=10, n_clusters=10, n_clien
         f"{n_samples:,} points in [-1/2, 1/2]^{n_features}, each client holding "
         f"{clusters_per_client} of {n_clusters} Gaussian clusters")
     t = time.perf_counter()
-    fkm = FederatedKMeans(n_clusters, server_points="centers", random_state=rng).fit(clients)
+    fkm = FederatedKMeans(n_clusters, server_points="centers", random_state=rng,
+                          progress=progress).fit(clients)
     t_fit = time.perf_counter() - t
     ratio = federated_loss_ratio(fkm, clients, random_state=0)
     out(f"   fit time               {_fmt_s(t_fit)}  (clients {_fmt_s(fkm.fit_seconds_['clients'])}, "
         f"secure aggregation {_fmt_s(fkm.fit_seconds_['aggregation'])}, "
         f"server {_fmt_s(fkm.fit_seconds_['server'])})")
     out(f"   bytes sent             {fkm.bytes_sent_:,} in the round "
-        f"({fkm.bytes_sent_ // n_clients:,} per client)")
+        f"({fkm.bytes_sent_ // n_clients:,} per client: key shares, masked input, unmasking)")
+    out(f"   secure aggregation     keys from the OS, threshold "
+        f"{fkm._agg.server.threshold} of {n_clients} clients, dropouts recovered "
+        "(docs/threat_model.md)")
     out(f"   loss ratio             {ratio:.3f}  (federated objective / best of 5 "
         "centralized k-means++ runs)")
     online, offline, reseeded = [], [], 0
@@ -120,8 +125,8 @@ def _federated(rng, out, n_samples=10_000, n_features=10, n_clusters=10, n_clien
     rep_l = fkm.remove_clients([n_clients - 1])
     out(f"   {n_removals} random single-point removals: {reseeded} reseeded; online time "
         f"median {_fmt_s(float(np.median(online)))} (client + secure round + server), "
-        f"offline mask precomputation {_fmt_s(float(np.mean(offline)))} per removal "
-        "(masks for 8 rounds at a time)")
+        f"offline {_fmt_s(float(np.mean(offline)))} per removal (the next round's key "
+        "shares and masks, prepared ahead: no data involved)")
     out(f"   removing a client's first center: reseeded from position {rep_c.position}, "
         f"online {_fmt_s(rep_c.client_seconds + rep_c.aggregation_seconds + rep_c.server_seconds)}")
     out(f"   client {n_clients - 1} leaves: secure round over {len(fkm._participants)} clients, "
