@@ -80,11 +80,7 @@ def online_deletion(X, y, k, *, n_deletions=1000, max_iter=10, checkpoints=(0, 0
     results = {}
     marks = sorted({int(round(c * n_deletions)) for c in checkpoints})
     for name in estimators:
-        # "DCKMeans[n_local_trials=1]" passes keyword arguments (ints)
-        base, _, kw = name.partition("[")
-        cls = {"QKMeans": QKMeans, "DCKMeans": DCKMeans}[base]
-        extra = {key: int(v) for key, v in (item.split("=") for item in
-                                            kw.rstrip("]").split(",") if item)}
+        cls, extra = parse_estimator(name)
         model = cls(k, max_iter=max_iter, random_state=seed, **extra)
         t0 = time.perf_counter()
         model.fit(X)
@@ -113,6 +109,47 @@ def online_deletion(X, y, k, *, n_deletions=1000, max_iter=10, checkpoints=(0, 0
     return results
 
 
+ESTIMATORS = {"QKMeans": QKMeans, "DCKMeans": DCKMeans}
+
+
+def split_estimators(spec):
+    """Estimator names of ``--estimators``: separated by ";" or by "," outside
+    brackets, so ``"QKMeans,DCKMeans[n_local_trials=1,n_init=3]"`` is two."""
+    names, depth, cur = [], 0, []
+    for ch in spec:
+        depth += (ch == "[") - (ch == "]")
+        if ch == ";" or (ch == "," and depth == 0):
+            names.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    names.append("".join(cur).strip())
+    return tuple(n for n in names if n)
+
+
+def parse_estimator(name):
+    """(class, keyword arguments) of ``"DCKMeans[n_local_trials=1,n_init=3]"``
+    (keyword values are ints); ValueError for an unknown name or a bad
+    keyword list."""
+    base, bracket, kw = name.strip().partition("[")
+    if base not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {base!r} (known: {', '.join(ESTIMATORS)})")
+    if bracket and not kw.endswith("]"):
+        raise ValueError(f"{name!r}: keyword arguments must end with ']'")
+    extra = {}
+    for item in kw[:-1].split(",") if bracket else ():
+        if not item.strip():
+            continue
+        key, eq, v = item.partition("=")
+        if not eq:
+            raise ValueError(f"{name!r}: expected key=value, got {item!r}")
+        try:
+            extra[key.strip()] = int(v)
+        except ValueError:
+            raise ValueError(f"{name!r}: {key.strip()} must be an int, got {v!r}") from None
+    return ESTIMATORS[base], extra
+
+
 def _kmeans_inertia(X, k, max_iter, seed):
     """Best of 3 k-means runs (the loss-ratio reference)."""
     return KMeans(k, max_iter=max_iter, n_init=3, random_state=seed).fit(X).inertia_
@@ -125,16 +162,25 @@ def main(argv=None):
     p.add_argument("--max-iter", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", default=None, help="save amortized runtime plot to this file")
-    p.add_argument("--estimators", default="QKMeans,DCKMeans",
-                   help="semicolon-separated; DCKMeans[n_local_trials=1,n_init=3] "
-                        "passes keyword arguments")
+    p.add_argument("--estimators", default="QKMeans;DCKMeans",
+                   help="separated by ';' (or ',' outside brackets); "
+                        "DCKMeans[n_local_trials=1,n_init=3] passes keyword arguments "
+                        "(default %(default)s)")
     p.add_argument("--baseline-retrains", type=int, default=7,
                    help="KMeans retrains timed for the baseline (median)")
     a = p.parse_args(argv)
+    estimators = split_estimators(a.estimators)
+    try:
+        for name in estimators:
+            parse_estimator(name)
+    except ValueError as e:
+        p.error(f"--estimators: {e}")
+    if not estimators:
+        p.error("--estimators: no estimator named")
     X, y, k = load(a.dataset, a.seed)
     res = online_deletion(X, y, k, n_deletions=min(a.n_deletions, X.shape[0] - k),
                           max_iter=a.max_iter, seed=a.seed, n_baseline=a.baseline_retrains,
-                          estimators=tuple(a.estimators.split(";")))
+                          estimators=estimators)
     print(f"dataset={a.dataset} n={X.shape[0]} d={X.shape[1]} k={k} "
           f"deletions={a.n_deletions} max_iter={a.max_iter}")
     for name, r in res.items():
