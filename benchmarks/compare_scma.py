@@ -12,19 +12,41 @@ bound.  B**d > p for both d, so ``mode="auto"`` picks the hashed encoding (2M sy
 module's check row).
 
 Everything runs through the real roles and the real wire format: ScmaParams.create, L ScmaClient
-objects (seeded X25519 keys), one ScmaServer; every message is ``to_bytes`` / ``from_bytes``'d.
+objects, one ScmaServer (complete graph, default threshold); every message is ``to_bytes`` /
+``from_bytes``'d.  Every key and the run id come from the operating system (the protocol takes
+no seed), so only the data follow ``--seed``.  A round is the dropout-tolerant protocol of
+:mod:`pyfkm.secagg`: key shares (``start_round`` -> ``share_keys`` -> ``receive_shares`` ->
+``bundle`` -> ``receive_shares``), masked inputs (``request_inputs`` -> ``respond``),
+unmasking (``unmask_request`` -> ``unmask`` -> ``receive_unmask`` -> ``finish_round``).  No
+client drops out.
 
 Measured, per client (median over the L clients):
 
-(a) encode        ``client.set_data(bins, counts)``: validation + unmasked syndromes
-                  (median over ``--repeats`` calls per client);
-(b) mask+respond  ``client.respond(round_msg)`` in round 1: L-1 ChaCha20 mask streams from the
-                  X25519/HKDF pair seeds, added to the cached encoding.  If the clients offer
-                  ``precompute_mask`` (an offline phase, not in the API contract), round 2's
-                  masks are precomputed (timed apart) and round 2's ``respond`` is the online
-                  cost alone; otherwise round 2 adds samples to (b);
+(a) encode        ``client.set_data(bins, counts)`` (validation; median over ``--repeats``
+                  calls per client) plus the encoding into unmasked syndromes, which the client
+                  now makes in the first full round's ``respond`` (once per data): the CPU time
+                  of the client's private ``_codec.encode`` inside that call (wrapped with a
+                  timer, see ``instrument``; if the attribute is gone the column is empty and
+                  the targets use the whole ``respond``);
+(b) mask+respond  ``client.respond(input_request)`` in round 1, mask computed in the call: the
+                  client's self-mask stream and L-1 ChaCha20 pair streams from the round's
+                  X25519/HKDF keys, added to the encoding, plus the tag -- and, since the
+                  encoding moved out of ``set_data``, the first encoding (the encode column is
+                  part of this one).  (The old single-flight ``respond(RoundMessage)`` had no
+                  self stream and encoded in ``set_data``.)  Round 2's masks are precomputed
+                  offline (``precompute_mask(0)`` after the key shares, timed apart) and round
+                  2's ``respond`` is the online cost alone (one addition and the tag; the
+                  encoding is cached, except for the one client whose data changed);
+    key shares    steps 1-2 of round 1 (new with the dropout-tolerant protocol, offline: no
+                  data involved): ``share_keys`` (fresh round key and self seed, Shamir-shared
+                  and encrypted to the L-1 neighbours) + ``receive_shares`` (the neighbours'
+                  shares and round keys; the round's pair keys);
+    unmask        step 4 of round 1: ``client.unmask`` (the shares it reveals for the
+                  survivors);
 (c) bytes         ``len(msg.to_bytes())`` of the client's syndrome message; also the paper's
-                  2*K*L*ceil(log2 p) bits and a dense masked sum's B**d*ceil(log2 p) bits;
+                  2*K*L*ceil(log2 p) bits and a dense masked sum's B**d*ceil(log2 p) bits, and
+                  the other messages of a round: the client's ShareMessage (up), its
+                  ShareBundle (down) and its UnmaskMessage (up);
     key agreement ``client.receive_roster`` (L-1 X25519 exchanges + HKDF), for information.
 
 and on the server:
@@ -33,12 +55,15 @@ and on the server:
                   decode alone (the server's private ``_codec.decode`` wrapped with a CPU timer,
                   see ``instrument``; the figure the targets use), ``report.decode_seconds``
                   (the server's wall clock of the same call) and the CPU time of the whole
-                  ``finish_round`` (which also adds the L messages mod p and sorts the rows);
+                  ``finish_round`` (which now also rebuilds the survivors' self-mask seeds from
+                  the revealed shares and removes their L self streams, then adds the L
+                  messages mod p and sorts the rows);
 (e) incremental   one client lowers one count by 1 (``set_data``), round 2, every client
                   responds, ``finish_round(incremental=True)``; ``report.incremental`` must be
                   True.  Ratio full / incremental on the three measures.
-(f) FLINT         for M = 1000 (``--flint-max-m``): the aggregated syndromes S (the sum of the
-                  round-1 messages mod p; the masks cancel, so S_i = sum_j q_j x_j^i) are given
+(f) FLINT         for M = 1000 (``--flint-max-m``): the aggregated syndromes S of round 1 (what
+                  the server's decode was given once the masks were removed, S_i = sum_j q_j
+                  x_j^i; checked equal to the encoding of the plain sum) are given
                   to ``fmpz_mod_poly_ctx.minpoly`` + the faster of FLINT's ``fmpz_mod_poly`` /
                   ``nmod_poly`` ``roots`` + FLINT's Vandermonde solve for the counts (the helpers
                   of compare_flint.py).  Ratio = FLINT / pyfkm full decode (> 1: pyfkm faster).
@@ -47,9 +72,12 @@ and on the server:
                   solves on the FLINT side too (product tree and F'(x_j) built once), and a
                   breakdown times pyfkm.field's BM / roots / solves on the same S.
 
-The repeats of (d) and (e) replay the recorded message bytes of rounds 1 and 2 into a fresh
-ScmaServer (same parameters and keys, so the same round numbers), which gives the same server
-state without making every client respond again.  Every decode (live and replayed) is checked:
+The repeats of (d) and (e) are live rounds: for each of ``--repeats`` - 1 more, a full round
+with the current data (``incremental=False``) and then a round after the same client changed the
+same count by 1 again (up, then down: ``incremental=True``), every client sharing keys, responding
+and unmasking in each.  (They used to replay the recorded message bytes into a fresh server; a
+client's messages are now bound to one server's roster and keys, and the self masks need the
+clients' unmask answers, so a round cannot be replayed.)  Every decode is checked:
 the decoded (bins, counts) equal the plain sum of the clients' vectors (np.unique over all rows,
 lexicographic order); FLINT's roots are checked against the hash nodes of the expected bins and
 its counts against the expected counts.
@@ -61,10 +89,14 @@ Usage::
 
     python benchmarks/compare_scma.py [--cases "10,100,10;10,100,784;62,100,784"] [--n 30000]
         [--repeats 3] [--seed 0] [--flint-max-m 1000] [--max-repeat-seconds 5] [--no-flint]
+    python benchmarks/compare_scma.py --quick     # one small case, 2 repeats: a smoke test
+
+Without python-flint installed the script runs as with ``--no-flint``.
 
 Targets (printed at the end): full decode at M = 1000 within 2x of FLINT's BM + roots +
 Vandermonde (FLINT / pyfkm >= 0.5); incremental decode after a one-count change >= 20x faster
-than the full decode; client encode at L = 100 under 10 ms (encode alone, and encode + mask).
+than the full decode; client encode at L = 100 under 10 ms (encode alone, encode + mask, and
+encode + the online respond with the mask precomputed offline).
 """
 import argparse
 import math
@@ -77,19 +109,34 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_flint import (cpu, flint_bm, flint_product_linear,  # noqa: E402
-                           flint_roots_fmpz_mod, flint_roots_nmod, flint_vandermonde, fmt,
-                           timed)
+try:                   # python-flint is optional: without it the FLINT comparison is skipped
+    import flint
+    from compare_flint import (cpu, flint_bm, flint_product_linear,  # noqa: E402
+                               flint_roots_fmpz_mod, flint_roots_nmod, flint_vandermonde, fmt,
+                               timed)
+except ImportError:
+    flint = None
 
-import flint  # noqa: E402
+    def cpu(fn):
+        t = time.process_time()
+        out = fn()
+        return time.process_time() - t, out
+
+    def fmt(t):
+        if t is None:
+            return "-"
+        return f"{t * 1e3:.2f} ms" if t < 0.01 else f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
 
 import pyfkm  # noqa: E402
 from pyfkm import field  # noqa: E402
-from pyfkm.secagg import (KeyMessage, RosterMessage, RoundMessage, ScmaClient,  # noqa: E402
-                          ScmaParams, ScmaServer, SyndromeMessage)
-from pyfkm.secagg._codec import Codec  # noqa: E402  (check of FLINT's roots only, not timed)
+from pyfkm.secagg import (InputRequest, KeyMessage, RosterMessage, RoundMessage,  # noqa: E402
+                          ScmaClient, ScmaParams, ScmaServer, ShareBundle, ShareMessage,
+                          SyndromeMessage, UnmaskMessage, UnmaskRequest)
+# checks only, never timed: FLINT's roots against the hash nodes, the decoder's input
+from pyfkm.secagg._codec import Codec  # noqa: E402
 
 CASES = [(10, 100, 10), (10, 100, 784), (62, 100, 784)]
+QUICK_CASES = [(10, 20, 10)]
 N_POINTS = 30000
 TARGET_FLINT_RATIO = 0.5      # FLINT / pyfkm full decode >= 0.5
 TARGET_INC_SPEEDUP = 20.0     # full / incremental >= 20
@@ -158,73 +205,96 @@ def wall_cpu(fn):
     return time.process_time() - c, time.perf_counter() - w, out
 
 
-def instrument(server):
-    """Wrap the server's (private) ``_codec.decode`` with a CPU timer and return the list the
-    timings go to.  Nothing else changes; if the attribute is gone the list stays empty and the
-    tables fall back to ``report.decode_seconds``."""
+def instrument(role, name, inputs=None):
+    """Wrap the role's (private) ``_codec.<name>`` with a CPU timer and return the list the
+    timings go to; with ``inputs`` (an empty list) a copy of the first call's first argument
+    goes there too.  Nothing else changes; if the attribute is gone the list stays empty and the tables
+    fall back to the public measures."""
     times = []
-    codec = getattr(server, "_codec", None)
-    inner = getattr(codec, "decode", None)
+    codec = getattr(role, "_codec", None)
+    inner = getattr(codec, name, None)
     if inner is None:
         return times
 
-    def decode(*a, **kw):
+    def wrapped(*a, **kw):
+        if inputs is not None and not inputs:
+            inputs.append(np.array(a[0], dtype=np.uint64))
         t = time.process_time()
         try:
             return inner(*a, **kw)
         finally:
             times.append(time.process_time() - t)
 
-    codec.decode = decode
+    setattr(codec, name, wrapped)
     return times
 
 
-def respond_all(server, clients, resp_times):
-    """Open a round, let every client respond over bytes; returns the message bytes."""
+def share_round(server, clients, times=None, sizes=None):
+    """Open a round and run its key shares (steps 1-2) over bytes; per client, the CPU time of
+    ``share_keys`` + ``receive_shares`` goes to ``times`` and the bytes of its ShareMessage
+    (up) and ShareBundle (down) to ``sizes``."""
     rbytes = server.start_round().to_bytes()
-    out = []
+    t = {}
+    up = {}
     for c in clients:
         rmsg = RoundMessage.from_bytes(rbytes)
-        t, msg = cpu(lambda: c.respond(rmsg))
-        resp_times.append(t)
+        t[c.client_id], msg = cpu(lambda: c.share_keys(rmsg))
+        b = msg.to_bytes()
+        up[c.client_id] = len(b)
+        server.receive_shares(ShareMessage.from_bytes(b))
+    for c in clients:
+        b = server.bundle(c.client_id).to_bytes()
+        bundle = ShareBundle.from_bytes(b)
+        t[c.client_id] += cpu(lambda: c.receive_shares(bundle))[0]
+        if sizes is not None:
+            sizes.append((up[c.client_id], len(b)))
+    if times is not None:
+        times.extend(t.values())
+
+
+def respond_all(server, clients, resp_times=None):
+    """Ask for the round's inputs and let every client respond over bytes; returns the
+    message bytes."""
+    qbytes = server.request_inputs().to_bytes()
+    out = []
+    for c in clients:
+        req = InputRequest.from_bytes(qbytes)
+        t, msg = cpu(lambda: c.respond(req))
+        if resp_times is not None:
+            resp_times.append(t)
         b = msg.to_bytes()
         out.append(b)
         server.receive(SyndromeMessage.from_bytes(b))
     return out
 
 
-def replay(params, key_bytes, rounds):
-    """Fresh server, same keys; feed the recorded rounds [(msgs, incremental, expected)];
-    returns [(cpu, wall, decode_seconds, decode_cpu)] of each finish_round, every result
-    checked."""
-    server = ScmaServer(params)
-    dec = instrument(server)
-    for kb in key_bytes:
-        server.receive_key(KeyMessage.from_bytes(kb))
-    server.roster()
-    out = []
-    for i, (msgs, inc, expected) in enumerate(rounds):
-        server.start_round()
-        for b in msgs:
-            server.receive(SyndromeMessage.from_bytes(b))
-        t, w, res = wall_cpu(lambda: server.finish_round(incremental=inc))
-        check_result(res, expected, f"replayed round {i + 1}")
-        if inc and not res.report.incremental:
-            raise AssertionError("replayed round: the incremental path was not used")
-        out.append((t, w, res.report.decode_seconds, dec[-1] if dec else None))
-    return out
+def unmask_all(server, clients, times=None, sizes=None):
+    """Step 4 up to ``finish_round``: every survivor's unmask answer over bytes."""
+    ubytes = server.unmask_request().to_bytes()
+    by_id = {c.client_id: c for c in clients}
+    for i in UnmaskRequest.from_bytes(ubytes).survivors:
+        ureq = UnmaskRequest.from_bytes(ubytes)
+        t, msg = cpu(lambda: by_id[i].unmask(ureq))
+        b = msg.to_bytes()
+        if times is not None:
+            times.append(t)
+        if sizes is not None:
+            sizes.append(len(b))
+        server.receive_unmask(UnmaskMessage.from_bytes(b))
 
 
-def aggregate(msgs, p):
-    """Sum of the messages' payloads mod p (what the server computes; masks cancel)."""
-    acc = np.zeros(0, dtype=np.uint64)
-    for b in msgs:
-        x = SyndromeMessage.from_bytes(b).payload
-        if acc.size == 0:
-            acc = np.zeros_like(x)
-        acc += x                    # both < p < 2**63: no overflow
-        acc %= np.uint64(p)
-    return acc
+def live_round(server, clients, incremental, expected, dec, what):
+    """A whole round (every client shares, responds, unmasks) and its finish_round, checked;
+    returns (cpu, wall, decode_seconds, decode_cpu) of the finish_round."""
+    share_round(server, clients)
+    respond_all(server, clients)
+    unmask_all(server, clients)
+    n = len(dec)
+    t, w, res = wall_cpu(lambda: server.finish_round(incremental=incremental))
+    check_result(res, expected, what)
+    if incremental and not res.report.incremental:
+        raise AssertionError(f"{what}: the incremental path was not used")
+    return t, w, res.report.decode_seconds, dec[-1] if len(dec) > n else None
 
 
 # --------------------------------------------------------------------------- FLINT side
@@ -318,8 +388,7 @@ def run_case(K, L, d, args):
     M = K * L
     t0 = time.perf_counter()
     data, expected = make_clients(K, L, d, B, args.n, rng)
-    params = ScmaParams.create(d, B, M, mode="auto", max_client_nonzeros=K,
-                               random_state=int(rng.integers(2 ** 63)))
+    params = ScmaParams.create(d, B, M, mode="auto", max_client_nonzeros=K)
     p = params.modulus
     res = {"K": K, "L": L, "d": d, "B": B, "M": M, "m": expected[0].shape[0],
            "mode": params.mode, "rows": params.n_payload_rows,
@@ -328,9 +397,10 @@ def run_case(K, L, d, args):
         f"m = {res['m']} distinct bins of {M}")
 
     # key agreement
-    clients = [ScmaClient(i, random_state=int(rng.integers(2 ** 63))) for i in range(L)]
+    clients = [ScmaClient(i) for i in range(L)]
     server = ScmaServer(params)
-    dec = instrument(server)
+    aggs = []                                  # what the server's decode is given
+    dec = instrument(server, "decode", aggs)
     key_bytes = [c.key_message(params.run_id).to_bytes() for c in clients]
     for kb in key_bytes:
         server.receive_key(KeyMessage.from_bytes(kb))
@@ -340,71 +410,90 @@ def run_case(K, L, d, args):
         rm = RosterMessage.from_bytes(roster)
         ka.append(cpu(lambda: c.receive_roster(rm))[0])
     res["key_agreement"] = statistics.median(ka)
+    encs = [instrument(c, "encode") for c in clients]     # the encoding inside respond
 
-    # (a) encode
-    enc = [[] for _ in clients]
+    # (a) set_data (validation; the encoding is made by round 1's respond)
+    sd = [[] for _ in clients]
     for _ in range(args.repeats):
         for i, (c, (bins, counts)) in enumerate(zip(clients, data)):
-            enc[i].append(cpu(lambda: c.set_data(bins, counts))[0])
-    res["encode"] = statistics.median(statistics.median(v) for v in enc)
-    log(f"  encode {fmt(res['encode'])}")
+            sd[i].append(cpu(lambda: c.set_data(bins, counts))[0])
+    res["set_data"] = statistics.median(statistics.median(v) for v in sd)
 
-    # (b, c) round 1: every client responds
+    # (b, c) round 1: key shares, every client responds (mask computed in the call), unmask
+    shares, share_sizes = [], []
+    share_round(server, clients, shares, share_sizes)
+    res["shares"] = statistics.median(shares)
+    res["share_up"] = statistics.median(u for u, _ in share_sizes)
+    res["bundle_down"] = statistics.median(b for _, b in share_sizes)
     resp = []
     msgs1 = respond_all(server, clients, resp)
     res["respond"] = statistics.median(resp)
+    if all(len(e) == 1 for e in encs):
+        res["encode_in_respond"] = statistics.median(e[0] for e in encs)
+        res["encode"] = res["set_data"] + res["encode_in_respond"]
+    else:                       # not instrumented: encode + mask + add, an upper bound
+        res["encode_in_respond"] = None
+        res["encode"] = res["set_data"] + res["respond"]
     sizes = {len(b) for b in msgs1}
     assert len(sizes) == 1, "messages of one round differ in size"
     res["bytes"] = sizes.pop()
-    log(f"  respond round 1 {fmt(res['respond'])}")
+    log(f"  set_data {fmt(res['set_data'])}, key shares {fmt(res['shares'])}, respond round 1 "
+        f"{fmt(res['respond'])} (encode {fmt(res['encode_in_respond'])})")
+    um, um_sizes = [], []
+    unmask_all(server, clients, um, um_sizes)
+    res["unmask"] = statistics.median(um)
+    res["unmask_up"] = statistics.median(um_sizes)
 
     # (d) live full decode of round 1
+    n_dec = len(dec)
     t, w, r1 = wall_cpu(lambda: server.finish_round(incremental=False))
     check_result(r1, expected, "round 1 (full)")
     assert r1.report.bytes_per_client == res["bytes"], "report.bytes_per_client != len(to_bytes())"
     assert not r1.report.incremental
     res["report"] = r1.report
-    full = [(t, w, r1.report.decode_seconds, dec[-1] if dec else None)]
+    full = [(t, w, r1.report.decode_seconds, dec[-1] if len(dec) > n_dec else None)]
+    # the syndromes the decoder got: the plain sum's encoding once the masks are removed
+    S = Codec(params).encode(expected[0], expected[1].astype(np.uint64) % np.uint64(p))
+    if aggs:
+        assert np.array_equal(aggs[0], S), "unmasked aggregate != encoding of the plain sum"
+    del msgs1
     log(f"  full decode {fmt(r1.report.decode_seconds)}")
 
-    # (e) one client lowers one count by 1, round 2, incremental decode
+    # (e) one client lowers one count by 1, round 2 (masks precomputed offline), incremental
     ci = int(rng.integers(L))
     bins, counts = data[ci]
-    counts = counts.copy()
     j = int(np.argmax(counts))          # a count >= 2 keeps the bin (total ~ n/L >> K)
     assert counts[j] >= 2
-    counts[j] -= 1
-    data[ci] = (bins, counts)
-    expected2 = plain_sum(data)
-    clients[ci].set_data(bins, counts)
-    # round 2 masks precomputed offline where the client offers it (precompute_mask: not in the
-    # API contract, used if present); respond is then one addition
-    ids = RosterMessage.from_bytes(roster).client_ids
-    pre = []
-    if all(hasattr(c, "precompute_mask") for c in clients):
-        for c in clients:
-            pre.append(cpu(lambda: c.precompute_mask(r1.report.round + 1, ids))[0])
+    lowered = counts.copy()
+    lowered[j] -= 1
+    versions = [expected, plain_sum(data[:ci] + [(bins, lowered)] + data[ci + 1:])]
+    clients[ci].set_data(bins, lowered)
+    share_round(server, clients)
+    pre = [cpu(lambda: c.precompute_mask(0))[0] for c in clients]
+    res["precompute"] = statistics.median(pre)
     resp2 = []
-    msgs2 = respond_all(server, clients, resp2)
-    if pre:
-        res["precompute"] = statistics.median(pre)
-        res["respond_online"] = statistics.median(resp2)
-    else:
-        res["respond"] = statistics.median(resp + resp2)
+    respond_all(server, clients, resp2)
+    res["respond_online"] = statistics.median(resp2)
+    unmask_all(server, clients)
+    n_dec = len(dec)
     t, w, r2 = wall_cpu(lambda: server.finish_round(incremental=True))
-    check_result(r2, expected2, "round 2 (incremental)")
+    check_result(r2, versions[1], "round 2 (incremental)")
     if not r2.report.incremental:
         raise AssertionError("round 2: finish_round(incremental=True) did not use the "
                              "incremental path after a one-count change")
-    inc = [(t, w, r2.report.decode_seconds, dec[-1] if dec else None)]
-    log(f"  respond round 2 {fmt(statistics.median(resp2))}, incremental decode "
-        f"{fmt(r2.report.decode_seconds)}")
+    inc = [(t, w, r2.report.decode_seconds, dec[-1] if len(dec) > n_dec else None)]
+    log(f"  precompute_mask {fmt(res['precompute'])}, respond round 2 "
+        f"{fmt(res['respond_online'])}, incremental decode {fmt(r2.report.decode_seconds)}")
 
-    # repeats of (d) and (e) by replaying the recorded rounds into fresh servers
-    for _ in range(args.repeats - 1):
-        f, i = replay(params, key_bytes, [(msgs1, False, expected), (msgs2, True, expected2)])
-        full.append(f)
-        inc.append(i)
+    # repeats of (d) and (e): live rounds, full then after the same one-count change again
+    version = 1
+    for rep in range(args.repeats - 1):
+        full.append(live_round(server, clients, False, versions[version], dec,
+                               f"repeat {rep + 1} (full)"))
+        version = 1 - version
+        clients[ci].set_data(bins, lowered if version else counts)
+        inc.append(live_round(server, clients, True, versions[version], dec,
+                              f"repeat {rep + 1} (incremental)"))
     for name, v in (("full", full), ("inc", inc)):
         res[name + "_cpu"] = statistics.median(x[0] for x in v)
         res[name + "_wall"] = statistics.median(x[1] for x in v)
@@ -412,12 +501,12 @@ def run_case(K, L, d, args):
         # the decode's CPU time (instrumented), else the server's wall-clock decode_seconds
         res[name + "_dec"] = (statistics.median(x[3] for x in v) if v[0][3] is not None
                               else res[name + "_decode"])
-    del clients, server
+    clients = server = None        # free the run before FLINT
 
     # (f) FLINT on the same aggregate syndromes
     if args.flint and M <= args.flint_max_m:
         log("  FLINT ...")
-        res["flint"] = flint_compare(params, aggregate(msgs1, p), expected, args)
+        res["flint"] = flint_compare(params, S, expected, args)
     res["seconds"] = time.perf_counter() - t0
     return res
 
@@ -443,7 +532,18 @@ def main(argv=None):
     ap.add_argument("--max-repeat-seconds", type=float, default=5.0,
                     help="do not repeat a FLINT-side measurement whose first run took longer")
     ap.add_argument("--no-flint", dest="flint", action="store_false")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke test: cases " + ";".join(",".join(map(str, c)) for c in QUICK_CASES)
+                    + " and --repeats 2 (unless given)")
     args = ap.parse_args(argv)
+    if args.quick:
+        if args.cases == ap.get_default("cases"):
+            args.cases = ";".join(",".join(map(str, c)) for c in QUICK_CASES)
+        if args.repeats == ap.get_default("repeats"):
+            args.repeats = 2
+    if args.flint and flint is None:
+        log("python-flint is not installed: running without the FLINT comparison")
+        args.flint = False
     cases = [tuple(int(v) for v in c.split(",")) for c in args.cases.split(";") if c.strip()]
     if args.repeats < 1 or any(len(c) != 3 for c in cases):
         ap.error("--repeats >= 1 and --cases of K,L,d triples")
@@ -456,28 +556,33 @@ def main(argv=None):
     p = results[0]["report"].modulus if results else field.DEFAULT_PRIME
     logp = (p - 1).bit_length()          # ceil(log2 p) for an odd prime
     R = args.repeats
-    print(f"# pyfkm {pyfkm.__version__} secagg vs python-flint {flint.__version__}, numpy "
+    vs = f" vs python-flint {flint.__version__}" if args.flint else ""
+    print(f"# pyfkm {pyfkm.__version__} secagg{vs}, numpy "
           f"{np.__version__}; p = {p} ({logp} bits); n = {args.n}, B = {bins_per_dim(args.n)}; "
-          f"1 thread, CPU time, medians (encode: {R} calls per client, respond: one round per "
-          f"client, decode: {R} runs)")
+          f"1 thread, CPU time, medians (set_data: {R} calls per client, respond, key shares, "
+          f"unmask: one round per client, decode: {R} rounds)")
     print("\n## Clients (median over clients)\n")
-    print("| K | L | d | M | m | mode (rows) | words | encode | mask+respond | encode+mask "
-          "| mask precomputed offline | respond online | encode + online respond "
-          "| key agreement |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("encode = set_data (validation) + the encoding inside round 1's respond; mask+respond "
+          "= round 1's respond with its mask computed in the call (it includes that first "
+          "encoding); respond online = round 2's respond, mask precomputed offline; key shares "
+          "= share_keys + receive_shares of a round (offline, no data); unmask = the answer to "
+          "the unmask request.\n")
+    print("| K | L | d | M | m | mode (rows) | words | set_data | encode | mask+respond "
+          "| set_data + mask+respond | mask precomputed offline | respond online "
+          "| encode + online respond | key shares | unmask | key agreement |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        pre = "precompute" in r
         print(f"| {r['K']} | {r['L']} | {r['d']} | {r['M']:,} | {r['m']:,} | {r['mode']} "
-              f"({r['rows']}) | {r['words']:,} | {fmt(r['encode'])} | {fmt(r['respond'])} | "
-              f"{fmt(r['encode'] + r['respond'])} | {fmt(r['precompute'] if pre else None)} | "
-              f"{fmt(r['respond_online'] if pre else None)} | "
-              f"{fmt(r['encode'] + r['respond_online'] if pre else None)} | "
-              f"{fmt(r['key_agreement'])} |")
+              f"({r['rows']}) | {r['words']:,} | {fmt(r['set_data'])} | {fmt(r['encode'])} | "
+              f"{fmt(r['respond'])} | {fmt(r['set_data'] + r['respond'])} | "
+              f"{fmt(r['precompute'])} | {fmt(r['respond_online'])} | "
+              f"{fmt(r['encode'] + r['respond_online'])} | {fmt(r['shares'])} | "
+              f"{fmt(r['unmask'])} | {fmt(r['key_agreement'])} |")
 
     print("\n## Communication per client and round\n")
     print("| K | L | d | bytes (to_bytes) | paper 2KL*ceil(log2 p) | dense B^d*ceil(log2 p) "
-          "| ours / paper | server bytes |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| ours / paper | server bytes | key shares up | bundle down | unmask up |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         paper = 2 * r["K"] * r["L"] * logp
         dense = r["B"] ** r["d"] * logp
@@ -485,12 +590,14 @@ def main(argv=None):
         assert rep.paper_bits_per_client == paper and rep.dense_bits_per_client == dense
         print(f"| {r['K']} | {r['L']} | {r['d']} | {r['bytes']:,} B | {paper:,} bits "
               f"({paper / 8:,.0f} B) | {sci(dense)} bits | {8 * r['bytes'] / paper:.1f}x | "
-              f"{rep.server_bytes:,} B |")
+              f"{rep.server_bytes:,} B | {r['share_up']:,.0f} B | {r['bundle_down']:,.0f} B | "
+              f"{r['unmask_up']:,.0f} B |")
 
     print("\n## Server decode (every result checked against the plain sum)\n")
     print("decode = CPU time of the server's decode call (instrumented); report = "
           "report.decode_seconds (wall clock); finish_round = CPU time of the whole call "
-          "(adds the L messages mod p, then decodes).\n")
+          "(rebuilds the survivors' self-mask seeds and removes their self streams, adds the L "
+          "messages mod p, then decodes).\n")
     print("| K | L | d | M | m | full decode | (report) | full finish_round | incremental decode "
           "| (report) | incremental finish_round | full / incremental decode | (report) | "
           "(finish_round) |")
@@ -549,14 +656,13 @@ def main(argv=None):
     for r in results:
         if r["L"] != 100:
             continue
-        e, em = r["encode"], r["encode"] + r["respond"]
+        e, em = r["encode"], r["set_data"] + r["respond"]
         line = (f"- client encode < {TARGET_ENCODE_S * 1e3:g} ms at L = 100, ({r['K']}, {r['L']}, "
                 f"{r['d']}): encode alone {fmt(e)} {'yes' if e < TARGET_ENCODE_S else '**NO**'}; "
                 f"encode + mask {fmt(em)} {'yes' if em < TARGET_ENCODE_S else '**NO**'}")
-        if "precompute" in r:
-            eo = e + r["respond_online"]
-            line += (f"; encode + respond with the mask precomputed offline {fmt(eo)} "
-                     f"{'yes' if eo < TARGET_ENCODE_S else '**NO**'}")
+        eo = e + r["respond_online"]
+        line += (f"; encode + respond with the mask precomputed offline {fmt(eo)} "
+                 f"{'yes' if eo < TARGET_ENCODE_S else '**NO**'}")
         print(line)
     print("\nWall seconds per case: " + ", ".join(
         f"({r['K']}, {r['L']}, {r['d']}) {r['seconds']:.0f} s" for r in results))
