@@ -117,7 +117,15 @@ def _hkdf(secret, salt, info, n=32):
 def roster_digest(run_id, params_bytes, threshold, degree, server_key, ids, keys):
     """SHA-256 binding a run's roster: every derivation is salted with it."""
     return _roster_digest(bytes(run_id), bytes(params_bytes), int(threshold), int(degree),
-                          bytes(server_key), tuple(ids), tuple(bytes(k) for k in keys))
+                          bytes(server_key), tuple(ids), _bytes_tuple(keys))
+
+
+def _bytes_tuple(keys):
+    """``keys`` as a tuple of bytes (the same object when it already is one:
+    parsers build them, and a cache keyed on it hashes each key once)."""
+    if type(keys) is tuple and not set(map(type, keys)) - {bytes}:
+        return keys
+    return tuple(bytes(k) for k in keys)
 
 
 @functools.lru_cache(maxsize=16)
@@ -192,7 +200,7 @@ def ring_seed(run_id, params_bytes, ids, keys):
     server picks after seeing the clients' and could otherwise try until a
     victim's neighbours suit it."""
     return _roster_digest(bytes(run_id), bytes(params_bytes), 0, 0, bytes(32), tuple(ids),
-                          tuple(bytes(k) for k in keys))
+                          _bytes_tuple(keys))
 
 
 @functools.lru_cache(maxsize=16)
@@ -333,8 +341,11 @@ class MaskingClient:
         ids, keys = tuple(ids), tuple(keys)
         check_graph_params(len(ids), threshold, degree)
         own = raw_public(self._channel)
-        pos = {i: j for j, i in enumerate(ids)}
-        if me not in pos or keys[pos[me]] != own:
+        try:
+            at = ids.index(me)
+        except ValueError:
+            at = None
+        if at is None or keys[at] != own:
             raise ProtocolError("the roster does not carry this client's key")
         if len(set(keys)) != len(keys) or server_key in keys:
             raise ProtocolError("the roster repeats a public key")
@@ -345,6 +356,8 @@ class MaskingClient:
         aead, extra = {}, {}
         extra_set = set(extra_peers) & set(ids) - {me}
         nbr_set = set(nbrs)
+        pos = {o: ids.index(o) for o in nbr_set | extra_set} if len(nbr_set | extra_set) * 8 \
+            < len(ids) else {i: j for j, i in enumerate(ids)}
         for o in nbr_set | extra_set:
             secret = exchange(self._channel, keys[pos[o]], f"client {o}")
             if o in nbr_set:
