@@ -26,6 +26,7 @@ Examples::
     python benchmarks/bench_secagg_scale.py --clients 100 1000 --graph complete sparse \
         --dropout 0 0.1 --protocol msa --words 20 --json out.json
     python benchmarks/bench_secagg_scale.py --fit1000     # FederatedKMeans, 1000 x 2 points
+    python benchmarks/bench_secagg_scale.py --removals    # MUFC removals at 100 clients
 """
 import argparse
 import json
@@ -209,6 +210,29 @@ def fit1000(L=1000):
             "cpu_s": cpu, "stages_s": f.fit_seconds_, "bytes": f.bytes_sent_}
 
 
+def removals(L=100, n=30000, n_removals=40):
+    """Online / offline / wall time of single-point removals (secure MUFC,
+    Gaussian mixture n x 10, K = 10, non-iid over L clients)."""
+    from pyfkm import FederatedKMeans
+    from pyfkm.datasets import make_gaussian_mixture, split_non_iid
+    X, y, _ = make_gaussian_mixture(n, 10, 10, random_state=0)
+    parts = split_non_iid(X, y, L, 3, random_state=0)
+    f = FederatedKMeans(10, server_points="centers", random_state=0).fit([X[p] for p in parts])
+    rng = np.random.default_rng(1)
+    on, off, wall = [], [], []
+    for _ in range(n_removals):
+        c = int(rng.integers(L))
+        alive = np.flatnonzero(~f._clients[c].removed_)
+        t = time.perf_counter()
+        r = f.remove(c, int(rng.choice(alive)))
+        wall.append(time.perf_counter() - t)
+        on.append(r.client_seconds + r.aggregation_seconds + r.server_seconds)
+        off.append(r.offline_seconds)
+    return {"what": f"FederatedKMeans.remove, L={L}, n={n}", "online_median_s": float(
+        np.median(on)), "offline_median_s": float(np.median(off)),
+        "wall_median_s": float(np.median(wall))}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=int, nargs="+", default=[100, 1000])
@@ -218,14 +242,16 @@ def main(argv=None):
     ap.add_argument("--protocol", nargs="+", default=["msa"], choices=["msa", "scma"])
     ap.add_argument("--words", type=int, nargs="+", default=[20])
     ap.add_argument("--fit1000", action="store_true")
+    ap.add_argument("--removals", action="store_true",
+                    help="time single-point removals of a 100-client secure model")
     ap.add_argument("--json")
     ap.add_argument("--no-progress", action="store_true")
     a = ap.parse_args(argv)
     rows = []
     meta = {"python": platform.python_version(), "machine": platform.machine(),
             "date": time.strftime("%Y-%m-%d")}
-    if a.fit1000:
-        r = fit1000()
+    if a.fit1000 or a.removals:
+        r = fit1000() if a.fit1000 else removals()
         print(json.dumps(r))
         rows.append(r)
     else:
