@@ -591,7 +591,7 @@ def test_secure_clients_keep_no_vector_of_replaced_rounds():
         m.remove(1, [_center_id(m, 1)])
     role = m._agg.roles[1]
     assert len(role._answered) == 1
-    (sent,) = role._answered.values()
+    ((sent, _included),) = role._answered.values()
     bins, counts = m._clients[1].sparse_counts()
     np.testing.assert_array_equal(sent[0], bins)
     np.testing.assert_array_equal(sent[1], counts)

@@ -1109,3 +1109,46 @@ def test_a_client_joins_a_run_id_once():
     second = c.key_message(other.run_id)
     assert first.public_key != second.public_key
     assert isinstance(KeyMessage.from_bytes(second.to_bytes()), KeyMessage)
+
+
+def test_a_difference_round_on_an_older_base_cannot_isolate_a_client():
+    # second review: full round over everyone (data D), three clients change
+    # to E, a full round over a subset without the victim decodes from the
+    # others' shares, then a difference round over everyone naming round 1
+    # as its base would make (round 3) - (round 2) the victim's vector.  The
+    # changed clients now check their current data against the clients the
+    # *named base* held (everyone), not the subset it was summed over: they
+    # refuse, and too few shares remain to unmask.
+    from pyfkm.secagg import ScmaParams
+    from pyfkm.secagg._driver import RoundTrip, setup_in_process
+    from pyfkm.secagg._messages import InputRequest, UnmaskMessage, UnmaskRequest
+    from pyfkm.exceptions import ProtocolError as PE
+
+    P = ScmaParams.create(2, 10, 12)
+    server, clients = setup_in_process(P, 5)              # t = 3, complete graph
+    roles = dict(enumerate(clients))
+    data = {i: ([[i, 1]], [i + 1]) for i in range(5)}
+    data[4] = ([[7, 7], [8, 3]], [5, 2])                  # the victim's vector
+    for i, c in roles.items():
+        c.set_data(*data[i])
+    RoundTrip(server, roles).share().inputs().finish()
+    saved = server._state, server._finished, server._included
+    for i in range(3):
+        roles[i].set_data([[i, 1], [i, 5]], [i + 1, 1])
+    RoundTrip(server, roles, participants=(0, 1, 2, 3)).share().inputs().finish()
+    server._state, server._finished, server._included = saved     # the lie: base 1
+    RoundTrip(server, roles).share()
+    req = server.request_inputs(4)
+    assert req.base_round == 1
+    msg = InputRequest.from_bytes(req.to_bytes())
+    server.receive_many([roles[i].respond(msg).to_bytes() for i in range(5)])
+    ureq = UnmaskRequest.from_bytes(server.unmask_request().to_bytes())
+    refused = []
+    for i in range(5):
+        try:
+            server.receive_unmask(UnmaskMessage.from_bytes(roles[i].unmask(ureq).to_bytes()))
+        except PE:
+            refused.append(i)
+    assert refused == [0, 1, 2]
+    with pytest.raises(PE, match="shares"):
+        server.finish_round()

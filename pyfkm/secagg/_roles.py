@@ -133,10 +133,10 @@ class ScmaClient:
         self._codec = None
         self._encoded = None
         self._data = None
-        self._answered = {}        # rounds whose sum included this client -> data sent
+        self._answered = {}        # rounds whose sum included this client ->
+        #                            (data, clients whose data that aggregate holds)
         self._delta_codecs = {}
         self._sent = None          # (round, data, full) of the input sent, until unmasked
-        self._included = None      # survivors of the last full round this client was summed in
         self._mask_cache = None    # (round, mask)
         self._input_round = None   # the round whose shares were received
         self._last_change = None
@@ -319,13 +319,15 @@ class ScmaClient:
         change anyway."""
         if self._data is None:
             raise ProtocolError("set_data first")
-        return int(self._change(self._base(base_round))[1].size)
+        return int(self._change(self._base(base_round)[0])[1].size)
 
     def _base(self, base_round):
-        """The data of the latest round at or before ``base_round`` whose sum
-        included this client: what the server's aggregate holds for it (a
-        client that dropped from later rounds had no change in them, or
-        those rounds failed)."""
+        """``(data, included)`` of the latest round at or before
+        ``base_round`` whose sum included this client: what the server's
+        aggregate holds for it (a client that dropped from later rounds had
+        no change in them, or those rounds failed), and the clients whose
+        data that aggregate holds -- a difference round on this base gives
+        the data now summed over the same clients."""
         if not isinstance(base_round, (int, np.integer)) or isinstance(base_round, bool):
             raise ProtocolError(f"base_round must be an int, got {base_round!r}")
         rounds = [r for r in self._answered if r <= int(base_round)]
@@ -353,7 +355,7 @@ class ScmaClient:
     def _delta_message(self, req):
         """(codec, encoding of (data now) - (data summed in round
         ``base_round``)); the encoding is None when nothing changed."""
-        base = self._base(req.base_round)
+        base = self._base(req.base_round)[0]
         codec = self._delta_codec(req.delta_nonzeros)
         bins, dq = self._change(base)
         if dq.size == 0:
@@ -392,7 +394,9 @@ class ScmaClient:
             mask = self.mask(req.round, W)
         self._m.mark_sent(req.round)          # once per round
         masked = mask if encoded is None else add_mod(mask, encoded, self.params.modulus)
-        self._sent = (req.round, self._data, dn == 0)
+        # the clients whose data the round's aggregate will hold: the
+        # survivors (a full round) or the base's (a difference round)
+        self._sent = (req.round, self._data, None if dn == 0 else self._base(req.base_round)[1])
         self._input_round = None
         self._round_keys = None
         msg = SyndromeMessage._trusted(self._run_id, req.round, self.client_id,
@@ -413,25 +417,22 @@ class ScmaClient:
         if req.run_id != self._run_id or self._sent is None or self._sent[0] != req.round:
             raise ProtocolError(f"unmask request for round {req.round}, not this client's "
                                 "last input")
-        rnd, data, full = self._sent
+        rnd, data, base_included = self._sent
+        full = base_included is None
         survivors = frozenset(req.survivors)
         digest = data_digest(self._m.data_key, data[0].tobytes(), data[1].tobytes())
         # the aggregate after a full round is the survivors' data; after a
-        # difference round it is the data now of the clients included at the
-        # last full round (dropped clients keep theirs): the same data
-        # summed over another set would reveal the difference
-        included = survivors if full else self._included
-        if included is None:
-            raise ProtocolError(f"round {rnd}: a difference round before any full round "
-                                "this client was summed in")
+        # difference round it is the data now of the clients its base held
+        # (whichever base the server names: the change is taken against it).
+        # The same data summed over another set would reveal the difference
+        included = survivors if full else base_included
         items = self._m.unmask(rnd, survivors, digest, included)
         self._sent = None
         # the input is in the sum (if the server completes the round)
         answered = self._answered
-        answered[rnd] = data
+        answered[rnd] = (data, included)
         if len(answered) > _KEEP_ANSWERED:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
-        self._included = included
         msg = _built(UnmaskMessage, run_id=self._run_id, round=rnd, sender=self.client_id,
                      owners=tuple(o for o, _, _ in items), kinds=tuple(k for _, k, _ in items),
                      shares=tuple(s for _, _, s in items), tag=bytes(TAG_BYTES))
