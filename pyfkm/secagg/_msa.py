@@ -46,6 +46,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from ..exceptions import CapacityError, InvalidInputError, MessageFormatError, ProtocolError
 from ._masking import MaskingClient, MaskingServer, data_digest, default_threshold
+from ._steps import RoundSteps
 from ._messages import (HEADER_BYTES, SERVER_ID, TAG_BYTES, InputRequest, KeyMessage,
                         RoundMessage, ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest,
                         _check_id, _check_roster_extras, _check_run_id, _expect_len,
@@ -701,7 +702,7 @@ def client_noise(segments, n_words, threshold, scale_bits, round_, limit):
     return np.concatenate(parts).view(np.uint64)
 
 
-class MsaServer:
+class MsaServer(RoundSteps):
     """The MSA server: relays keys and shares, sums masked vectors.
 
     Parameters
@@ -818,41 +819,6 @@ class MsaServer:
         self._open = {"step": "shares", "st": st, "got": {}, "req": None}
         return msg
 
-    def _need(self, step):
-        if self._open is None or self._open["step"] != step:
-            raise ProtocolError(f"no round is waiting for {step}")
-        return self._open
-
-    def receive_shares(self, msg):
-        o = self._need("shares")
-        if not isinstance(msg, ShareMessage):
-            raise ProtocolError("expected a ShareMessage")
-        if msg.run_id != self.run_id or msg.round != o["st"]["round"]:
-            raise ProtocolError("share message of another run or round")
-        if msg.sender not in self._m._mac:
-            raise ProtocolError(f"client {msg.sender} is not in the roster")
-        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
-        self._m.add_shares(o["st"], msg.sender, msg.round_key, msg.commitment,
-                           list(zip(msg.holders, msg.ciphertexts)))
-
-    def bundle(self, client_id):
-        o = self._open
-        if o is None or o["step"] not in ("shares", "bundles"):
-            raise ProtocolError("no round is relaying shares")
-        st = o["st"]
-        if isinstance(client_id, bool) or not isinstance(client_id, (int, np.integer)):
-            raise InvalidInputError(f"client ids must be ints, got {client_id!r}")
-        client_id = int(client_id)
-        if client_id not in st["pks"]:
-            raise ProtocolError(f"client {client_id} has no bundle in round {st['round']}")
-        if o["step"] == "shares":
-            self._m.close_shares(st)
-            o["step"] = "bundles"
-        items = self._m.bundle_items(st, client_id)
-        return ShareBundle(self.run_id, st["round"], client_id, st["u2"],
-                           tuple(i[0] for i in items), tuple(i[1] for i in items),
-                           tuple(i[2] for i in items))
-
     def request_inputs(self):
         o = self._open
         if o is None or o["step"] not in ("shares", "bundles"):
@@ -881,23 +847,6 @@ class MsaServer:
                                 f"expected {self._n_words}")
         self._m.check_tag(msg.sender, msg.signed_bytes() + self._m.view(o["st"]), msg.tag)
         o["got"][msg.sender] = msg.payload
-
-    def unmask_request(self):
-        o = self._need("inputs")
-        u3 = self._m.close_inputs(o["st"], o["got"])
-        o["step"] = "unmask"
-        return UnmaskRequest(self.run_id, o["st"]["round"], u3)
-
-    def receive_unmask(self, msg):
-        o = self._need("unmask")
-        if not isinstance(msg, UnmaskMessage):
-            raise ProtocolError("expected an UnmaskMessage")
-        if msg.run_id != self.run_id or msg.round != o["st"]["round"]:
-            raise ProtocolError("unmask answer of another run or round")
-        if msg.sender not in self._m._mac:
-            raise ProtocolError(f"client {msg.sender} is not in the roster")
-        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
-        self._m.add_unmask(o["st"], msg.sender, list(zip(msg.owners, msg.kinds, msg.shares)))
 
     def _noise_words(self, round_, segments):
         from ..privacy import NoiseStream

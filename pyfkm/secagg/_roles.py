@@ -20,6 +20,7 @@ from ._messages import (TAG_BYTES, InputRequest, KeyMessage, RosterMessage, Roun
                         UnmaskRequest, _built, check_key_message, params_bytes,
                         parse_syndromes)
 from ._params import ScmaParams
+from ._steps import RoundSteps, client_id
 
 
 # answered rounds a client remembers as bases of difference rounds (the
@@ -44,16 +45,9 @@ def _sorted_ids(ids):
             and all(map(operator.lt, ids, ids[1:])):
         return ids
     try:
-        return tuple(sorted(_client_id(i) for i in ids))
+        return tuple(sorted(client_id(i) for i in ids))
     except TypeError:
         raise InvalidInputError("participants must be a sequence of client ids") from None
-
-
-def _client_id(v):
-    """A client id (an int, not a bool or a float), or InvalidInputError."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise InvalidInputError(f"client ids must be ints, got {v!r}")
-    return int(v)
 
 
 def check_sparse(bins, counts, params, name="client"):
@@ -488,7 +482,7 @@ class ScmaResult:
     dropped: tuple = ()
 
 
-class ScmaServer:
+class ScmaServer(RoundSteps):
     """The aggregation server: relays keys and shares, runs rounds, decodes.
 
     Parameters
@@ -571,19 +565,14 @@ class ScmaServer:
                                          self._m.server_key)
         return self._roster
 
-    def neighbours(self, client_id):
-        """The neighbours of a client in the run's graph."""
+    def neighbours(self, cid):
+        """The neighbours of client ``cid`` in the run's graph."""
         if self._roster is None:
             raise ProtocolError("send the roster first")
-        cid = _client_id(client_id)
+        cid = client_id(cid)
         if cid not in self._m._mac:
             raise ProtocolError(f"client {cid} is not in the roster")
         return self._m.neighbours(cid)
-
-    def _need(self, step):
-        if self._open is None or self._open["step"] != step:
-            raise ProtocolError(f"no round is waiting for {step}")
-        return self._open
 
     def start_round(self, participants=None):
         """Open the next round over ``participants`` (default: the roster);
@@ -605,39 +594,6 @@ class ScmaServer:
         self._round += 1
         self._open = {"step": "shares", "msg": msg, "st": st, "got": {}, "req": None}
         return msg
-
-    def receive_shares(self, msg):
-        """Step 1: a client's :class:`ShareMessage` (authenticated)."""
-        o = self._need("shares")
-        if not isinstance(msg, ShareMessage):
-            raise ProtocolError("expected a ShareMessage")
-        if msg.run_id != self.run_id or msg.round != o["msg"].round:
-            raise ProtocolError("share message of another run or round")
-        if msg.sender not in self._m._mac:
-            raise ProtocolError(f"client {msg.sender} is not in the roster")
-        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
-        self._m.add_shares(o["st"], msg.sender, msg.round_key, msg.commitment,
-                           list(zip(msg.holders, msg.ciphertexts)))
-
-    def bundle(self, client_id):
-        """Step 2: the :class:`ShareBundle` of one client that shared keys
-        (the first call closes key sharing: ``U2``)."""
-        o = self._open
-        if o is None or o["step"] not in ("shares", "bundles"):
-            raise ProtocolError("no round is relaying shares")
-        st = o["st"]
-        cid = _client_id(client_id)
-        if cid not in st["pks"]:
-            raise ProtocolError(f"client {cid} has no bundle in round {st['round']}")
-        if o["step"] == "shares":
-            self._m.close_shares(st)
-            o["step"] = "bundles"
-        items = self._m.bundle_items(st, cid)
-        client_id = cid
-        return _built(ShareBundle, run_id=self.run_id, round=st["round"],
-                      recipient=int(client_id), sharers=st["u2"],
-                      owners=tuple(i[0] for i in items), round_keys=tuple(i[1] for i in items),
-                      ciphertexts=tuple(i[2] for i in items))
 
     def request_inputs(self, delta_nonzeros=0):
         """Step 3: the :class:`InputRequest` of the open round.
@@ -745,26 +701,6 @@ class ScmaServer:
         except BaseException:
             o["got"] = saved
             raise
-
-    def unmask_request(self):
-        """Step 4: close inputs and name the survivors (those whose inputs
-        arrived); raises :class:`ProtocolError` below the threshold."""
-        o = self._need("inputs")
-        u3 = self._m.close_inputs(o["st"], o["got"])
-        o["step"] = "unmask"
-        return _built(UnmaskRequest, run_id=self.run_id, round=o["st"]["round"], survivors=u3)
-
-    def receive_unmask(self, msg):
-        """Step 4: a survivor's revealed shares (authenticated)."""
-        o = self._need("unmask")
-        if not isinstance(msg, UnmaskMessage):
-            raise ProtocolError("expected an UnmaskMessage")
-        if msg.run_id != self.run_id or msg.round != o["st"]["round"]:
-            raise ProtocolError("unmask answer of another run or round")
-        if msg.sender not in self._m._mac:
-            raise ProtocolError(f"client {msg.sender} is not in the roster")
-        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
-        self._m.add_unmask(o["st"], msg.sender, list(zip(msg.owners, msg.kinds, msg.shares)))
 
     def finish_round(self, *, incremental=True):
         """Remove the survivors' self masks and their pair masks with the

@@ -1,0 +1,75 @@
+"""The server's steps of a round that SCMA and MSA share: key shares,
+bundles and unmasking (:mod:`._masking` does the work; this frames it as
+messages).  A server class mixes this in and keeps ``run_id``, ``_m`` (a
+:class:`~._masking.MaskingServer`) and ``_open`` (the round in progress: a
+dict with ``step``, ``st``, ``got`` and ``req``)."""
+import numpy as np
+
+from ..exceptions import InvalidInputError, ProtocolError
+from ._messages import ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest, _built
+
+
+def client_id(v):
+    """A client id (an int, not a bool or a float), or InvalidInputError."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise InvalidInputError(f"client ids must be ints, got {v!r}")
+    return int(v)
+
+
+class RoundSteps:
+    """Steps 1, 2 and 4 of a round at the server (step 3, the inputs, and
+    the final sum are each protocol's own)."""
+
+    def _need(self, step):
+        if self._open is None or self._open["step"] != step:
+            raise ProtocolError(f"no round is waiting for {step}")
+        return self._open
+
+    def _check_sender(self, msg, cls, st):
+        if not isinstance(msg, cls):
+            raise ProtocolError(f"expected a {cls.__name__}")
+        if msg.run_id != self.run_id or msg.round != st["round"]:
+            raise ProtocolError(f"{cls.__name__} of another run or round")
+        if msg.sender not in self._m._mac:
+            raise ProtocolError(f"client {msg.sender} is not in the roster")
+        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+
+    def receive_shares(self, msg):
+        """Step 1: a client's :class:`ShareMessage` (authenticated)."""
+        o = self._need("shares")
+        self._check_sender(msg, ShareMessage, o["st"])
+        self._m.add_shares(o["st"], msg.sender, msg.round_key, msg.commitment,
+                           list(zip(msg.holders, msg.ciphertexts)))
+
+    def bundle(self, client_id_):
+        """Step 2: the :class:`ShareBundle` of one client that shared keys
+        (the first call closes key sharing: ``U2``)."""
+        o = self._open
+        if o is None or o["step"] not in ("shares", "bundles"):
+            raise ProtocolError("no round is relaying shares")
+        st = o["st"]
+        cid = client_id(client_id_)
+        if cid not in st["pks"]:
+            raise ProtocolError(f"client {cid} has no bundle in round {st['round']}")
+        if o["step"] == "shares":             # everything checked: close U2
+            self._m.close_shares(st)
+            o["step"] = "bundles"
+        items = self._m.bundle_items(st, cid)
+        return _built(ShareBundle, run_id=self.run_id, round=st["round"], recipient=cid,
+                      sharers=st["u2"], owners=tuple(i[0] for i in items),
+                      round_keys=tuple(i[1] for i in items),
+                      ciphertexts=tuple(i[2] for i in items))
+
+    def unmask_request(self):
+        """Step 4: close inputs and name the survivors (those whose inputs
+        arrived); raises :class:`ProtocolError` below the threshold."""
+        o = self._need("inputs")
+        u3 = self._m.close_inputs(o["st"], o["got"])
+        o["step"] = "unmask"
+        return _built(UnmaskRequest, run_id=self.run_id, round=o["st"]["round"], survivors=u3)
+
+    def receive_unmask(self, msg):
+        """Step 4: a survivor's revealed shares (authenticated)."""
+        o = self._need("unmask")
+        self._check_sender(msg, UnmaskMessage, o["st"])
+        self._m.add_unmask(o["st"], msg.sender, list(zip(msg.owners, msg.kinds, msg.shares)))
