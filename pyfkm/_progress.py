@@ -1,20 +1,26 @@
 """Optional progress reporting for long protocol runs.
 
 ``progress`` arguments accept False/None (silent, the library default),
-True (a bar on stderr: :mod:`tqdm` when installed, else a plain line every
-10%), or a callable ``f(done, total, description)`` called after each step.
+True (a bar on stderr for work that runs longer than a second: :mod:`tqdm`
+when installed, else a plain line every 10%), or a callable ``f(done, total,
+description)`` called after each step.
 """
 import sys
+import time
+
+# a bar appears only for work that has run this long (short rounds stay quiet)
+DELAY = 1.0
 
 
 class _Line:
     def __init__(self, total, desc):
         self.total, self.desc, self.done, self._shown = max(int(total), 1), desc, 0, -1
+        self._t0 = time.monotonic()
 
     def update(self, n=1):
         self.done += n
         tenth = 10 * self.done // self.total
-        if tenth != self._shown:
+        if tenth != self._shown and time.monotonic() - self._t0 >= DELAY:
             self._shown = tenth
             print(f"{self.desc}: {self.done}/{self.total}", file=sys.stderr, flush=True)
 
@@ -52,4 +58,4 @@ def progress_bar(progress, total, desc):
         from tqdm.auto import tqdm
     except ImportError:
         return _Line(total, desc)
-    return tqdm(total=total, desc=desc, leave=False)
+    return tqdm(total=total, desc=desc, leave=False, delay=DELAY)
