@@ -465,7 +465,6 @@ class ScmaReport:
     paper_bits_per_client: int
     dense_bits_per_client: int
     dropped: tuple = ()
-    setup_bytes_per_client: int = 0
 
 
 @dataclass(frozen=True)
