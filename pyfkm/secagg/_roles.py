@@ -451,7 +451,14 @@ def _check_run_id_arg(run_id):
 
 @dataclass(frozen=True)
 class ScmaReport:
-    """What one aggregation round cost."""
+    """What one aggregation round cost.
+
+    ``bytes_per_client`` is the size of one masked input (the key shares and
+    unmask answers of the round come on top: :class:`RoundTrip` counts
+    every message); ``n_participants`` the survivors summed; ``dropped`` the
+    clients that shared keys but whose inputs did not arrive (recovered
+    from the others' shares).
+    """
 
     mode: str
     modulus: int
