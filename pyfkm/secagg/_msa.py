@@ -767,16 +767,10 @@ class MsaServer(RoundSteps):
         if not self._keys:
             raise ProtocolError("no client keys received")
         if self._roster is None:
-            ids = tuple(sorted(self._keys))
-            keys = tuple(self._keys[i] for i in ids)
-            n = len(ids)
-            t = default_threshold(n) if self._threshold is None else self._threshold
-            if not isinstance(t, (int, np.integer)) or isinstance(t, bool) or not 1 <= t <= n:
-                raise InvalidInputError(f"threshold {t!r} must be an int in [1, {n} clients]")
-            deg = self._degree if self._degree < n - 1 else 0
+            ids, keys, t, deg = self._roster_fields()
             r = MsaRosterMessage(self.run_id, self._n_words, self._scale_bits, ids, keys,
-                                 int(t), deg, self._m.server_key)
-            self._m.close_roster(self.run_id, r.params_bytes(), int(t), deg, ids, keys)
+                                 t, deg, self._m.server_key)
+            self._m.close_roster(self.run_id, r.params_bytes(), t, deg, ids, keys)
             self._roster = r
         return self._roster
 

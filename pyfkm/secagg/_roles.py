@@ -559,15 +559,9 @@ class ScmaServer(RoundSteps):
         if not self._keys:
             raise ProtocolError("no client keys received")
         if self._roster is None:
-            ids = tuple(sorted(self._keys))
-            keys = tuple(self._keys[i] for i in ids)
-            n = len(ids)
-            t = default_threshold(n) if self._threshold is None else self._threshold
-            if not isinstance(t, (int, np.integer)) or isinstance(t, bool) or not 1 <= t <= n:
-                raise InvalidInputError(f"threshold {t!r} must be an int in [1, {n} clients]")
-            deg = self._degree if self._degree < n - 1 else 0
-            self._m.close_roster(self.run_id, params_bytes(self.params), int(t), deg, ids, keys)
-            self._roster = RosterMessage(self.run_id, self.params, ids, keys, int(t), deg,
+            ids, keys, t, deg = self._roster_fields()
+            self._m.close_roster(self.run_id, params_bytes(self.params), t, deg, ids, keys)
+            self._roster = RosterMessage(self.run_id, self.params, ids, keys, t, deg,
                                          self._m.server_key)
         return self._roster
 

@@ -6,6 +6,7 @@ dict with ``step``, ``st``, ``got`` and ``req``)."""
 import numpy as np
 
 from ..exceptions import InvalidInputError, ProtocolError
+from ._masking import default_threshold
 from ._messages import ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest, _built
 
 
@@ -19,6 +20,19 @@ def client_id(v):
 class RoundSteps:
     """Steps 1, 2 and 4 of a round at the server (step 3, the inputs, and
     the final sum are each protocol's own)."""
+
+    def _roster_fields(self):
+        """(ids, keys, threshold, degree) of the roster from the keys
+        received: the threshold given (or a strict majority), checked against
+        the number of clients; a degree reaching every other client is the
+        complete graph (0)."""
+        ids = tuple(sorted(self._keys))
+        keys = tuple(self._keys[i] for i in ids)
+        n = len(ids)
+        t = default_threshold(n) if self._threshold is None else self._threshold
+        if not isinstance(t, (int, np.integer)) or isinstance(t, bool) or not 1 <= t <= n:
+            raise InvalidInputError(f"threshold {t!r} must be an int in [1, {n} clients]")
+        return ids, keys, int(t), (self._degree if self._degree < n - 1 else 0)
 
     def _need(self, step):
         if self._open is None or self._open["step"] != step:
