@@ -45,7 +45,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from ..exceptions import CapacityError, InvalidInputError, MessageFormatError, ProtocolError
-from ._masking import MaskingClient, MaskingServer, data_digest, default_threshold
+from ._masking import MaskingClient, MaskingServer, data_digest
 from ._steps import RoundSteps
 from ._messages import (HEADER_BYTES, SERVER_ID, TAG_BYTES, InputRequest, KeyMessage,
                         RoundMessage, ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest,

@@ -14,7 +14,7 @@ from ..exceptions import CapacityError, DecodeError, InvalidInputError, Protocol
 from ..lattice import row_keys
 from ._codec import Codec
 from ._crypto import SCMA_TAG, _stream_limit, add_mod
-from ._masking import MaskingClient, MaskingServer, data_digest, default_threshold, mac
+from ._masking import MaskingClient, MaskingServer, data_digest, mac
 from ._messages import (TAG_BYTES, InputRequest, KeyMessage, RosterMessage, RoundMessage,
                         ShareBundle, ShareMessage, SyndromeMessage, UnmaskMessage,
                         UnmaskRequest, _built, check_key_message, params_bytes,
