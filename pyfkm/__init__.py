@@ -1,18 +1,29 @@
 """pyfkm: federated k-means clustering that is private and can forget.
 
 Core kernels are C (csrc/) behind Cython (pyfkm._core); this package is the
-Python API.
+Python API, one subpackage per algorithm family over shared pieces:
+
+* :mod:`pyfkm.mufc`: federated k-means with exact unlearning (MUFC);
+* :mod:`pyfkm.dp`: differentially private federated k-means (FastLloyd);
+* :mod:`pyfkm.deletion`: deletion-efficient centralized k-means (Q-/DC-k-means);
+* :mod:`pyfkm.outliers`: distributed (k, z)-center clustering with outliers;
+* :mod:`pyfkm.secagg`: secure aggregation (SCMA and masked aggregation);
+* :mod:`pyfkm.field`: prime-field arithmetic and decoding;
+* :mod:`pyfkm.core`: k-means, seeding, lattice and noise samplers;
+* :mod:`pyfkm.metrics`, :mod:`pyfkm.datasets`: evaluation and synthetic data.
+
+Imports point downward only (families -> secagg -> field/core -> the private
+foundation ``_core``, ``_validation``, ``_base``, ``exceptions``, ``rng``);
+``tests/test_layout.py`` checks it.
 """
-from . import privacy
+from . import dp
+from .core import KMeans, Lattice, RemovableSeeding, RemovalReport, kmeans_plusplus
 from .deletion import DCKMeans, QKMeans
+from .dp import DPFederatedKMeans
 from .exceptions import (CapacityError, InvalidIdError, InvalidInputError, ModelFileError,
                          NotFittedError, NumericalError, PyfkmError)
-from .federated import DPFederatedKMeans
-from .kmeans import KMeans
-from .lattice import Lattice
 from .mufc import FederatedKMeans
 from .outliers import DistributedKZCenter, KZCenter
-from .seeding import RemovableSeeding, RemovalReport, kmeans_plusplus
 
 __version__ = "0.1.0.dev0"
 
@@ -24,7 +35,7 @@ __all__ = [
     "DCKMeans",
     "KZCenter",
     "DistributedKZCenter",
-    "privacy",
+    "dp",
     "Lattice",
     "kmeans_plusplus",
     "RemovableSeeding",
@@ -37,3 +48,14 @@ __all__ = [
     "CapacityError",
     "ModelFileError",
 ]
+
+
+def __getattr__(name):
+    # pyfkm.privacy moved to pyfkm.dp (issue 20); the alias goes in pyfkm 0.3.
+    if name == "privacy":
+        import importlib
+        import warnings
+        warnings.warn("pyfkm.privacy is deprecated and will be removed in pyfkm 0.3; "
+                      "use pyfkm.dp instead", DeprecationWarning, stacklevel=2)
+        return importlib.import_module("pyfkm.dp")
+    raise AttributeError(f"module 'pyfkm' has no attribute {name!r}")

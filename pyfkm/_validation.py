@@ -1,4 +1,5 @@
 """Input validation at the edge of the public API (private)."""
+import math
 import numbers
 
 import numpy as np
@@ -144,3 +145,23 @@ def check_features(X, n_features, owner):
             f"X has {X.shape[1]} features, but {type(owner).__name__} was fitted "
             f"with {n_features}")
     return X
+
+
+def check_positive(x, name, *, allow_inf=False):
+    """``x`` as a float > 0, finite unless ``allow_inf`` (bools refused)."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise InvalidInputError(f"{name} must be a real number, got {type(x).__name__}")
+    x = float(x)
+    if math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf):
+        raise InvalidInputError(f"{name}={x} must be a positive finite number")
+    return x
+
+
+def check_nonnegative(x, name):
+    """``x`` as a finite float >= 0 (bools refused)."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise InvalidInputError(f"{name} must be a real number, got {type(x).__name__}")
+    x = float(x)
+    if not math.isfinite(x) or x < 0:
+        raise InvalidInputError(f"{name}={x} must be a nonnegative finite number")
+    return x

@@ -3,11 +3,10 @@ import time
 
 import numpy as np
 
+from .core import KMeans, RemovableSeeding, kmeans_plusplus
 from .datasets import make_blobs, make_gaussian_mixture, split_non_iid
-from .kmeans import KMeans
 from .metrics import federated_loss_ratio
 from .mufc import FederatedKMeans
-from .seeding import RemovableSeeding, kmeans_plusplus
 
 
 def _fmt_s(t):

@@ -307,7 +307,7 @@ def best_kmeans_objective(X, n_clusters, *, n_runs=5, random_state=None, max_ite
     >>> best_kmeans_objective(X, 2, n_runs=3, random_state=0)
     1.0
     """
-    from .kmeans import KMeans
+    from .core.kmeans import KMeans
 
     X = check_array(X, "X")
     k = check_n_clusters(n_clusters, X.shape[0])

@@ -10,11 +10,11 @@ import doctest
 import numpy as np
 import pytest
 
-import pyfkm.baselines as baselines
-from pyfkm.baselines import FederatedDCKMeans, KFed, dc_root, kfed_server
+import pyfkm.mufc.baselines as baselines
+from pyfkm.mufc.baselines import FederatedDCKMeans, KFed, dc_root, kfed_server
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError
 from pyfkm.rng import spawn
-from pyfkm.seeding import kmeans_plusplus
+from pyfkm.core.seeding import kmeans_plusplus
 
 ESTIMATORS = [
     pytest.param(lambda **kw: KFed(4, client_clusters=2, **kw), id="kfed"),
@@ -555,7 +555,7 @@ def test_docstring_examples():
 def test_removal_erases_rows_and_departed_clients(cls):
     """Issue 18: no value of a removed row or of a departed client stays in
     the model or its pickle; the caller's arrays are copied, not kept."""
-    import pyfkm.baselines as b
+    import pyfkm.mufc.baselines as b
     from _forensics import patterns, search_object, search_pickle
     rng = np.random.default_rng(21)
     data = [rng.uniform(-0.5, 0.5, size=(40, 3)) for _ in range(3)]

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pyfkm import deletion
+from pyfkm.deletion import _impl as deletion
 from pyfkm.deletion import DCKMeans, QKMeans, auto_epsilon, auto_n_leaves
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
-from pyfkm.lattice import Lattice
+from pyfkm.core.lattice import Lattice
 from _forensics import patterns, search_everywhere
 from test_pickle import assert_same_state
 

@@ -4,19 +4,32 @@ import importlib
 
 import pytest
 
-MODULES = ["pyfkm.rng", "pyfkm.seeding", "pyfkm.kmeans", "pyfkm.datasets", "pyfkm.lattice",
-           "pyfkm.field",
-           "pyfkm.secagg", "pyfkm.secagg._driver", "pyfkm.secagg._params", "pyfkm.secagg._shamir", "pyfkm.secagg._masking",
-           "pyfkm.mufc", "pyfkm.metrics", "pyfkm.baselines",
-           "pyfkm.deletion", "pyfkm.privacy", "pyfkm.federated", "pyfkm.secagg._msa", "pyfkm.outliers"]
+import pkgutil
+
+import pyfkm
+
+# Every module of the package but the deprecated aliases (issue 20) and the
+# command line entry point; the extension modules have no docstring examples.
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(pyfkm.__path__, "pyfkm.")
+    if m.name not in ("pyfkm.__main__", "pyfkm.kmeans", "pyfkm.seeding", "pyfkm.lattice",
+                      "pyfkm.privacy", "pyfkm.federated", "pyfkm.baselines")
+    and not m.name.startswith("pyfkm._core"))
+# Public modules: each documents its API with at least one example (a
+# package's __init__ only re-exports its modules' names; the exception classes
+# and the demo script have nothing to show).
+PUBLIC = [m for m in MODULES if not any(part.startswith("_") for part in m.split("."))
+          and not m.endswith((".exceptions", ".demo"))
+          and not hasattr(importlib.import_module(m), "__path__")]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0, f"{name} has no examples"
     assert result.failed == 0
+    if name in PUBLIC:
+        assert result.attempted > 0, f"{name} has no examples"
 
 
 def test_demo_runs_and_reports(capsys):

@@ -20,7 +20,7 @@ import pytest
 from scipy.stats import norm
 
 from pyfkm.exceptions import InvalidInputError, NotFittedError
-from pyfkm.federated import (
+from pyfkm.dp.estimator import (
     DPFederatedKMeans,
     FederatedLloyd,
     GLloyd,
@@ -225,7 +225,7 @@ class _FitSpy:
     from and the decoded (noisy) sums of every round."""
 
     def __init__(self, monkeypatch):
-        import pyfkm.federated as F
+        import pyfkm.dp.estimator as F
         self.starts, self.sums = [], []
         orig_stats, orig_round = F._LocalData.stats, F.msa_round
         spy = self
@@ -301,7 +301,7 @@ def test_noise_differs_across_rounds(where):
 
 
 def _spy_servers(monkeypatch):
-    import pyfkm.federated as F
+    import pyfkm.dp.estimator as F
     servers = []
     orig = F.setup_msa
 
@@ -407,7 +407,7 @@ def test_server_only_sees_masked_words(monkeypatch):
     # spy on what the server receives and broadcasts during a fit: no
     # client's plaintext encoding, and the broadcast is not the noisy sum
     # (it is still under the output mask)
-    import pyfkm.federated as F
+    import pyfkm.dp.estimator as F
     import pyfkm.secagg._msa as M
     received, plain, sent = [], [], []
     orig_receive, orig_finish, orig_stats = (M.MsaServer.receive, M.MsaServer.finish_round,
@@ -444,7 +444,7 @@ def test_baseline_noise_scales_follow_their_formulas(monkeypatch):
     # capture the per-round noise segments the server is asked for and
     # compare with the baselines' formulas written out here (rho = 0.225)
     import pyfkm.secagg._msa as M
-    from pyfkm.privacy import calibrate_analytic_gaussian
+    from pyfkm.dp import calibrate_analytic_gaussian
     seen = []
     orig = M.MsaServer.finish_round
 
@@ -479,7 +479,7 @@ def test_fastlloyd_noise_per_iteration_scales_with_the_radius(monkeypatch):
     # client's share is drawn for (pyfkm.secagg._msa.client_noise) and the
     # server's (none), and compare with FastLloyd's formulas written out here
     import pyfkm.secagg._msa as M
-    from pyfkm.privacy import calibrate_analytic_gaussian
+    from pyfkm.dp import calibrate_analytic_gaussian
     shares, at_server = [], []
     orig_noise, orig_finish = M.client_noise, M.MsaServer.finish_round
 

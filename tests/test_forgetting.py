@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyfkm
-import pyfkm.mufc as mufc
+import pyfkm.mufc.estimator as mufc
 from pyfkm import FederatedKMeans, ModelFileError, PyfkmError, RemovableSeeding
 from pyfkm._core import _seeding
 from pyfkm.exceptions import ProtocolError

@@ -31,7 +31,7 @@ import pyfkm
 from pyfkm import InvalidInputError, NotFittedError
 from pyfkm._core import _lloyd
 from pyfkm._reference import lloyd as ref
-from pyfkm.kmeans import KMeans, lloyd
+from pyfkm.core.kmeans import KMeans, lloyd
 
 ATTRS = ("cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_")
 
@@ -881,7 +881,7 @@ def test_mean_feature_variance_matches_numpy(shape, dtype):
     # The tolerance scale tol * mean(var(X, axis=0)) is computed in chunks;
     # it must agree with numpy's two-pass variance (same definition as
     # scikit-learn's tolerance).
-    from pyfkm.kmeans import _mean_feature_variance
+    from pyfkm.core.kmeans import _mean_feature_variance
 
     X = (np.random.default_rng(3).normal(size=shape) * 5 + 100).astype(dtype)
     want = float(np.mean(np.var(X, axis=0, dtype=np.float64)))

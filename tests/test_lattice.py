@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pyfkm._core import _lattice
 from pyfkm._reference import lattice as ref
 from pyfkm.exceptions import CapacityError, InvalidInputError, NumericalError
-from pyfkm.lattice import Lattice
+from pyfkm.core.lattice import Lattice
 
 INT64_MAX = 2**63 - 1
 

@@ -23,7 +23,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from scipy.stats import chi2
 
-from pyfkm import privacy
+from pyfkm.core import noise as privacy
 from pyfkm.exceptions import (
     CapacityError,
     InvalidInputError,

@@ -12,7 +12,7 @@ from scipy import stats
 from pyfkm._core import _lloyd
 from pyfkm.datasets import make_gaussian_mixture, split_non_iid
 from pyfkm.exceptions import InvalidInputError, NumericalError
-from pyfkm.kmeans import KMeans, _tolerance
+from pyfkm.core.kmeans import KMeans, _tolerance
 from pyfkm.mufc import FederatedKMeans, MufcServer
 
 GAMMA = 0.125   # a power of two: bin centres (b + 1/2) * GAMMA + LOWER are exact
@@ -109,7 +109,7 @@ def test_corrupt_seeds_and_unknown_versions_are_refused(tmp_path):
 def test_an_update_that_fails_changes_nothing(path, monkeypatch):
     """A Lloyd run that raises midway (the third one) leaves the server as it
     was: the next update gives what a server that never failed gives."""
-    import pyfkm.mufc as mufc
+    import pyfkm.mufc.estimator as mufc
     rng = np.random.default_rng(13)
     bins, counts = random_aggregate(rng, 25, 2, max_count=5)
     counts[:4] = 5

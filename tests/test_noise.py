@@ -18,7 +18,7 @@ from scipy import stats
 
 from pyfkm._core import _noise
 from pyfkm.exceptions import CapacityError, InvalidInputError
-from pyfkm.privacy import NoiseStream, discrete_gaussian_variance, new_noise_key
+from pyfkm.core.noise import NoiseStream, discrete_gaussian_variance, new_noise_key
 
 ALPHA = 1e-3
 KEY = bytes(range(32))

@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 
 import pyfkm
-from pyfkm import baselines, deletion, federated, kmeans, outliers
+from pyfkm import core, deletion, dp, mufc, outliers
 from pyfkm._base import BaseEstimator
-from pyfkm.baselines import FederatedDCKMeans, KFed
+from pyfkm.mufc.baselines import FederatedDCKMeans, KFed
 from pyfkm.deletion import DCKMeans, QKMeans
-from pyfkm.federated import DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd
-from pyfkm.kmeans import KMeans
+from pyfkm.dp.estimator import DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd
+from pyfkm.core.kmeans import KMeans
 from pyfkm.outliers import (DistributedKZCenter, GuhaKZCenter, KZCenter, MalkomesKZCenter,
                             UniformSamplingKZCenter)
 
@@ -168,7 +168,7 @@ def test_every_public_estimator_is_covered():
     """A new public estimator must be added to CASES (or to ELSEWHERE)."""
     covered = {p.id.split("-")[0] for p in CASES} | ELSEWHERE
     public = set()
-    for mod in (pyfkm, kmeans, deletion, federated, outliers, baselines):
+    for mod in (pyfkm, core, deletion, dp, mufc, outliers):
         for name in getattr(mod, "__all__", ()):
             obj = getattr(mod, name)
             if inspect.isclass(obj) and (issubclass(obj, BaseEstimator)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from pyfkm import privacy as P
+from pyfkm import dp as P
 from pyfkm.exceptions import InvalidInputError
 
 
@@ -233,7 +233,7 @@ def empirical_violation(y0, y1, eps, thresholds):
 
 def sanity_samples(kind, sigma, scale=1):
     """Gaussian-mechanism outputs on neighbouring 1-D sums 0 and 1 (times scale)."""
-    from pyfkm.privacy import NoiseStream, new_noise_key
+    from pyfkm.core.noise import NoiseStream, new_noise_key
     key = new_noise_key(2024)
     s0 = NoiseStream.secure(key, 0, b"D0")
     s1 = NoiseStream.secure(key, 0, b"D1")
@@ -278,7 +278,7 @@ def test_zcdp_epsilon_is_valid_but_looser_than_gdp():
 def test_calibration_with_huge_epsilon_and_float_noise_scale_limits():
     # found by review: brentq got an unbracketed interval below sigma = 1e-6,
     # and float samplers returned inf for huge scales
-    from pyfkm.privacy import NoiseStream, analytic_gaussian_delta, calibrate_analytic_gaussian
+    from pyfkm.dp import NoiseStream, analytic_gaussian_delta, calibrate_analytic_gaussian
     s = calibrate_analytic_gaussian(1e13, 1e-5)
     assert 0 < s < 1e-6
     assert analytic_gaussian_delta(s, 1e13) <= 1e-5

@@ -72,7 +72,7 @@ import numpy as np
 
 from .._core import _field, _lattice
 from ..exceptions import DecodeError
-from ..lattice import row_keys
+from ..core.lattice import row_keys
 from ._crypto import hash_coefficients
 
 

@@ -664,7 +664,7 @@ def client_noise(segments, n_words, threshold, scale_bits, round_, limit):
     Gaussian of scale ``sigma * 2**scale_bits / sqrt(threshold)`` (fixed-point
     units), from a ChaCha20 stream under a fresh OS key.  As int64 words of
     Z_2^64; raises :class:`CapacityError` if a sample reaches ``limit``."""
-    from ..privacy import NoiseStream
+    from ..core.noise import NoiseStream
     segments = tuple(segments)
     if sum(int(sg[0]) for sg in segments) != n_words:
         raise InvalidInputError("noise segments must cover the vector exactly")
@@ -734,7 +734,7 @@ class MsaServer(RoundSteps):
         if noise not in SERVER_NOISE_MODES:
             raise InvalidInputError(f"noise must be one of {SERVER_NOISE_MODES}, got {noise!r}")
         if noise_key is None and noise is not None:
-            from ..privacy import new_noise_key
+            from ..core.noise import new_noise_key
             noise_key = new_noise_key()
         if noise_key is not None and (not isinstance(noise_key, (bytes, bytearray))
                                       or len(noise_key) != 32):
@@ -843,7 +843,7 @@ class MsaServer(RoundSteps):
         o["got"][msg.sender] = msg.payload
 
     def _noise_words(self, round_, segments):
-        from ..privacy import NoiseStream
+        from ..core.noise import NoiseStream
         parts = []
         for length, scale, tag in segments:
             if self.noise is None or scale == 0:

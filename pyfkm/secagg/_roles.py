@@ -11,7 +11,7 @@ import numpy as np
 
 from .._core import _field
 from ..exceptions import CapacityError, DecodeError, InvalidInputError, ProtocolError
-from ..lattice import row_keys
+from ..core.lattice import row_keys
 from ._codec import Codec
 from ._crypto import SCMA_TAG, _stream_limit, add_mod
 from ._masking import MaskingClient, MaskingServer, data_digest, mac

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import BaseEstimator
-from ._core import _kcenter
-from ._validation import check_array, check_features, check_int
-from .exceptions import InvalidInputError, NumericalError
-from .rng import as_generator
+from .._base import BaseEstimator
+from .._core import _kcenter
+from .._validation import check_array, check_features, check_int
+from ..exceptions import InvalidInputError, NumericalError
+from ..rng import as_generator
 
 __all__ = ["DistributedKZCenter", "KZCenter", "MalkomesKZCenter", "GuhaKZCenter",
            "UniformSamplingKZCenter", "CommunicationReport", "kzcenter_radius",

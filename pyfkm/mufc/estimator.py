@@ -50,16 +50,16 @@ from typing import Optional
 
 import numpy as np
 
-from ._base import BaseEstimator
-from ._validation import check_array, check_clients, check_features, check_ids, check_int
-from .exceptions import (CapacityError, DecodeError, InvalidIdError, InvalidInputError,
+from .._base import BaseEstimator
+from .._validation import check_array, check_clients, check_features, check_ids, check_int
+from ..exceptions import (CapacityError, DecodeError, InvalidIdError, InvalidInputError,
                          ModelFileError, NotFittedError, ProtocolError, PyfkmError)
-from .field import DEFAULT_PRIME
-from ._core import _lloyd, _seeding
-from .kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
-from .lattice import Lattice, row_keys
-from .rng import as_generator, copy_generator as _copy_generator, spawn_aside as _spawn_aside
-from .seeding import RemovableSeeding
+from ..field import DEFAULT_PRIME
+from .._core import _lloyd, _seeding
+from ..core.kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
+from ..core.lattice import Lattice, row_keys
+from ..rng import as_generator, copy_generator as _copy_generator, spawn_aside as _spawn_aside
+from ..core.seeding import RemovableSeeding
 
 __all__ = [
     "FederatedKMeans",
@@ -790,7 +790,7 @@ def resolve_neighbors(neighbors, n_clients):
     if isinstance(neighbors, str) and neighbors == "auto":
         if n_clients <= 64:
             return 0
-        from .secagg._masking import sparse_degree
+        from ..secagg._masking import sparse_degree
         return sparse_degree(n_clients)
     if not isinstance(neighbors, numbers.Integral) or isinstance(neighbors, bool) \
             or neighbors < 0 or neighbors % 2:
@@ -839,8 +839,8 @@ class _SecureAggregator:
 
     def __init__(self, d, n_bins, max_nonzeros, client_ids, modulus, *, threshold=None,
                  neighbors="auto", progress=False, precompute_nonzeros=1):
-        from . import secagg
-        from .secagg._driver import RoundTrip, setup_in_process
+        from .. import secagg
+        from ..secagg._driver import RoundTrip, setup_in_process
         self.secagg = secagg
         self._RoundTrip = RoundTrip
         self.params = secagg.ScmaParams.create(d, n_bins, max_nonzeros, modulus=modulus)
@@ -1268,7 +1268,7 @@ class FederatedKMeans(BaseEstimator):
         client whose task raised or timed out) and the failures.  Data the
         driver can check (the box) is checked here, for every client, before
         any task runs: bad input raises, only a failing task drops."""
-        from ._progress import progress_bar
+        from .._progress import progress_bar
         lo, hi = kw["lower"], kw["upper"]
         for i, X in enumerate(arrs):
             if X.size and (float(X.min()) < lo or float(X.max()) > hi):

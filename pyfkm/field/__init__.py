@@ -56,9 +56,9 @@ import operator
 
 import numpy as np
 
-from ._core import _field
-from .exceptions import DecodeError, FieldError
-from .rng import as_generator
+from .._core import _field
+from ..exceptions import DecodeError, FieldError
+from ..rng import as_generator
 
 __all__ = [
     "DEFAULT_PRIME",

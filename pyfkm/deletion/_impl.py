@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._base import BaseEstimator
-from ._core import _lattice, _lloyd, _seeding
-from ._validation import check_array, check_ids, check_int, check_n_clusters
-from .exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
-from .rng import as_generator
+from .._base import BaseEstimator
+from .._core import _lattice, _lloyd, _seeding
+from .._validation import check_array, check_ids, check_int, check_n_clusters
+from ..exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
+from ..rng import as_generator
 
 __all__ = ["QKMeans", "DCKMeans", "DeletionReport", "auto_epsilon", "auto_n_leaves"]
 

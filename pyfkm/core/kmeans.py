@@ -1,0 +1,420 @@
+"""Weighted Lloyd k-means over the C assignment/update kernel."""
+import numbers
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .._base import BaseEstimator
+from .._core import _lloyd, _seeding
+from .._validation import (check_array, check_features, check_n_clusters,
+                          check_sample_weight)
+from ..exceptions import InvalidInputError, NumericalError
+from ..rng import as_generator
+
+__all__ = ["KMeans", "lloyd"]
+
+
+def _mean_feature_variance(X, chunk=16384):
+    """Mean over features of the (population) variance of each column.
+
+    Two passes in row chunks with matrix-vector products: several times
+    faster than ``np.var(X, axis=0)`` on tall arrays, without an n-by-d
+    temporary.
+    """
+    n, d = X.shape
+    ones = np.ones(min(chunk, n))
+    total = np.zeros(d)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        total += ones[: b - a] @ X[a:b].astype(np.float64, copy=False)
+    mean = total / n
+    ss = np.zeros(d)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        c = X[a:b] - mean
+        c *= c
+        ss += ones[: b - a] @ c
+    return float((ss / n).mean())
+
+
+# Below 2 * _SMALL_N points part_bounds gives one part: lloyd runs in one C call.
+_SMALL_N = 4096
+
+
+def _tolerance(X, tol):
+    """Absolute tolerance: tol times the mean per-feature variance (as scikit-learn)."""
+    if tol == 0:
+        return 0.0
+    return _mean_feature_variance(X) * tol
+
+
+def _short_shift(s, bits=16):
+    """``s`` rounded to ``bits`` significant bits per coordinate.
+
+    Only its rough size matters for precision; with few significant bits,
+    ``x - s`` and the products in the score stay exact for simple data
+    (small integers, dyadic values), so exact distance ties stay exact ties.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    m, e = np.frexp(s)
+    return np.ascontiguousarray(np.ldexp(np.round(np.ldexp(m, bits)), e - bits))
+
+
+class _LloydWorkspace:
+    """Buffers and the fixed partition for repeated Lloyd steps on one X."""
+
+    def __init__(self, X, w, k, n_threads, pack=True, explicit=False):
+        n, d = X.shape
+        if explicit:
+            # one part, the rules of the one-call loop (_lloyd.lloyd_loop)
+            X, n_threads = np.ascontiguousarray(X, dtype=np.float64), 1
+        self.explicit = explicit
+        self.X, self.k, self.d = X, k, d
+        self.w = np.empty(0) if w is None else w
+        self.bounds = _lloyd.part_bounds(n, k, d)
+        P = len(self.bounds) - 1
+        self.part_sums = np.empty((P, k, d))
+        self.part_wsums = np.empty((P, k))
+        self.part_inertia = np.empty(P)
+        self.labels = np.full(n, -1, dtype=np.int32)  # -1: every label "changes"
+        self.part_changed = np.zeros(P, dtype=np.int64)
+        self.mind = np.empty(n)
+        self.P = _lloyd.pack_points(X) if pack else None
+        self.n_threads = max(1, min(int(n_threads), P))
+        self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def step(self, centers, distances=True):
+        """Assign to ``centers``; return (sums, wsums, inertia) merged in part order.
+
+        With ``distances=False`` the per-point squared distances (``mind``)
+        and the inertia are not computed (inertia is returned as nan).
+        """
+        # Scores are computed relative to a shift near the data (the mean of
+        # the centers), else they lose all precision far from the origin.
+        ct, hn = _lloyd.pack_centers(centers, _short_shift(centers.mean(axis=0)))
+        if self.explicit:
+            sums, wsums, inertia, self.n_changed = _lloyd.assign_explicit(
+                self.X, self.P, self.w, ct, hn, centers, self.labels,
+                self.mind if distances else None)
+            return sums, wsums, inertia
+        P = len(self.bounds) - 1
+        args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
+        outs = (self.labels, self.mind if distances else None, self.part_sums,
+                self.part_wsums, self.part_inertia, self.part_changed)
+        if self._pool is None:
+            _lloyd.assign_parts(*args, 0, P, *outs)
+        else:
+            cuts = np.linspace(0, P, self.n_threads + 1).astype(int)
+            futures = [self._pool.submit(_lloyd.assign_parts, *args, int(a), int(b), *outs)
+                       for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+            for f in futures:
+                f.result()
+        sums, wsums, inertia = _lloyd.merge(self.part_sums, self.part_wsums,
+                                            self.part_inertia)
+        self.n_changed = int(self.part_changed.sum())
+        return sums, wsums, (inertia if distances else float("nan"))
+
+
+def _new_centers(ws, centers, sums, wsums):
+    """Centers from sums; empty clusters are relocated deterministically.
+
+    Each empty cluster (total weight 0) takes the point farthest from its
+    assigned center (largest squared distance, ties to the lowest index) not
+    taken by another empty cluster; that point moves to the empty cluster,
+    and its old cluster's sums lose it.  Returns the number relocated.
+    """
+    if (wsums > 0).all():
+        return sums / wsums[:, None], 0
+    empty = np.flatnonzero(wsums <= 0)
+    new = centers.copy()
+    if empty.size:
+        order = np.argsort(-ws.mind, kind="stable")[:empty.size]
+        X = ws.X
+        lost = set()
+        for e, i in zip(empty, order):
+            lost.add(int(ws.labels[i]))
+            ws.labels[i] = e
+            ws.mind[i] = 0.0
+            new[e] = X[i]
+        # A cluster that lost points: its sums and weight again from its
+        # members (no cancellation in running sums; weight exactly 0, so
+        # the center is kept, when only zero-weight points are left).
+        for j in lost - set(int(e) for e in empty):
+            members = ws.labels == j
+            wj = np.ones(int(members.sum())) if ws.w.size == 0 else ws.w[members]
+            sums[j] = wj @ X[members].astype(np.float64)
+            wsums[j] = wj.sum()
+        wsums[empty] = 0.0  # their centers are the taken points
+    pos = wsums > 0
+    new[pos] = sums[pos] / wsums[pos, None]
+    return new, int(empty.size)
+
+
+def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1,
+          verbose=0, tol_abs=None):
+    """Run weighted Lloyd iterations from ``centers`` (no input validation).
+
+    Semantics follow scikit-learn's ``lloyd``: each iteration assigns points
+    to the current centers and recomputes them; it stops when labels do not
+    change (strict convergence) or when the total squared center shift is
+    at most ``tol`` times the mean feature variance; without strict
+    convergence a final assignment makes labels consistent with the returned
+    centers.
+
+    ``tol_abs``, when given, is the absolute tolerance already computed
+    from ``X`` and ``tol`` (callers running several inits compute it once).
+
+    Returns
+    -------
+    centers, labels, inertia, n_iter
+    """
+    X = np.ascontiguousarray(X)
+    if tol_abs is None:
+        tol_abs = _tolerance(X, tol)
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
+    k = centers.shape[0]
+    if X.shape[0] < 2 * _SMALL_N and not verbose:
+        # one fixed part (see part_bounds): the whole run in one C call gives
+        # the same assignments and sums without the per-iteration overhead
+        C, labels, _, inertia, n_iter = _lloyd.lloyd_loop(
+            np.ascontiguousarray(X, dtype=np.float64), centers, sample_weight, max_iter,
+            tol_abs)
+        if not (np.isfinite(inertia) and np.isfinite(C).all()):
+            raise NumericalError(
+                "squared distances overflow float64 (inertia is not finite); "
+                "rescale the data")
+        return C, labels, float(inertia), n_iter
+    # small and verbose: step by step, by the rules of the one-call loop
+    ws = _LloydWorkspace(X, sample_weight, k, n_threads,
+                         explicit=X.shape[0] < 2 * _SMALL_N)
+    labels_prev = np.empty_like(ws.labels)
+    n_iter = 0
+    try:
+        for it in range(max_iter):
+            # Distances are only needed to report progress or to relocate
+            # empty clusters (then the step is redone with them).
+            sums, wsums, inertia = ws.step(centers, distances=bool(verbose))
+            n_changed = ws.n_changed  # labels that differ from the last iteration's
+            if not verbose and (wsums <= 0).any():
+                sums, wsums, inertia = ws.step(centers, distances=True)
+            new, n_reloc = _new_centers(ws, centers, sums, wsums)
+            shift = float(((new - centers) ** 2).sum())
+            centers = new
+            n_iter = it + 1
+            if verbose:
+                print(f"Lloyd iteration {n_iter}: inertia {inertia:.6g}, "
+                      f"center shift {shift:.3g}"
+                      + (f", {n_reloc} empty cluster(s) relocated" if n_reloc else ""))
+            # Strict convergence: no label changed since the last iteration.
+            # The kernel counts changes; after a relocation (which moves
+            # labels again) compare with the kept copy instead.
+            if it > 0 and (np.array_equal(ws.labels, labels_prev) if n_reloc
+                           else n_changed == 0):
+                break
+            if shift <= tol_abs:
+                break
+            np.copyto(labels_prev, ws.labels)
+        # Final assignment to the returned centers: makes labels consistent
+        # with them (scikit-learn skips it on strict convergence, where the
+        # labels cannot change) and gives the exact inertia.
+        _, _, inertia = ws.step(centers)
+        if not (np.isfinite(inertia) and np.isfinite(centers).all()):
+            raise NumericalError(
+                "squared distances overflow float64 (inertia is not finite); "
+                "rescale the data")
+        return centers, ws.labels.copy(), float(inertia), n_iter
+    finally:
+        ws.close()
+
+
+def nearest_center(X, C):
+    """Squared distance of each row of ``X`` to its nearest row of ``C`` and
+    that row's index (int32); computed around the centers' mean, which keeps
+    the expansion ``|x|^2 - 2 x.c + |c|^2`` accurate far from the origin."""
+    s = C.mean(axis=0)
+    Xs, Cs = X - s, C - s
+    d2 = (Xs * Xs).sum(1)[:, None] - 2 * Xs @ Cs.T + (Cs * Cs).sum(1)[None, :]
+    lab = np.argmin(d2, axis=1)
+    return np.maximum(d2[np.arange(X.shape[0]), lab], 0.0), lab.astype(np.int32)
+
+
+class KMeans(BaseEstimator):
+    """Weighted k-means (Lloyd's algorithm) with k-means++ seeding.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    init : "k-means++", "random" or array of shape (n_clusters, n_features)
+        "k-means++" uses :func:`pyfkm.kmeans_plusplus` (one candidate per
+        step); "random" picks ``n_clusters`` distinct rows with probability
+        proportional to weight; an array is used as given (then ``n_init``
+        must be 1).
+    n_init : int, default=1
+        Number of initialisations; the run with the lowest inertia is kept.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        Relative tolerance on the total squared center shift (times the mean
+        feature variance), as in scikit-learn.
+    random_state : None, int, SeedSequence or Generator
+    n_threads : int, default=1
+        Threads for the assignment step (the C kernel releases the GIL).
+        Results do not depend on it: points are split into fixed parts whose
+        partial sums are merged in order.
+    verbose : int, default=0
+        Print one line per Lloyd iteration.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features), float64
+    labels_ : ndarray of shape (n_samples,), int32
+    inertia_ : float
+        Weighted sum of squared distances to the closest center.
+    n_iter_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Empty clusters: after an assignment, each cluster that received no
+    weight takes as its new center the point farthest from its own center
+    (ties to the lowest row index), a different point for each empty
+    cluster; that point is moved to the empty cluster.  This is
+    deterministic and matches scikit-learn's rule in spirit.
+
+    All arithmetic is float64 (float32 input is read as is and converted in
+    the kernel).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0., 0.], [0., 1.], [10., 10.], [10., 11.]])
+    >>> km = KMeans(2, random_state=0).fit(X)
+    >>> sorted(km.cluster_centers_.tolist())
+    [[0.0, 0.5], [10.0, 10.5]]
+    >>> float(km.inertia_)
+    1.0
+    >>> km.predict([[9., 9.]]) == km.predict([[10., 10.]])
+    array([ True])
+    """
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init=1, max_iter=300,
+                 tol=1e-4, random_state=None, n_threads=1, verbose=0):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.verbose = verbose
+
+    def _check_params(self, X, w):
+        n_pos = X.shape[0] if w is None else int(np.count_nonzero(w > 0))
+        k = check_n_clusters(self.n_clusters, X.shape[0], n_pos)
+        for name, lo in (("n_init", 1), ("max_iter", 1), ("n_threads", 1)):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
+                raise InvalidInputError(f"{name}={v!r} must be an int >= {lo}")
+        if not isinstance(self.tol, numbers.Real) or not np.isfinite(self.tol) or self.tol < 0:
+            raise InvalidInputError(f"tol={self.tol!r} must be a finite number >= 0")
+        init = self.init
+        if isinstance(init, str):
+            if init not in ("k-means++", "random"):
+                raise InvalidInputError(
+                    f"init={init!r} must be 'k-means++', 'random' or an array of centers")
+        else:
+            init = check_array(init, "init")
+            if init.shape != (k, X.shape[1]):
+                raise InvalidInputError(
+                    f"init has shape {init.shape}, expected (n_clusters, n_features) = "
+                    f"{(k, X.shape[1])}")
+            if self.n_init != 1:
+                raise InvalidInputError(
+                    f"n_init={self.n_init} must be 1 when init is an array of centers")
+            init = init.astype(np.float64)
+        return k, init
+
+    def _init_centers(self, X, w, k, init, rng):
+        if isinstance(init, np.ndarray):
+            return init.copy()
+        if init == "k-means++":
+            ids, _, _ = _seeding.seed(X, w, k, rng)
+        else:
+            p = None if w is None else w / w.sum()
+            ids = rng.choice(X.shape[0], size=k, replace=False, p=p)
+        return X[ids].astype(np.float64)
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Compute k-means clustering.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), optional
+            Nonnegative weights, not all zero.
+
+        Returns
+        -------
+        self
+        """
+        X = check_array(X, "X")
+        w = check_sample_weight(sample_weight, X.shape[0])
+        k, init = self._check_params(X, w)
+        rng = as_generator(self.random_state)
+        best = None
+        tol_abs = _tolerance(X, self.tol)
+        for _ in range(self.n_init):
+            c0 = self._init_centers(X, w, k, init, rng)
+            res = lloyd(X, c0, sample_weight=w, max_iter=self.max_iter, tol=self.tol,
+                        n_threads=self.n_threads, verbose=self.verbose, tol_abs=tol_abs)
+            if best is None or res[2] < best[2]:
+                best = res
+        self.cluster_centers_, self.labels_, self.inertia_, self.n_iter_ = best
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fit and return ``labels_``."""
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def _assign(self, X, sample_weight=None):
+        X = self._check_predict_X(X)
+        w = check_sample_weight(sample_weight, X.shape[0])
+        ws = _LloydWorkspace(X, w, self.cluster_centers_.shape[0], self.n_threads,
+                             pack=X.shape[0] >= 4096)
+        try:
+            _, _, inertia = ws.step(self.cluster_centers_)
+            return ws.labels.copy(), float(inertia)
+        finally:
+            ws.close()
+
+    def predict(self, X):
+        """Index of the closest center for each row of ``X``."""
+        return self._assign(X)[0]
+
+    def _check_predict_X(self, X):
+        self._check_fitted()
+        C = self.cluster_centers_
+        if not (isinstance(C, np.ndarray) and C.ndim == 2 and C.shape[0] >= 1
+                and C.shape[1] == self.n_features_in_ and C.dtype == np.float64
+                and C.flags.c_contiguous and np.isfinite(C).all()):
+            raise InvalidInputError(
+                "cluster_centers_ must be a finite C-contiguous float64 array of shape "
+                f"(n_clusters, {self.n_features_in_}), got "
+                f"{getattr(C, 'shape', type(C).__name__)}")
+        return check_features(X, self.n_features_in_, self)
+
+    def transform(self, X):
+        """Euclidean distances to every center, shape (n_samples, n_clusters)."""
+        X = self._check_predict_X(X).astype(np.float64, copy=False)
+        C = self.cluster_centers_
+        d2 = (X ** 2).sum(1)[:, None] - 2 * X @ C.T + (C ** 2).sum(1)[None, :]
+        return np.sqrt(np.maximum(d2, 0.0))
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the (weighted) inertia of ``X`` on the fitted centers."""
+        return -self._assign(X, sample_weight)[1]
