@@ -2,7 +2,9 @@
  * every pyfkm C kernel.
  *
  * Kernels never abort and never print: they return an int status that the
- * Cython layer maps to a Python exception (see pyfkm/_core/_status.pxi).
+ * Cython layer maps to a Python exception (check_status in
+ * pyfkm/_core/_common.pxd, which maps every code below).  The only
+ * exception is FKM_ASSERT, live in debug builds only (FKM_DEBUG).
  */
 #ifndef FKM_COMMON_H
 #define FKM_COMMON_H
@@ -10,13 +12,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Status codes returned by every fallible kernel. */
+/* Status codes returned by every fallible kernel: the only list (a kernel
+ * that needs a new code adds it here, and check_status maps it). */
 enum {
-    FKM_OK = 0,        /* success */
-    FKM_ENOMEM = 1,    /* an allocation failed; outputs are unspecified */
-    FKM_EDOM = 2,      /* an argument is outside the kernel's domain */
-    FKM_EOVERFLOW = 3, /* an integer result does not fit its type */
-    FKM_ENONFINITE = 4 /* a NaN or infinity was met where none is allowed */
+    FKM_OK = 0,            /* success */
+    FKM_ENOMEM = 1,        /* an allocation failed; outputs are unspecified */
+    FKM_EDOM = 2,          /* an argument is outside the kernel's domain */
+    FKM_EOVERFLOW = 3,     /* an integer result does not fit its type (or a
+                            * ChaCha20 stream ran out of block counters) */
+    FKM_ENONFINITE = 4,    /* a NaN or infinity was met where none is allowed */
+    FKM_ENOTSPLIT = 16,    /* a polynomial is not a product of distinct linear
+                            * factors (fkm_polyfac.h) */
+    FKM_EREPEATED = 17,    /* Vandermonde nodes are not distinct (fkm_vdm.h) */
+    FKM_ENOSPLIT_RNG = 18  /* random splitting failed too often (tiny field,
+                            * fkm_polyfac.h) */
 };
 
 /* Index type for point, center and coordinate positions. */

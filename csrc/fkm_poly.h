@@ -24,13 +24,6 @@
 #include "fkm_field.h"
 #include "fkm_rng.h"
 
-/* Status codes of the polynomial kernels beyond fkm_common.h. */
-enum {
-    FKM_ENOTSPLIT = 16, /* the polynomial is not a product of distinct linear factors */
-    FKM_EREPEATED = 17, /* Vandermonde nodes are not distinct */
-    FKM_ENOSPLIT_RNG = 18 /* random splitting failed too often (tiny field) */
-};
-
 typedef struct {
     fkm_field_t F;
     int two_adicity;    /* k with 2^k || p - 1 when p < 2^62, else 0 (no NTT) */

@@ -2,11 +2,13 @@
 from numpy.random cimport bitgen_t
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from pyfkm._core._csrc cimport (fkm_rng_t, FKM_OK, FKM_ENOMEM, FKM_EDOM,
-                                FKM_EOVERFLOW, FKM_ENONFINITE)
+                                FKM_EOVERFLOW, FKM_ENONFINITE, FKM_ENOTSPLIT,
+                                FKM_EREPEATED, FKM_ENOSPLIT_RNG)
 
 
 cdef inline int check_status(int status, str where) except -1:
-    """Map a C status code to a pyfkm exception (nothing on FKM_OK)."""
+    """Map a C status code (every one of csrc/fkm_common.h) to a pyfkm
+    exception; nothing on FKM_OK."""
     if status == FKM_OK:
         return 0
     from pyfkm import exceptions as exc
@@ -19,6 +21,14 @@ cdef inline int check_status(int status, str where) except -1:
             f"{where}: squared distances overflow to infinity; rescale the data")
     if status == FKM_EDOM:
         raise exc.InvalidInputError(f"{where}: argument outside the kernel's domain")
+    if status == FKM_ENOTSPLIT:
+        raise exc.DecodeError(
+            f"{where}: the polynomial is not a product of distinct linear "
+            f"factors (repeated root or a root outside the field)")
+    if status == FKM_EREPEATED:
+        raise exc.FieldError(f"{where}: the nodes are not distinct")
+    if status == FKM_ENOSPLIT_RNG:
+        raise exc.PyfkmError(f"{where}: random splitting failed too often")
     raise exc.PyfkmError(f"{where}: unknown status {status}")
 
 

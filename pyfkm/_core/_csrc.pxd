@@ -8,6 +8,9 @@ cdef extern from "fkm_common.h" nogil:
         FKM_EDOM
         FKM_EOVERFLOW
         FKM_ENONFINITE
+        FKM_ENOTSPLIT
+        FKM_EREPEATED
+        FKM_ENOSPLIT_RNG
     ctypedef int64_t fkm_index_t
 
 cdef extern from "fkm_rng.h" nogil:
@@ -93,10 +96,6 @@ cdef extern from "fkm_field.h" nogil:
     uint64_t fkm_invmod(uint64_t a, fkm_field_t F)
 
 cdef extern from "fkm_poly.h" nogil:
-    enum:
-        FKM_ENOTSPLIT
-        FKM_EREPEATED
-        FKM_ENOSPLIT_RNG
     ctypedef struct fkm_pctx_t:
         fkm_field_t F
         int two_adicity

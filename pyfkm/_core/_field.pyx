@@ -11,8 +11,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (
-    fkm_rng_t, FKM_OK, FKM_EDOM, FKM_ENOMEM, FKM_ENOTSPLIT, FKM_EREPEATED,
-    FKM_ENOSPLIT_RNG, fkm_field_t, fkm_field_init, fkm_is_prime,
+    fkm_rng_t, FKM_OK, FKM_EDOM, fkm_field_t, fkm_field_init, fkm_is_prime,
     fkm_prev_prime, fkm_addmod, fkm_submod, fkm_negmod, fkm_mulmod,
     fkm_powmod, fkm_invmod, fkm_pctx_t, fkm_pctx_init, fkm_pctx_clear,
     fkm_poly_t, fkm_poly_init, fkm_poly_clear, fkm_faclist_t, fkm_vdm_t,
@@ -24,20 +23,11 @@ from pyfkm._core._csrc cimport (
     fkm_chacha_init, fkm_chacha_words, fkm_chacha_block, fkm_chacha_first_blocks)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 
-from pyfkm.exceptions import DecodeError, FieldError, PyfkmError
+from pyfkm.exceptions import FieldError
 
 
 cdef int _check(int status, str where) except -1:
-    if status == FKM_OK:
-        return 0
-    if status == FKM_ENOTSPLIT:
-        raise DecodeError(
-            f"{where}: the polynomial is not a product of distinct linear "
-            f"factors (repeated root or a root outside the field)")
-    if status == FKM_EREPEATED:
-        raise FieldError(f"{where}: the nodes are not distinct")
-    if status == FKM_ENOSPLIT_RNG:
-        raise PyfkmError(f"{where}: random splitting failed too often")
+    """check_status, with FKM_EDOM as a FieldError (a field argument)."""
     if status == FKM_EDOM:
         raise FieldError(f"{where}: argument outside the kernel's domain")
     return check_status(status, where)

@@ -8,7 +8,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
-from pyfkm._core._csrc cimport (fkm_index_t, fkm_rng_t, fkm_chacha_t,
+from pyfkm._core._csrc cimport (FKM_EOVERFLOW, fkm_index_t, fkm_rng_t, fkm_chacha_t,
                                 fkm_chacha_block, fkm_chacha_init,
                                 fkm_chacha_words, fkm_chacha_first_blocks, fkm_noise_src_t, fkm_dgauss_t,
                                 fkm_dgauss_init, fkm_noise_gaussian,
@@ -81,7 +81,7 @@ cdef int _run(const fkm_noise_src_t *src, int kind, object out, double x,
         bv = out
         with nogil:
             status = fkm_noise_bernoulli_exp(src, &bv[0], n, a, b)
-    if status == 3:  # FKM_EOVERFLOW
+    if status == FKM_EOVERFLOW:
         from pyfkm.exceptions import CapacityError
         raise CapacityError("noise stream exhausted: a ChaCha20 stream gives at most "
                             "2^32 blocks (256 GiB); use a new (iteration, tag)")
@@ -111,7 +111,7 @@ cdef class ChaChaStream:
         if n > 0:
             with nogil:
                 status = fkm_chacha_words(&self.st, &ov[0], n)
-        if status == 3:
+        if status == FKM_EOVERFLOW:
             from pyfkm.exceptions import CapacityError
             raise CapacityError("ChaCha20 stream exhausted (2^32 blocks)")
         return out
