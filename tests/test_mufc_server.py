@@ -12,7 +12,7 @@ from scipy import stats
 from pyfkm._core import _lloyd
 from pyfkm.datasets import make_gaussian_mixture, split_non_iid
 from pyfkm.exceptions import InvalidInputError, NumericalError
-from pyfkm.core.kmeans import KMeans, _tolerance
+from pyfkm.core.kmeans import KMeans, absolute_tolerance
 from pyfkm.mufc import FederatedKMeans, MufcServer
 
 GAMMA = 0.125   # a power of two: bin centres (b + 1/2) * GAMMA + LOWER are exact
@@ -169,7 +169,7 @@ def test_full_recluster_equals_kmeans_with_the_same_generator(n_bins, d, k, n_in
 
 def _direct(P, seeds, w, max_iter, tol):
     """Best (first on ties) of plain lloyd_loop runs from each init's seeds."""
-    tol_abs = _tolerance(P, tol)
+    tol_abs = absolute_tolerance(P, tol)
     best = None
     for s in seeds:
         C, _, _, inertia, n_iter = _lloyd.lloyd_loop(P, P[s], w, max_iter, tol_abs)

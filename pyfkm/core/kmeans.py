@@ -11,7 +11,8 @@ from .._validation import (check_array, check_features, check_n_clusters,
 from ..exceptions import InvalidInputError, NumericalError
 from ..rng import as_generator
 
-__all__ = ["KMeans", "lloyd"]
+__all__ = ["KMeans", "lloyd", "nearest_center", "LloydWorkspace", "absolute_tolerance",
+           "one_call_limit"]
 
 
 def _mean_feature_variance(X, chunk=16384):
@@ -41,8 +42,21 @@ def _mean_feature_variance(X, chunk=16384):
 _SMALL_N = 4096
 
 
-def _tolerance(X, tol):
-    """Absolute tolerance: tol times the mean per-feature variance (as scikit-learn)."""
+def one_call_limit():
+    """Below this many points :func:`lloyd` runs in one C call (one part), so
+    a ``kernels.lloyd.LloydTrace`` of the run replays it bit for bit."""
+    return 2 * _SMALL_N
+
+
+def absolute_tolerance(X, tol):
+    """Absolute tolerance: tol times the mean per-feature variance (as scikit-learn).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> absolute_tolerance(np.array([[0.0], [2.0]]), 1e-4)
+    0.0001
+    """
     if tol == 0:
         return 0.0
     return _mean_feature_variance(X) * tol
@@ -60,8 +74,26 @@ def _short_shift(s, bits=16):
     return np.ascontiguousarray(np.ldexp(np.round(np.ldexp(m, bits)), e - bits))
 
 
-class _LloydWorkspace:
-    """Buffers and the fixed partition for repeated Lloyd steps on one X."""
+class LloydWorkspace:
+    """Buffers and the fixed partition for repeated Lloyd steps on one X.
+
+    The building block of :func:`lloyd`, for estimators that run their own
+    iteration (the DP Lloyd of :mod:`pyfkm.dp` adds noise between steps):
+    ``step(centers)`` assigns every point of ``X`` to its nearest center and
+    returns the per-cluster sums, weights and inertia, merged in a fixed
+    order so that results do not depend on ``n_threads``.  Call
+    :meth:`close` to release the thread pool.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [4.0, 0.0]])
+    >>> ws = LloydWorkspace(X, None, 2, 1)
+    >>> sums, wsums, inertia = ws.step(np.array([[0.0, 0.0], [4.0, 0.0]]))
+    >>> wsums.tolist(), float(inertia)
+    ([2.0, 1.0], 1.0)
+    >>> ws.close()
+    """
 
     def __init__(self, X, w, k, n_threads, pack=True, explicit=False):
         n, d = X.shape
@@ -174,7 +206,7 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
     """
     X = np.ascontiguousarray(X)
     if tol_abs is None:
-        tol_abs = _tolerance(X, tol)
+        tol_abs = absolute_tolerance(X, tol)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     k = centers.shape[0]
     if X.shape[0] < 2 * _SMALL_N and not verbose:
@@ -189,7 +221,7 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
                 "rescale the data")
         return C, labels, float(inertia), n_iter
     # small and verbose: step by step, by the rules of the one-call loop
-    ws = _LloydWorkspace(X, sample_weight, k, n_threads,
+    ws = LloydWorkspace(X, sample_weight, k, n_threads,
                          explicit=X.shape[0] < 2 * _SMALL_N)
     labels_prev = np.empty_like(ws.labels)
     n_iter = 0
@@ -366,7 +398,7 @@ class KMeans(BaseEstimator):
         k, init = self._check_params(X, w)
         rng = as_generator(self.random_state)
         best = None
-        tol_abs = _tolerance(X, self.tol)
+        tol_abs = absolute_tolerance(X, self.tol)
         for _ in range(self.n_init):
             c0 = self._init_centers(X, w, k, init, rng)
             res = lloyd(X, c0, sample_weight=w, max_iter=self.max_iter, tol=self.tol,
@@ -384,7 +416,7 @@ class KMeans(BaseEstimator):
     def _assign(self, X, sample_weight=None):
         X = self._check_predict_X(X)
         w = check_sample_weight(sample_weight, X.shape[0])
-        ws = _LloydWorkspace(X, w, self.cluster_centers_.shape[0], self.n_threads,
+        ws = LloydWorkspace(X, w, self.cluster_centers_.shape[0], self.n_threads,
                              pack=X.shape[0] >= 4096)
         try:
             _, _, inertia = ws.step(self.cluster_centers_)

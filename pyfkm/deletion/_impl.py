@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._base import BaseEstimator
-from .._core import _lattice, _lloyd, _seeding
+from ..core.kernels import lattice as _lattice, lloyd as _lloyd, seeding as _seeding
 from .._validation import check_array, check_ids, check_int, check_n_clusters
 from ..exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
 from ..rng import as_generator

@@ -52,9 +52,9 @@ import numpy as np
 from .._base import BaseEstimator
 from .._validation import check_array, check_clients, check_features, check_n_clusters
 from ..exceptions import InvalidInputError
-from ..core.kmeans import _LloydWorkspace, nearest_center
+from ..core.kmeans import LloydWorkspace, nearest_center
 from ..rng import as_generator
-from ..secagg._msa import DEFAULT_SCALE_BITS, check_discrete_sigma, msa_round, setup_msa
+from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma, msa_round, setup_msa
 
 __all__ = [
     "DPFederatedKMeans",
@@ -172,7 +172,7 @@ class _LocalData:
         if X.shape[0] == 0:
             return np.zeros(k * d + k)
         if self._ws is None or self._ws.k != k:
-            self._ws = _LloydWorkspace(X, None, k, 1, pack=X.shape[0] >= 64)
+            self._ws = LloydWorkspace(X, None, k, 1, pack=X.shape[0] >= 64)
         ws = self._ws
         sums, counts, _ = ws.step(centers, distances=eta is not None)
         if eta is not None:

@@ -57,10 +57,12 @@ import operator
 import numpy as np
 
 from .._core import _field
+from . import kernels
 from ..exceptions import DecodeError, FieldError
 from ..rng import as_generator
 
 __all__ = [
+    "kernels",
     "DEFAULT_PRIME",
     "Field",
     "FieldError",

@@ -55,8 +55,8 @@ from .._validation import check_array, check_clients, check_features, check_ids,
 from ..exceptions import (CapacityError, DecodeError, InvalidIdError, InvalidInputError,
                          ModelFileError, NotFittedError, ProtocolError, PyfkmError)
 from ..field import DEFAULT_PRIME
-from .._core import _lloyd, _seeding
-from ..core.kmeans import _SMALL_N, KMeans, _tolerance, lloyd, nearest_center
+from ..core.kernels import lloyd as _lloyd, seeding as _seeding
+from ..core.kmeans import KMeans, absolute_tolerance, lloyd, nearest_center, one_call_limit
 from ..core.lattice import Lattice, row_keys
 from ..rng import as_generator, copy_generator as _copy_generator, spawn_aside as _spawn_aside
 from ..core.seeding import RemovableSeeding
@@ -400,7 +400,7 @@ def _lloyd_run(P, c0, w, max_iter, tol_abs, trace=None):
     Without ``trace``: :func:`pyfkm.kmeans.lloyd`, exactly as
     :meth:`pyfkm.kmeans.KMeans.fit` runs it.  With a
     :class:`pyfkm._core._lloyd.LloydTrace` on ``P`` (only for
-    ``P.shape[0] < 2 * _SMALL_N``, where ``lloyd`` is one ``lloyd_loop``
+    ``P.shape[0] < one_call_limit()``, where ``lloyd`` is one ``lloyd_loop``
     call): the same results bit for bit, cheap when rerun from the same
     centers with slightly changed weights.
     """
@@ -547,7 +547,7 @@ class MufcServer:
                     f"n_init={obj.n_init}, k={k} and {n} bins; the model file is corrupt")
             if k:
                 obj._P = obj.points()[0]
-                obj._tol_abs = _tolerance(obj._P, obj.tol)
+                obj._tol_abs = absolute_tolerance(obj._P, obj.tol)
                 obj._seeds = seeds
                 obj._traces = [None] * obj.n_init
         return obj
@@ -640,7 +640,7 @@ class MufcServer:
             self._clear_inits()
             return self._empty_model()
         P = np.ascontiguousarray(P, dtype=np.float64)
-        tol_abs = _tolerance(P, self.tol)
+        tol_abs = absolute_tolerance(P, self.tol)
         seeds = np.empty((self.n_init, k), dtype=np.int64)
         best = None
         for i in range(self.n_init):
@@ -680,7 +680,7 @@ class MufcServer:
                     reseeded[i] = True
                     break
         traces = list(self._traces)
-        traced = P.shape[0] < 2 * _SMALL_N
+        traced = P.shape[0] < one_call_limit()
         best = None
         starts = P[seeds]                   # (n_init, k, d): every init's seeds
         for i in range(self.n_init):
@@ -790,7 +790,7 @@ def resolve_neighbors(neighbors, n_clients):
     if isinstance(neighbors, str) and neighbors == "auto":
         if n_clients <= 64:
             return 0
-        from ..secagg._masking import sparse_degree
+        from ..secagg import sparse_degree
         return sparse_degree(n_clients)
     if not isinstance(neighbors, numbers.Integral) or isinstance(neighbors, bool) \
             or neighbors < 0 or neighbors % 2:
@@ -840,7 +840,7 @@ class _SecureAggregator:
     def __init__(self, d, n_bins, max_nonzeros, client_ids, modulus, *, threshold=None,
                  neighbors="auto", progress=False, precompute_nonzeros=1):
         from .. import secagg
-        from ..secagg._driver import RoundTrip, setup_in_process
+        from ..secagg import RoundTrip, setup_in_process
         self.secagg = secagg
         self._RoundTrip = RoundTrip
         self.params = secagg.ScmaParams.create(d, n_bins, max_nonzeros, modulus=modulus)

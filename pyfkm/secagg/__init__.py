@@ -61,10 +61,11 @@ discrete Gaussian noise added by the clients.
 """
 from ..exceptions import (CapacityError, DecodeError, InvalidInputError,
                           MessageFormatError, ProtocolError)
-from ._driver import secure_sum_sparse
-from ._driver import RoundTrip
-from ._msa import (AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaClient,
-                   MsaRosterMessage, MsaServer, msa_round, setup_msa)
+from ._driver import RoundTrip, secure_sum_sparse, setup_in_process
+from ._masking import default_threshold, sparse_degree
+from ._msa import (DEFAULT_SCALE_BITS, AggregateMessage, GroupKeyMessage, MaskedVectorMessage,
+                   MsaClient, MsaRosterMessage, MsaServer, check_discrete_sigma, msa_round,
+                   setup_msa)
 from ._messages import (InputRequest, KeyMessage, RosterMessage, RoundMessage, ShareBundle,
                         ShareMessage, SyndromeMessage, UnmaskMessage, UnmaskRequest)
 from ._params import ScmaParams
@@ -86,7 +87,10 @@ __all__ = [
     "UnmaskRequest",
     "UnmaskMessage",
     "RoundTrip",
+    "setup_in_process",
     "secure_sum_sparse",
+    "sparse_degree",
+    "default_threshold",
     "msa_round",
     "MsaClient",
     "MsaServer",
@@ -95,6 +99,8 @@ __all__ = [
     "MaskedVectorMessage",
     "AggregateMessage",
     "setup_msa",
+    "DEFAULT_SCALE_BITS",
+    "check_discrete_sigma",
     "ProtocolError",
     "MessageFormatError",
     "DecodeError",

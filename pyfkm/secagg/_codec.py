@@ -70,7 +70,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core import _field, _lattice
+from ..core.kernels import lattice as _lattice
+from ..field import kernels as _field
 from ..exceptions import DecodeError
 from ..core.lattice import row_keys
 from ._crypto import hash_coefficients

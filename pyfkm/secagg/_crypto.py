@@ -10,8 +10,10 @@ import hashlib
 import struct
 
 import numpy as np
-from .._core import _field
-from .._core._noise import ChaChaStream as _ChaChaStream
+from ..core.kernels import noise as _noise
+from ..field import kernels as _field
+
+_ChaChaStream = _noise.ChaChaStream
 
 SCMA_TAG = b"SCMA"
 HASH_TAG = b"HASH"

@@ -157,7 +157,8 @@ def mask_stream(key, round_, tag, n):
 
 
 try:  # the C keystream of the noise module (same stream as cryptography's)
-    from .._core._noise import ChaChaStream as _ChaChaStream
+    from ..core.kernels import noise as _noise
+    _ChaChaStream = _noise.ChaChaStream
 except ImportError:  # pragma: no cover - module not built
     _ChaChaStream = None
 

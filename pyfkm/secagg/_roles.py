@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core import _field
+from ..field import kernels as _field
 from ..exceptions import CapacityError, DecodeError, InvalidInputError, ProtocolError
 from ..core.lattice import row_keys
 from ._codec import Codec
