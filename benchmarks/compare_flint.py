@@ -44,14 +44,16 @@ and m = 10000, and sub-quadratic growth of pyfkm's root finding, time(10000) / t
 """
 import argparse
 import math
-import statistics
 import sys
-import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from _timing import call, interleave, single_thread
+from _timing import format_seconds as fmt
 
-import flint
+try:
+    import flint
+except ImportError:         # main() says what to install
+    flint = None
 
 M_VALUES = [100, 1000, 4000, 10000]
 MAX_MULTIPLICITY = 50
@@ -153,43 +155,7 @@ def flint_vandermonde(ctx, xs, s):
     return [a / b for a, b in zip(num, den)]
 
 
-# --------------------------------------------------------------------------- timing
-
-def cpu(fn):
-    t = time.process_time()
-    out = fn()
-    return time.process_time() - t, out
-
-
-def timed(fns, repeats, max_repeat_seconds):
-    """Interleaved runs of the callables ``fns`` (name -> fn): name -> (median, n runs, last out).
-
-    A callable whose first run takes more than ``max_repeat_seconds`` is not run again.
-    """
-    times = {k: [] for k in fns}
-    outs = {}
-    for rep in range(repeats):
-        for k, fn in fns.items():
-            if rep > 0 and times[k][0] > max_repeat_seconds:
-                continue
-            t, outs[k] = cpu(fn)
-            times[k].append(t)
-    return {k: (statistics.median(v), len(v), outs[k]) for k, v in times.items()}
-
-
-def fmt(t, runs=None, repeats=None):
-    if t is None:
-        return "-"
-    if t < 0.01:
-        out = f"{t * 1e3:.2f} ms"
-    elif t < 1:
-        out = f"{t * 1e3:.1f} ms"
-    else:
-        out = f"{t:.2f} s"
-    if runs is not None and repeats is not None and runs < repeats:
-        out += f" ({runs} run{'s' if runs > 1 else ''})"
-    return out
-
+# --------------------------------------------------------------------------- report
 
 def fmt_ratio(a, b):
     return "-" if a is None or b is None else f"**{a / b:.2f}x**"
@@ -197,9 +163,18 @@ def fmt_ratio(a, b):
 
 # --------------------------------------------------------------------------- one size
 
+def _median(r, side):
+    """Median seconds of ``side`` in the interleave result ``r``; None if it did not run."""
+    return r[side].median if side in r else None
+
+
+def _runs(r, side):
+    return r[side].runs if side in r else 0
+
+
 def run_size(m, p, args, fld):
     roots, mult = planted(m, p, args.seed + m)
-    t_syn, s = cpu(lambda: syndromes(roots, mult, 2 * m, p))
+    t_syn, s = call(lambda: syndromes(roots, mult, 2 * m, p))
     if m <= args.direct_check_max_m:
         assert s == syndromes_direct(roots, mult, 2 * m, p), "syndrome generator is wrong"
     ctx = flint.fmpz_mod_poly_ctx(p)
@@ -216,14 +191,14 @@ def run_size(m, p, args, fld):
     fns = {"flint": lambda: flint_bm(ctx, s)}
     if fld is not None:
         fns["pyfkm"] = lambda: fld.berlekamp_massey(s_np, p)
-    r = timed(fns, reps, cap)
-    minpoly = r["flint"][2]
+    r = interleave(fns, reps, max_first_seconds=cap)
+    minpoly = r["flint"].result
     assert minpoly == F_true, "FLINT minpoly != prod (y - r_j)"
     f_list = [int(c) for c in minpoly.coeffs()]   # monic minimal polynomial, low degree first
-    res["bm"] = (r.get("pyfkm", (None,))[0], r["flint"][0])
-    res["bm_runs"] = (r.get("pyfkm", (0, 0))[1], r["flint"][1])
+    res["bm"] = (_median(r, "pyfkm"), r["flint"].median)
+    res["bm_runs"] = (_runs(r, "pyfkm"), r["flint"].runs)
     if fld is not None:
-        C = r["pyfkm"][2]
+        C = r["pyfkm"].result
         assert C.dtype == np.uint64 and len(C) == m + 1 and int(C[0]) == 1, "BM: bad shape"
         assert [int(c) for c in C[::-1]] == f_list, "BM: reverse(C) != FLINT minpoly"
 
@@ -235,24 +210,23 @@ def run_size(m, p, args, fld):
     if fld is not None:
         seeds = iter(range(10 ** 6))
         fns["pyfkm"] = lambda: fld.roots(f_np, p, require_split=True, random_state=next(seeds))
-    r = timed(fns, reps, cap)
-    got = sorted((int(x), int(e)) for x, e in r["fmpz_mod"][2])
+    r = interleave(fns, reps, max_first_seconds=cap)
+    got = sorted((int(x), int(e)) for x, e in r["fmpz_mod"].result)
     assert got == [(x, 1) for x in roots], "FLINT fmpz_mod_poly roots wrong"
     if "nmod" in r:
-        got = sorted((int(x), int(e)) for x, e in r["nmod"][2])
+        got = sorted((int(x), int(e)) for x, e in r["nmod"].result)
         assert got == [(x, 1) for x in roots], "FLINT nmod_poly roots wrong"
-    t_fm = r["fmpz_mod"][0]
-    t_nm = r["nmod"][0] if "nmod" in r else None
+    t_fm = r["fmpz_mod"].median
+    t_nm = _median(r, "nmod")
     res["roots_fmpz_mod"], res["roots_nmod"] = t_fm, t_nm
-    res["roots_fmpz_mod_runs"] = r["fmpz_mod"][1]
-    res["roots_nmod_runs"] = r["nmod"][1] if "nmod" in r else 0
+    res["roots_fmpz_mod_runs"] = r["fmpz_mod"].runs
+    res["roots_nmod_runs"] = _runs(r, "nmod")
     best = min(t for t in (t_fm, t_nm) if t is not None)
     res["roots_best"] = "nmod" if t_nm is not None and t_nm < t_fm else "fmpz_mod"
-    res["roots"] = (r.get("pyfkm", (None,))[0], best)
-    res["roots_runs"] = (r.get("pyfkm", (0, 0))[1],
-                         res[f"roots_{res['roots_best']}_runs"])
+    res["roots"] = (_median(r, "pyfkm"), best)
+    res["roots_runs"] = (_runs(r, "pyfkm"), res[f"roots_{res['roots_best']}_runs"])
     if fld is not None:
-        x, e = r["pyfkm"][2]
+        x, e = r["pyfkm"].result
         assert x.dtype == np.uint64 and [int(v) for v in x] == roots, "pyfkm roots != planted"
         assert len(e) == m and all(int(v) == 1 for v in e), "pyfkm multiplicities != 1"
         x_found = x
@@ -264,12 +238,12 @@ def run_size(m, p, args, fld):
     fns = {"flint": lambda: flint_vandermonde(ctx, x_list, s_head)}
     if fld is not None:
         fns["pyfkm"] = lambda: fld.vandermonde_solve(x_found, s_head_np, p)
-    r = timed(fns, reps, cap)
-    assert [int(c) for c in r["flint"][2]] == mult_mod, "FLINT Vandermonde != multiplicities"
-    res["vdm"] = (r.get("pyfkm", (None,))[0], r["flint"][0])
-    res["vdm_runs"] = (r.get("pyfkm", (0, 0))[1], r["flint"][1])
+    r = interleave(fns, reps, max_first_seconds=cap)
+    assert [int(c) for c in r["flint"].result] == mult_mod, "FLINT Vandermonde != multiplicities"
+    res["vdm"] = (_median(r, "pyfkm"), r["flint"].median)
+    res["vdm_runs"] = (_runs(r, "pyfkm"), r["flint"].runs)
     if fld is not None:
-        c = r["pyfkm"][2]
+        c = r["pyfkm"].result
         assert c.shape == (m,) and [int(v) for v in c] == mult_mod, \
             "pyfkm vandermonde_solve != planted multiplicities"
     return res
@@ -294,6 +268,9 @@ def main(argv=None):
     ap.add_argument("--flint-only", action="store_true",
                     help="time the FLINT side only (no pyfkm.field needed)")
     args = ap.parse_args(argv)
+    if flint is None:
+        sys.exit("compare_flint.py compares with python-flint, which is not installed: "
+                 "pip install python-flint (it is in the bench extra: pip install -e \".[bench]\")")
     ms = [int(v) for v in args.m.split(",") if v.strip()]
 
     fld = None
@@ -313,7 +290,7 @@ def main(argv=None):
     print("| m | step | pyfkm | FLINT | ratio FLINT/pyfkm | FLINT detail |")
     print("|---|---|---|---|---|---|")
     results = {}
-    with threadpool_limits(1):
+    with single_thread():
         for m in ms:
             res = run_size(m, p, args, fld)
             results[m] = res

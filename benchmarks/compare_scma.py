@@ -103,29 +103,20 @@ import math
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import (Stopwatch, call, call_cpu_wall, interleave, single_thread,  # noqa: E402
+                     timed_calls)
+from _timing import format_seconds as fmt  # noqa: E402
+
 try:                   # python-flint is optional: without it the FLINT comparison is skipped
     import flint
-    from compare_flint import (cpu, flint_bm, flint_product_linear,  # noqa: E402
-                               flint_roots_fmpz_mod, flint_roots_nmod, flint_vandermonde, fmt,
-                               timed)
+    from compare_flint import (flint_bm, flint_product_linear,  # noqa: E402
+                               flint_roots_fmpz_mod, flint_roots_nmod, flint_vandermonde)
 except ImportError:
     flint = None
-
-    def cpu(fn):
-        t = time.process_time()
-        out = fn()
-        return time.process_time() - t, out
-
-    def fmt(t):
-        if t is None:
-            return "-"
-        return f"{t * 1e3:.2f} ms" if t < 0.01 else f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
 
 import pyfkm  # noqa: E402
 from pyfkm import field  # noqa: E402
@@ -199,33 +190,22 @@ def check_result(res, expected, what):
 
 # --------------------------------------------------------------------------- protocol
 
-def wall_cpu(fn):
-    w, c = time.perf_counter(), time.process_time()
-    out = fn()
-    return time.process_time() - c, time.perf_counter() - w, out
-
-
 def instrument(role, name, inputs=None):
-    """Wrap the role's (private) ``_codec.<name>`` with a CPU timer and return the list the
-    timings go to; with ``inputs`` (an empty list) a copy of the first call's first argument
-    goes there too.  Nothing else changes; if the attribute is gone the list stays empty and the tables
-    fall back to the public measures."""
-    times = []
+    """The CPU seconds of every call of the role's (private) ``_codec.<name>``: a list that
+    fills as the calls come (``_timing.timed_calls``); with ``inputs`` (an empty list) a copy
+    of the first call's first argument goes there too, outside the timed region.  Nothing else
+    changes; if the attribute is gone the list stays empty and the tables fall back to the
+    public measures."""
     codec = getattr(role, "_codec", None)
-    inner = getattr(codec, name, None)
-    if inner is None:
-        return times
+    times = timed_calls(codec, name)
+    timed = getattr(codec, name, None)
+    if inputs is not None and timed is not None:
+        def capture(*a, **kw):
+            if not inputs:
+                inputs.append(np.array(a[0], dtype=np.uint64))
+            return timed(*a, **kw)
 
-    def wrapped(*a, **kw):
-        if inputs is not None and not inputs:
-            inputs.append(np.array(a[0], dtype=np.uint64))
-        t = time.process_time()
-        try:
-            return inner(*a, **kw)
-        finally:
-            times.append(time.process_time() - t)
-
-    setattr(codec, name, wrapped)
+        setattr(codec, name, capture)
     return times
 
 
@@ -238,14 +218,14 @@ def share_round(server, clients, times=None, sizes=None):
     up = {}
     for c in clients:
         rmsg = RoundMessage.from_bytes(rbytes)
-        t[c.client_id], msg = cpu(lambda: c.share_keys(rmsg))
+        t[c.client_id], msg = call(lambda: c.share_keys(rmsg))
         b = msg.to_bytes()
         up[c.client_id] = len(b)
         server.receive_shares(ShareMessage.from_bytes(b))
     for c in clients:
         b = server.bundle(c.client_id).to_bytes()
         bundle = ShareBundle.from_bytes(b)
-        t[c.client_id] += cpu(lambda: c.receive_shares(bundle))[0]
+        t[c.client_id] += call(lambda: c.receive_shares(bundle))[0]
         if sizes is not None:
             sizes.append((up[c.client_id], len(b)))
     if times is not None:
@@ -259,7 +239,7 @@ def respond_all(server, clients, resp_times=None):
     out = []
     for c in clients:
         req = InputRequest.from_bytes(qbytes)
-        t, msg = cpu(lambda: c.respond(req))
+        t, msg = call(lambda: c.respond(req))
         if resp_times is not None:
             resp_times.append(t)
         b = msg.to_bytes()
@@ -274,7 +254,7 @@ def unmask_all(server, clients, times=None, sizes=None):
     by_id = {c.client_id: c for c in clients}
     for i in UnmaskRequest.from_bytes(ubytes).survivors:
         ureq = UnmaskRequest.from_bytes(ubytes)
-        t, msg = cpu(lambda: by_id[i].unmask(ureq))
+        t, msg = call(lambda: by_id[i].unmask(ureq))
         b = msg.to_bytes()
         if times is not None:
             times.append(t)
@@ -290,7 +270,7 @@ def live_round(server, clients, incremental, expected, dec, what):
     respond_all(server, clients)
     unmask_all(server, clients)
     n = len(dec)
-    t, w, res = wall_cpu(lambda: server.finish_round(incremental=incremental))
+    t, w, res = call_cpu_wall(lambda: server.finish_round(incremental=incremental))
     check_result(res, expected, what)
     if incremental and not res.report.incremental:
         raise AssertionError(f"{what}: the incremental path was not used")
@@ -331,27 +311,28 @@ def flint_compare(params, agg, expected, args):
     reps, cap = args.repeats, args.max_repeat_seconds
     res = {"m": m}
 
-    r = timed({"flint": lambda: flint_bm(ctx, S),
-               "pyfkm": lambda: field.berlekamp_massey(S_np, p)}, reps, cap)
-    f = r["flint"][2]
+    r = interleave({"flint": lambda: flint_bm(ctx, S),
+                    "pyfkm": lambda: field.berlekamp_massey(S_np, p)}, reps,
+                   max_first_seconds=cap)
+    f = r["flint"].result
     assert f.degree() == m, "FLINT minpoly degree != distinct bins"
     f_list = [int(c) for c in f.coeffs()]
-    assert [int(c) for c in r["pyfkm"][2][::-1]] == f_list, "pyfkm BM != FLINT minpoly"
-    res["bm"] = (r["pyfkm"][0], r["flint"][0])
+    assert [int(c) for c in r["pyfkm"].result[::-1]] == f_list, "pyfkm BM != FLINT minpoly"
+    res["bm"] = (r["pyfkm"].median, r["flint"].median)
 
     f_np = np.array(f_list, dtype=np.uint64)
     fns = {"fmpz_mod": lambda: flint_roots_fmpz_mod(ctx, f_list),
            "nmod": lambda: flint_roots_nmod(f_list, p),
            "pyfkm": lambda: field.roots(f_np, p, require_split=True, random_state=0)}
-    r = timed(fns, reps, cap)
+    r = interleave(fns, reps, max_first_seconds=cap)
     for k in ("fmpz_mod", "nmod"):
-        got = sorted((int(x), int(e)) for x, e in r[k][2])
+        got = sorted((int(x), int(e)) for x, e in r[k].result)
         assert got == [(x, 1) for x in want_roots], f"FLINT {k} roots != hash nodes of the bins"
-    x_np, _ = r["pyfkm"][2]
+    x_np, _ = r["pyfkm"].result
     assert [int(v) for v in x_np] == want_roots, "pyfkm roots != hash nodes of the bins"
-    best = "nmod" if r["nmod"][0] < r["fmpz_mod"][0] else "fmpz_mod"
-    res["roots"] = (r["pyfkm"][0], r[best][0])
-    res["roots_detail"] = (r["fmpz_mod"][0], r["nmod"][0], best)
+    best = "nmod" if r["nmod"].median < r["fmpz_mod"].median else "fmpz_mod"
+    res["roots"] = (r["pyfkm"].median, r[best].median)
+    res["roots_detail"] = (r["fmpz_mod"].median, r["nmod"].median, best)
 
     xs = want_roots
     T_rows = [[int(v) for v in T_np[t, :m]] for t in range(rows)]
@@ -360,18 +341,20 @@ def flint_compare(params, agg, expected, args):
            "flint_all": lambda: flint_vandermonde_multi(ctx, xs, [S[:m]] + T_rows),
            "pyfkm": lambda: field.vandermonde_solve(x_np, S_np[:m], p),
            "pyfkm_all": lambda: field.VandermondeSolver(x_np, p).solve(T_sys)}
-    r = timed(fns, reps, cap)
-    assert [int(c) for c in r["flint"][2]] == want_counts, "FLINT Vandermonde != counts"
-    assert [int(c) for c in r["flint_all"][2][0]] == want_counts, "FLINT Vandermonde != counts"
-    assert [int(c) for c in r["pyfkm"][2]] == want_counts, "pyfkm Vandermonde != counts"
+    r = interleave(fns, reps, max_first_seconds=cap)
+    assert [int(c) for c in r["flint"].result] == want_counts, "FLINT Vandermonde != counts"
+    assert [int(c) for c in r["flint_all"].result[0]] == want_counts, \
+        "FLINT Vandermonde != counts"
+    assert [int(c) for c in r["pyfkm"].result] == want_counts, "pyfkm Vandermonde != counts"
     # payload: W[j, t] = q_j v_{j,t}; check the solves agree
-    Wf = np.array([[int(c) for c in row] for row in r["flint_all"][2][1:]], dtype=np.uint64)
-    assert np.array_equal(Wf.T, r["pyfkm_all"][2]), "payload solves differ"
-    res["vdm"] = (r["pyfkm"][0], r["flint"][0])
-    res["vdm_payload"] = (r["pyfkm_all"][0], r["flint_all"][0] - r["flint"][0])
-    res["vdm_all_flint"] = r["flint_all"][0]
+    Wf = np.array([[int(c) for c in row] for row in r["flint_all"].result[1:]],
+                  dtype=np.uint64)
+    assert np.array_equal(Wf.T, r["pyfkm_all"].result), "payload solves differ"
+    res["vdm"] = (r["pyfkm"].median, r["flint"].median)
+    res["vdm_payload"] = (r["pyfkm_all"].median, r["flint_all"].median - r["flint"].median)
+    res["vdm_all_flint"] = r["flint_all"].median
     res["flint_core"] = res["bm"][1] + res["roots"][1] + res["vdm"][1]
-    res["flint_all"] = res["bm"][1] + res["roots"][1] + r["flint_all"][0]
+    res["flint_all"] = res["bm"][1] + res["roots"][1] + r["flint_all"].median
     res["pyfkm_core"] = res["bm"][0] + res["roots"][0] + res["vdm"][0]
     return res
 
@@ -386,7 +369,7 @@ def run_case(K, L, d, args):
     rng = np.random.default_rng([args.seed, K, L, d])
     B = bins_per_dim(args.n)
     M = K * L
-    t0 = time.perf_counter()
+    case_time = Stopwatch()
     data, expected = make_clients(K, L, d, B, args.n, rng)
     params = ScmaParams.create(d, B, M, mode="auto", max_client_nonzeros=K)
     p = params.modulus
@@ -408,7 +391,7 @@ def run_case(K, L, d, args):
     ka = []
     for c in clients:
         rm = RosterMessage.from_bytes(roster)
-        ka.append(cpu(lambda: c.receive_roster(rm))[0])
+        ka.append(call(lambda: c.receive_roster(rm))[0])
     res["key_agreement"] = statistics.median(ka)
     encs = [instrument(c, "encode") for c in clients]     # the encoding inside respond
 
@@ -416,7 +399,7 @@ def run_case(K, L, d, args):
     sd = [[] for _ in clients]
     for _ in range(args.repeats):
         for i, (c, (bins, counts)) in enumerate(zip(clients, data)):
-            sd[i].append(cpu(lambda: c.set_data(bins, counts))[0])
+            sd[i].append(call(lambda: c.set_data(bins, counts))[0])
     res["set_data"] = statistics.median(statistics.median(v) for v in sd)
 
     # (b, c) round 1: key shares, every client responds (mask computed in the call), unmask
@@ -446,7 +429,7 @@ def run_case(K, L, d, args):
 
     # (d) live full decode of round 1
     n_dec = len(dec)
-    t, w, r1 = wall_cpu(lambda: server.finish_round(incremental=False))
+    t, w, r1 = call_cpu_wall(lambda: server.finish_round(incremental=False))
     check_result(r1, expected, "round 1 (full)")
     assert r1.report.bytes_per_client == res["bytes"], "report.bytes_per_client != len(to_bytes())"
     assert not r1.report.incremental
@@ -469,14 +452,14 @@ def run_case(K, L, d, args):
     versions = [expected, plain_sum(data[:ci] + [(bins, lowered)] + data[ci + 1:])]
     clients[ci].set_data(bins, lowered)
     share_round(server, clients)
-    pre = [cpu(lambda: c.precompute_mask(0))[0] for c in clients]
+    pre = [call(lambda: c.precompute_mask(0))[0] for c in clients]
     res["precompute"] = statistics.median(pre)
     resp2 = []
     respond_all(server, clients, resp2)
     res["respond_online"] = statistics.median(resp2)
     unmask_all(server, clients)
     n_dec = len(dec)
-    t, w, r2 = wall_cpu(lambda: server.finish_round(incremental=True))
+    t, w, r2 = call_cpu_wall(lambda: server.finish_round(incremental=True))
     check_result(r2, versions[1], "round 2 (incremental)")
     if not r2.report.incremental:
         raise AssertionError("round 2: finish_round(incremental=True) did not use the "
@@ -507,7 +490,7 @@ def run_case(K, L, d, args):
     if args.flint and M <= args.flint_max_m:
         log("  FLINT ...")
         res["flint"] = flint_compare(params, S, expected, args)
-    res["seconds"] = time.perf_counter() - t0
+    res["seconds"] = case_time.wall
     return res
 
 
@@ -549,7 +532,7 @@ def main(argv=None):
         ap.error("--repeats >= 1 and --cases of K,L,d triples")
 
     results = []
-    with threadpool_limits(1):
+    with single_thread():
         for K, L, d in cases:
             results.append(run_case(K, L, d, args))
 
