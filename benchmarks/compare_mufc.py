@@ -104,17 +104,15 @@ server_points="centers" (Gaussian); a removal that hits no center under 5 ms end
 L = 100 (secure); loss ratio on the Gaussian data <= 1.18 (the paper's MUFC) and below K-FED's.
 """
 import argparse
-import contextlib
 import cProfile
 import io
 import os
 import pstats
 import statistics
 import sys
-import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from _timing import Stopwatch, call_cpu_wall, single_thread, timed_calls
 
 import pyfkm
 from pyfkm.baselines import FederatedDCKMeans, KFed
@@ -181,38 +179,28 @@ def load(name, seed, args):
 
 # --------------------------------------------------------------------------- timing helpers
 
-def cpu_wall(fn):
-    c, w = time.process_time(), time.perf_counter()
-    out = fn()
-    return time.process_time() - c, time.perf_counter() - w, out
+def _secure_aggregator(mufc):
+    """The (private) class whose ``precompute`` is the offline mask step, found in the module
+    ``pyfkm.mufc`` or, now that it is a package, in its ``estimator`` module; None if gone."""
+    for where in (mufc, getattr(mufc, "estimator", None)):
+        cls = getattr(where, "_SecureAggregator", None)
+        if cls is not None:
+            return cls
+    return None
 
 
-@contextlib.contextmanager
 def instrument_offline():
-    """Wrap the (private) ``pyfkm.mufc._SecureAggregator.precompute`` -- the offline mask
-    precomputation that runs at the end of every secure round -- with a CPU timer; yields the
-    list the timings go to.  Nothing else changes; restored on exit.  If the method is gone
-    the list stays empty (offline CPU then counts as online)."""
+    """The CPU seconds of every call of the (private)
+    ``pyfkm.mufc._SecureAggregator.precompute`` -- the offline mask precomputation that runs
+    at the end of every secure round -- while the ``with`` block runs (``_timing.timed_calls``;
+    restored on exit).  Nothing else changes.  If the method is gone the list stays empty
+    (offline CPU then counts as online)."""
     from pyfkm import mufc
-    cls = getattr(mufc, "_SecureAggregator", None)
-    inner = getattr(cls, "precompute", None)
-    times = []
-    if inner is None:
-        yield times
-        return
-
-    def precompute(self, *a, **kw):
-        t = time.process_time()
-        try:
-            return inner(self, *a, **kw)
-        finally:
-            times.append(time.process_time() - t)
-
-    cls.precompute = precompute
-    try:
-        yield times
-    finally:
-        cls.precompute = inner
+    times = timed_calls(_secure_aggregator(mufc), "precompute")
+    if not times.wrapped:
+        log("pyfkm.mufc._SecureAggregator.precompute not found: the offline CPU is not "
+            "measured (reported as 0, counted as online)")
+    return times
 
 
 def model_params(ds, sp, secure, args, seed):
@@ -281,7 +269,7 @@ def bench_training(ds, args, offline):
         for r in range(args.repeats):
             seed = args.seed + r
             n0 = len(offline)
-            c, w, ms = cpu_wall(lambda: FederatedKMeans(
+            c, w, ms = call_cpu_wall(lambda: FederatedKMeans(
                 **model_params(ds, sp, True, args, seed)).fit(ds.clients))
             t["secure"].append(c)
             t["secure_wall"].append(w)
@@ -290,13 +278,13 @@ def bench_training(ds, args, offline):
                 t[key].append(ms.fit_seconds_[key])
             t["offline_wall"].append(getattr(getattr(ms, "_agg", None), "offline_seconds", 0.0))
             gamma, B = ms.gamma_, ms.n_bins_per_dim_
-            c, w, mc = cpu_wall(lambda: FederatedKMeans(
+            c, w, mc = call_cpu_wall(lambda: FederatedKMeans(
                 **model_params(ds, sp, False, args, seed)).fit(ds.clients))
             t["clear"].append(c)
             t["clear_wall"].append(w)
             same = same and np.array_equal(ms.cluster_centers_, mc.cluster_centers_)
             for key, greedy in (("sk", False), ("sk_greedy", True)):
-                c, _, _ = cpu_wall(lambda: sklearn_pipeline(
+                c, _, _ = call_cpu_wall(lambda: sklearn_pipeline(
                     ds.clients, ds.K, gamma, -0.5, B, sp, args.n_init, args.max_iter, args.tol,
                     seed, greedy=greedy))
                 t[key].append(c)
@@ -332,14 +320,14 @@ def remaining_data(ds, removed):
 
 
 def time_retrain(ds, removed, params, gamma):
-    c, w, _ = cpu_wall(lambda: FederatedKMeans(**params, gamma=gamma).fit(
+    c, w, _ = call_cpu_wall(lambda: FederatedKMeans(**params, gamma=gamma).fit(
         remaining_data(ds, removed)))
     return c, w
 
 
 def do_removal(model, client, pid, offline):
     n0 = len(offline)
-    c, w, rep = cpu_wall(lambda: model.remove(client, pid))
+    c, w, rep = call_cpu_wall(lambda: model.remove(client, pid))
     off_cpu = sum(offline[n0:])
     online = rep.client_seconds + rep.aggregation_seconds + rep.server_seconds
     return {"cpu": c, "wall": w, "off_cpu": off_cpu, "online_cpu": c - off_cpu,
@@ -353,7 +341,7 @@ def run_stream(ds, sp, secure, n_removals, args, offline):
     """One fit, a random removal stream with retrains at evenly spaced points, then the
     adversarial removals on a fresh fit."""
     params = model_params(ds, sp, secure, args, args.seed)
-    _, fit_wall, model = cpu_wall(lambda: FederatedKMeans(**params).fit(ds.clients))
+    _, fit_wall, model = call_cpu_wall(lambda: FederatedKMeans(**params).fit(ds.clients))
     gamma = model.gamma_
     rng = np.random.default_rng([args.seed, 1])     # the same stream for every setting
     # drawn for the longest stream and cut, so every setting removes the same points in the
@@ -363,14 +351,14 @@ def run_stream(ds, sp, secure, n_removals, args, offline):
     at = set(np.unique(np.linspace(0, len(stream) - 1, R).round().astype(int)).tolist())
     removed = [np.zeros(c.shape[0], dtype=bool) for c in ds.clients]
     recs, retr = [], []
-    t0 = time.perf_counter()
+    sw = Stopwatch()
     for i, (l, pid) in enumerate(stream):
         if i in at:
             retr.append(time_retrain(ds, removed, params, gamma))
         recs.append(do_removal(model, l, pid, offline))
         removed[l][pid] = True
         if (i + 1) % 50 == 0:
-            log(f"    {i + 1} removals, {time.perf_counter() - t0:.0f} s")
+            log(f"    {i + 1} removals, {sw.wall:.0f} s")
 
     # adversarial: remove the first center of a random client's current seeding
     model = FederatedKMeans(**params).fit(ds.clients)
@@ -482,7 +470,7 @@ def profile_noncenter(ds, args, n):
     rng = np.random.default_rng([args.seed, 7])
     removed = [np.zeros(c.shape[0], dtype=bool) for c in ds.clients]
     on, off = cProfile.Profile(), cProfile.Profile()
-    cls = getattr(mufc, "_SecureAggregator", None)
+    cls = _secure_aggregator(mufc)
     inner = getattr(cls, "precompute", None)
     deferred = []
 
@@ -501,13 +489,13 @@ def profile_noncenter(ds, args, n):
             on.enable()
             rep = model.remove(l, pid)
             on.disable()
-            t = time.process_time()
-            off.enable()
-            while deferred:
-                self_, a, kw = deferred.pop()
-                inner(self_, *a, **kw)
-            off.disable()
-            off_cpu.append(time.process_time() - t)
+            with Stopwatch() as sw:
+                off.enable()
+                while deferred:
+                    self_, a, kw = deferred.pop()
+                    inner(self_, *a, **kw)
+                off.disable()
+            off_cpu.append(sw.cpu)
             removed[l][pid] = True
             reps.append(rep)
     finally:
@@ -699,14 +687,14 @@ def main(argv=None):
     args.aggregation = [v for v in args.aggregation.split(",") if v]
     parts = set(args.parts.split(","))
     datas = [v for v in args.data.split(",") if v]
-    t_start = time.perf_counter()
+    run_time = Stopwatch()
 
     import sklearn
     print(f"# pyfkm {pyfkm.__version__} FederatedKMeans vs scikit-learn {sklearn.__version__}, "
           f"numpy {np.__version__}; 1 thread; n_init = {args.n_init}, max_iter = "
           f"{args.max_iter}, tol = {args.tol}; non-iid K' = {args.kprime}; seed {args.seed}")
     train, unl, qual, prof = {}, {}, {}, None
-    with threadpool_limits(1), instrument_offline() as offline:
+    with single_thread(), instrument_offline() as offline:
         if "training" in parts:
             for name in datas:
                 ds = load(name, args.seed, args)
@@ -797,7 +785,7 @@ def main(argv=None):
             print(f"- loss ratio ({name}), {key}: {v:.3f}; {paper}"
                   + "; ".join(f"< {k} {kv:.3f} {'yes' if v < kv else '**NO**'}"
                               for k, kv in kfed))
-    print(f"\nWall time of the run: {time.perf_counter() - t_start:.0f} s")
+    print(f"\nWall time of the run: {run_time.wall:.0f} s")
     return 0
 
 
