@@ -128,6 +128,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# the standard library only: this file also runs in the Flower environment
+from _timing import Stopwatch, call, call_cpu_wall, measure
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "flower_secagg_numbers.json"
 RESULT_MARK = "@@RESULT@@ "
@@ -326,18 +329,18 @@ def _one_client_round(me, order, nb, dead, nodes, threshold, vector_length, np_r
     train_calls = {"cpu": 0.0, "wall": 0.0}
 
     def call_next(msg, _ctxt):
-        c0, w0 = time.process_time(), time.perf_counter()
-        fitres = FitRes(
-            status=Status(code=Code.OK, message=""),
-            parameters=ndarrays_to_parameters([vec]),
-            num_examples=NUM_EXAMPLES,
-            metrics={},
-        )
-        out = Message(
-            compat.fitres_to_recorddict(fitres, keep_input=True), reply_to=msg
-        )
-        train_calls["cpu"] += time.process_time() - c0
-        train_calls["wall"] += time.perf_counter() - w0
+        with Stopwatch() as sw:
+            fitres = FitRes(
+                status=Status(code=Code.OK, message=""),
+                parameters=ndarrays_to_parameters([vec]),
+                num_examples=NUM_EXAMPLES,
+                metrics={},
+            )
+            out = Message(
+                compat.fitres_to_recorddict(fitres, keep_input=True), reply_to=msg
+            )
+        train_calls["cpu"] += sw.cpu
+        train_calls["wall"] += sw.wall
         return out
 
     def send(cfg: dict) -> tuple[Any, dict]:
@@ -349,9 +352,7 @@ def _one_client_round(me, order, nb, dead, nodes, threshold, vector_length, np_r
             message_type=MessageType.TRAIN,
             group_id="1",
         )
-        c0, w0 = time.process_time(), time.perf_counter()
-        reply = secaggplus_mod(msg, ctxt, call_next)
-        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        cpu, wall, reply = call_cpu_wall(lambda: secaggplus_mod(msg, ctxt, call_next))
         rec = reply.content.config_records[RECORD_KEY_CONFIGS]
         info = {
             "cpu": cpu,
@@ -432,14 +433,11 @@ def _calibrate_shamir():
     )
 
     secret = os.urandom(32)  # 3 chunks
-    c0 = time.process_time()
-    shares = create_shares(secret, 10, 60)
-    split = (time.process_time() - c0) / (3 * 60 * 10)  # per chunk * share * coeff
+    t, shares = call(lambda: create_shares(secret, 10, 60))
+    split = t / (3 * 60 * 10)  # per chunk * share * coeff
     pts = []
     for m in (15, 45):
-        c0 = time.process_time()
-        combine_shares(shares[:m])
-        pts.append((m, (time.process_time() - c0) / 3))
+        pts.append((m, call(lambda: combine_shares(shares[:m]))[0] / 3))
     # per chunk cost = g*m^2 + d*m, solved from the two points
     (m1, t1), (m2, t2) = pts
     g = (t2 / m2 - t1 / m1) / (m2 - m1)
@@ -501,7 +499,7 @@ def flower_server_round(
     shapes = [(1,), (vector_length,)]
 
     # ---- untimed preparation: real secrets, real shares, real masked vectors ----
-    t_prep = time.perf_counter()
+    prep = Stopwatch()
     rd_seed = {v: os.urandom(32) for v in order}
     collected: dict[int, list[bytes]] = {v: [] for v in order}
     for v in order:
@@ -540,17 +538,17 @@ def flower_server_round(
                 else parameters_subtraction(m, mask)
             )
         masked_vectors.append(parameters_mod(m, MOD_RANGE))
-    prep_wall = time.perf_counter() - t_prep
+    prep_wall = prep.wall
 
     # ---- timed: sum of masked vectors (collect_masked_vectors_stage) ----
-    c0 = time.process_time()
-    masked_vector = None
-    for mv in masked_vectors:
-        masked_vector = (
-            mv if masked_vector is None else parameters_addition(masked_vector, mv)
-        )
-    masked_vector = parameters_mod(masked_vector, MOD_RANGE)
-    sum_cpu = time.process_time() - c0
+    with Stopwatch() as sw:
+        masked_vector = None
+        for mv in masked_vectors:
+            masked_vector = (
+                mv if masked_vector is None else parameters_addition(masked_vector, mv)
+            )
+        masked_vector = parameters_mod(masked_vector, MOD_RANGE)
+    sum_cpu = sw.cpu
 
     # ---- timed: unmask_stage reconstruction loop ----
     t = {
@@ -559,40 +557,41 @@ def flower_server_round(
         "self_masks": 0.0,
         "pair_masks_dropped": 0.0,
     }
-    w0 = time.perf_counter()
+    unmask = Stopwatch()
     for nid in order:
         share_list = collected[nid]
-        c0 = time.process_time()
-        secret = combine_shares(share_list)
-        c1 = time.process_time()
+        combine_cpu, secret = call(lambda: combine_shares(share_list))
+        with Stopwatch() as sw:
+            if nid not in dead:
+                private_mask = pseudo_rand_gen(
+                    secret, MOD_RANGE, get_parameters_shape(masked_vector)
+                )
+                masked_vector = parameters_subtraction(masked_vector, private_mask)
+            else:
+                for neighbor_nid in nb[nid]:
+                    shared_key = generate_shared_key(
+                        bytes_to_private_key(secret),
+                        bytes_to_public_key(nodes.pk1[neighbor_nid]),
+                    )
+                    pairwise_mask = pseudo_rand_gen(
+                        shared_key, MOD_RANGE, get_parameters_shape(masked_vector)
+                    )
+                    if nid > neighbor_nid:
+                        masked_vector = parameters_addition(masked_vector, pairwise_mask)
+                    else:
+                        masked_vector = parameters_subtraction(masked_vector, pairwise_mask)
         if nid not in dead:
-            t["combine_seed"] += c1 - c0
-            private_mask = pseudo_rand_gen(
-                secret, MOD_RANGE, get_parameters_shape(masked_vector)
-            )
-            masked_vector = parameters_subtraction(masked_vector, private_mask)
-            t["self_masks"] += time.process_time() - c1
+            t["combine_seed"] += combine_cpu
+            t["self_masks"] += sw.cpu
         else:
-            t["combine_sk"] += c1 - c0
-            for neighbor_nid in nb[nid]:
-                shared_key = generate_shared_key(
-                    bytes_to_private_key(secret),
-                    bytes_to_public_key(nodes.pk1[neighbor_nid]),
-                )
-                pairwise_mask = pseudo_rand_gen(
-                    shared_key, MOD_RANGE, get_parameters_shape(masked_vector)
-                )
-                if nid > neighbor_nid:
-                    masked_vector = parameters_addition(masked_vector, pairwise_mask)
-                else:
-                    masked_vector = parameters_subtraction(masked_vector, pairwise_mask)
-            t["pair_masks_dropped"] += time.process_time() - c1
-    c0 = time.process_time()
-    recon = parameters_mod(masked_vector, MOD_RANGE)
-    _q_total_ratio, recon_params = factor_extract(recon)
-    dequantize(recon_params, CLIPPING_RANGE, TARGET_RANGE)
-    t["finalize"] = time.process_time() - c0
-    unmask_wall = time.perf_counter() - w0
+            t["combine_sk"] += combine_cpu
+            t["pair_masks_dropped"] += sw.cpu
+    with Stopwatch() as sw:
+        recon = parameters_mod(masked_vector, MOD_RANGE)
+        _q_total_ratio, recon_params = factor_extract(recon)
+        dequantize(recon_params, CLIPPING_RANGE, TARGET_RANGE)
+    t["finalize"] = sw.cpu
+    unmask_wall = unmask.wall
 
     ok = bool(np.array_equal(np.concatenate(recon), plain_sum))
     return {
@@ -641,9 +640,7 @@ def flower_client_round(
     np_rng = np.random.default_rng(seed)
     order, nb = build_graph(L, n_neighbors, rng)
     dead = draw_dropouts(order, nb, dropout_frac, threshold, rng)
-    t0 = time.perf_counter()
-    nodes = _Nodes(order)
-    keygen_wall = time.perf_counter() - t0
+    keygen_wall, nodes = call(lambda: _Nodes(order), clock="wall")
     me = order[0]
 
     runs = []
@@ -697,12 +694,13 @@ def flower_client_round(
         )
 
         a, b = order[0], order[1]
-        c0 = time.process_time()
-        for _ in range(20):
-            generate_shared_key(
+        ecdh_s = measure(
+            lambda: generate_shared_key(
                 bytes_to_private_key(nodes.sk1[a]), bytes_to_public_key(nodes.pk1[b])
-            )
-        ecdh_s = (time.process_time() - c0) / 20
+            ),
+            repeat=1,
+            number=20,
+        ).median
         chunks_sk = len(nodes.sk1[me]) // 16 + 1
         plan = _server_plan(order, nb, dead, threshold, reconstruct_frac)
         est_server, est_prep = _estimate_server(
@@ -826,9 +824,10 @@ def _run_side(side: str, python: str, cfg: dict, args) -> dict:
         str(args.seed),
     ] + (["--no-server"] if args.no_server else [])
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - t0
+    wall, proc = call(
+        lambda: subprocess.run(cmd, check=False, capture_output=True, text=True, env=env),
+        clock="wall",
+    )
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_MARK):
             rec = json.loads(line[len(RESULT_MARK) :])
@@ -840,6 +839,33 @@ def _run_side(side: str, python: str, cfg: dict, args) -> dict:
         "error": (proc.stderr or proc.stdout)[-2000:],
         "returncode": proc.returncode,
     }
+
+
+SIDE_NEEDS = {
+    "flower": (
+        "flwr",
+        "Flower's side needs Flower in its own environment:\n"
+        '    python -m venv /tmp/flwr-venv && /tmp/flwr-venv/bin/pip install "flwr==1.42.*" numpy\n'
+        "then pass --flower-python /tmp/flwr-venv/bin/python (or time pyfkm's side alone: "
+        "--sides pyfkm)",
+    ),
+    "pyfkm": ("pyfkm", "install pyfkm in it (pip install -e .) or name another --pyfkm-python"),
+}
+
+
+def _cannot_run(side: str, python: str) -> str | None:
+    """Why ``python`` cannot run ``side``'s worker (None if it can import what it needs)."""
+    module, how = SIDE_NEEDS[side]
+    try:
+        proc = subprocess.run(
+            [python, "-c", f"import {module}, numpy"], capture_output=True, text=True
+        )
+    except OSError as e:
+        return f"{python} does not run ({e}); {how}"
+    if proc.returncode == 0:
+        return None
+    lines = (proc.stderr or proc.stdout).strip().splitlines()
+    return f"{python} cannot import {module} ({lines[-1] if lines else proc.returncode}); {how}"
 
 
 def _fmt(rec: dict) -> str:
@@ -910,6 +936,12 @@ def main(argv=None) -> int:
         _worker(args)
         return 0
 
+    for side in args.sides:
+        why = _cannot_run(
+            side, args.flower_python if side == "flower" else args.pyfkm_python
+        )
+        if why:
+            sys.exit(f"compare_flower_secagg.py: {why}")
     grid = build_grid(args)
     for g in grid:
         g["reconstruct_frac"] = args.reconstruct_frac
