@@ -22,10 +22,9 @@ The last block breaks the target configuration (n = 1e4, d = 10, k = 10,
 2 clients) down into its parts.
 """
 import argparse
-import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from _timing import interleave, measure, single_thread
 
 from pyfkm.federated import DPFederatedKMeans, _LocalData, _update_centers, step_radius
 from pyfkm.secagg._messages import InputRequest, RoundMessage, ShareBundle, ShareMessage
@@ -38,30 +37,18 @@ def data(n, d, k, seed=0):
     return np.clip(means[rng.integers(0, k, n)] + rng.normal(0, 0.1, (n, d)), -1, 1)
 
 
-def fit_time(clients, k, T):
-    t = time.process_time()
-    DPFederatedKMeans(k, epsilon=1.0, max_iter=T, random_state=0).fit(clients)
-    return time.process_time() - t
-
-
 def per_iteration(n, d, k, L, repeats, t1=2, t2=12):
+    """Median over repeats of (fit with t2 iterations - fit with t1) / (t2 - t1), the two
+    fits of a repeat run one after the other."""
     X = data(n, d, k)
     clients = np.array_split(X, L)
-    diffs = []
-    for _ in range(repeats):
-        a = fit_time(clients, k, t1)
-        b = fit_time(clients, k, t2)
-        diffs.append((b - a) / (t2 - t1))
-    return float(np.median(diffs))
 
+    def fit(T):
+        return lambda: DPFederatedKMeans(k, epsilon=1.0, max_iter=T, random_state=0).fit(clients)
 
-def median_time(f, repeats):
-    ts = []
-    for _ in range(repeats):
-        t = time.process_time()
-        f()
-        ts.append(time.process_time() - t)
-    return float(np.median(ts))
+    r = interleave({"a": fit(t1), "b": fit(t2)}, repeats)
+    return float(np.median([(b - a) / (t2 - t1)
+                            for a, b in zip(r["a"].samples, r["b"].samples)]))
 
 
 def _open_round(server, clients):
@@ -120,14 +107,14 @@ def breakdown(n=10_000, d=10, k=10, L=2, reps=200):
              "  of which: noise shares (all clients)": noise_only,
              "  of which: mask streams (all clients)": masks_only,
              "centroid update (clip + fold)": update}
-    return {name: median_time(f, reps) for name, f in parts.items()}
+    return {name: measure(f, repeat=reps).median for name, f in parts.items()}
 
 
 def main(quick=False):
     ns = (10_000,) if quick else (10_000, 100_000)
     reps = 3 if quick else 5
     rows = []
-    with threadpool_limits(1):
+    with single_thread():
         print(f"CPU ms per iteration (median of {reps}), epsilon=1, distributed discrete "
               "Gaussian noise")
         print(f"{'n':>7} {'d':>3} {'k':>3} {'clients':>7} {'ms/iter':>8}")

@@ -17,10 +17,10 @@ numpy PCG64 stream (NoiseStream.from_generator).  Targets (issue 7):
 >= 20e6 samples/s for the continuous Gaussian, >= 2e6/s for the discrete one.
 """
 import statistics
-import time
 
 import numpy as np
 import pytest
+from _timing import measure, single_thread
 
 from pyfkm.privacy import NoiseStream, new_noise_key
 
@@ -56,18 +56,12 @@ def samples_per_second(method, param, mode, repeats=7):
     """Median over repeats of N / (CPU seconds of one call)."""
     s = _stream(mode)
     getattr(s, method)(1000, param)  # warm up
-    rates = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        getattr(s, method)(N, param)
-        rates.append(N / (time.process_time() - t0))
-    return statistics.median(rates)
+    t = measure(lambda: getattr(s, method)(N, param), repeat=repeats)
+    return statistics.median(N / x for x in t.samples)
 
 
 def main():
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
+    with single_thread():
         print(f"samples per second (CPU time, median of 7, n = {N:.0e})")
         print(f"{'sampler':<26}{'secure (ChaCha20)':>20}{'generator (PCG64)':>20}")
         for method, label, param in CASES:

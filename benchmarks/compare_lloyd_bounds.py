@@ -6,10 +6,10 @@ d = k = 10; lloyd_loop from k-means++ seeds), and DC-k-means-like nodes
 (unweighted, d = 25, k = 5).  CPU time, one thread, median over runs, both
 variants in the same run.  Usage: python benchmarks/compare_lloyd_bounds.py
 """
-import time
+import functools
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from _timing import measure, single_thread
 
 from pyfkm._core import _lloyd, _seeding
 from pyfkm.kmeans import _tolerance
@@ -27,20 +27,18 @@ def server_problem():
 
 
 def time_runs(X, w, seeds, tol_abs, bounds, reps=3):
+    """Median over the seeds of the best of ``reps`` runs; the iteration counts."""
     ts, its = [], []
     for C0 in seeds:
-        best = np.inf
-        for _ in range(reps):
-            t = time.process_time()
-            out = _lloyd.lloyd_loop(X, C0, w, 300, tol_abs, bounds)
-            best = min(best, time.process_time() - t)
-        ts.append(best)
-        its.append(out[4])
+        t = measure(functools.partial(_lloyd.lloyd_loop, X, C0, w, 300, tol_abs, bounds),
+                    repeat=reps)
+        ts.append(t.min)
+        its.append(t.result[4])
     return float(np.median(ts)), its
 
 
 def main():
-    with threadpool_limits(1):
+    with single_thread():
         P, w = server_problem()
         P = np.ascontiguousarray(P, dtype=np.float64)
         rng = as_generator(0)

@@ -20,11 +20,10 @@ pyfkm.
 """
 import argparse
 import math
-import time
 
 import numpy as np
+from _timing import call, single_thread
 from sklearn.neighbors import KDTree
-from threadpoolctl import threadpool_limits
 
 from pyfkm.datasets import split_iid
 from pyfkm.outliers import (DistributedKZCenter, GuhaKZCenter, MalkomesKZCenter,
@@ -223,9 +222,7 @@ def run(shape, seeds, eps=0.1, quick=False):
             methods["Malkomes et al. 2015"] = lambda: MalkomesKZCenter(k, z).fit(machines)
         out = {}
         for name, fn in methods.items():
-            t0 = time.process_time()
-            est = fn()
-            dt = time.process_time() - t0
+            dt, est = call(fn)
             if isinstance(est, tuple):
                 centers, radius = est
                 words = np.nan
@@ -251,7 +248,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="skip Malkomes et al.")
     args = ap.parse_args()
     seeds = list(range(args.seeds))
-    with threadpool_limits(1):
+    with single_thread():
         for shape in SHAPES:
             rows, same = run(shape, seeds, quick=args.quick)
             n, d, k, m, z = (shape[key] for key in "ndkmz")

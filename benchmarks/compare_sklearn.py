@@ -18,12 +18,12 @@ Data:
          triangle-inequality pruning of pyfkm's seeding.
 """
 import argparse
+import itertools
 import statistics
 import sys
-import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from _timing import call, compare, single_thread
 
 SHAPES = [(100_000, 10, 10), (1_000_000, 10, 10), (100_000, 50, 10), (60_000, 784, 10),
           (100_000, 10, 62)]
@@ -38,38 +38,30 @@ def make_data(kind, n, d, k, seed=0):
     return centers[y] + rng.standard_normal((n, d))
 
 
-def cpu(fn):
-    t = time.process_time()
-    out = fn()
-    return time.process_time() - t, out
-
-
 def bench_seeding(X, k, repeats):
+    """Median CPU seconds of sklearn's and pyfkm's k-means++ (repeat r: seed r on both)."""
     from sklearn.cluster import kmeans_plusplus as sk_kpp
 
     import pyfkm
-    ours, theirs = [], []
-    for r in range(repeats):
-        theirs.append(cpu(lambda: sk_kpp(X, k, n_local_trials=1, random_state=r))[0])
-        ours.append(cpu(lambda: pyfkm.kmeans_plusplus(X, k, random_state=r))[0])
-    return statistics.median(theirs), statistics.median(ours)
+    r_sk, r_us = itertools.count(), itertools.count()
+    theirs, ours, _ = compare(
+        lambda: sk_kpp(X, k, n_local_trials=1, random_state=next(r_sk)),
+        lambda: pyfkm.kmeans_plusplus(X, k, random_state=next(r_us)), repeats)
+    return theirs, ours
 
 
 def bench_lloyd(X, k, repeats, max_iter=10):
-    """Fit time per Lloyd iteration from a shared init (tol=0, max_iter=10)."""
+    """Fit time per Lloyd iteration from a shared init (tol=0, max_iter=10).
+
+    The fits are deterministic (same init, tol=0): every repeat makes n_iter_ iterations."""
     from sklearn.cluster import KMeans as SkKMeans
 
     import pyfkm
     init = X[np.random.default_rng(1).choice(X.shape[0], k, replace=False)].copy()
-    ours, theirs = [], []
-    for _ in range(repeats):
-        sk = SkKMeans(k, init=init, n_init=1, max_iter=max_iter, tol=0, algorithm="lloyd")
-        t, _ = cpu(lambda: sk.fit(X))
-        theirs.append(t / sk.n_iter_)
-        km = pyfkm.KMeans(k, init=init, max_iter=max_iter, tol=0)
-        t, _ = cpu(lambda: km.fit(X))
-        ours.append(t / km.n_iter_)
-    return statistics.median(theirs), statistics.median(ours)
+    sk = SkKMeans(k, init=init, n_init=1, max_iter=max_iter, tol=0, algorithm="lloyd")
+    km = pyfkm.KMeans(k, init=init, max_iter=max_iter, tol=0)
+    theirs, ours, _ = compare(lambda: sk.fit(X), lambda: km.fit(X), repeats)
+    return theirs / sk.n_iter_, ours / km.n_iter_
 
 
 def bench_remove(X, k, repeats, n_removals=2000):
@@ -79,12 +71,7 @@ def bench_remove(X, k, repeats, n_removals=2000):
     centers = set(s.center_ids_.tolist())
     ids = [i for i in np.random.default_rng(2).permutation(X.shape[0])[: n_removals + k]
            if i not in centers][:n_removals]
-    times = []
-    for i in ids:
-        t = time.perf_counter()
-        s.remove(int(i))
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return statistics.median(call(lambda: s.remove(int(i)), clock="wall")[0] for i in ids)
 
 
 def main(argv=None):
@@ -103,7 +90,7 @@ def main(argv=None):
     print("| data | n | d | k | seeding sklearn | seeding pyfkm | ratio | "
           "Lloyd/iter sklearn | Lloyd/iter pyfkm | ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    with threadpool_limits(1):
+    with single_thread():
         for kind in kinds:
             for n, d, k in shapes:
                 X = make_data(kind, n, d, k)

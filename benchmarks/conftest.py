@@ -5,7 +5,7 @@ Benchmarks are not in ``testpaths``; run a file explicitly, e.g.
 """
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
+from _timing import single_thread
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +16,7 @@ def one_thread():
     environment, as in ``compare_sklearn.py``.  Opt in with
     ``pytestmark = pytest.mark.usefixtures("one_thread")``.
     """
-    with threadpool_limits(1):
+    with single_thread():
         yield
 
 

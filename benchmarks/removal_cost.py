@@ -13,9 +13,9 @@ alternating, in one session (the machine is noisy)::
         /path/new/benchmarks/removal_cost.py --server-points centers); done
 """
 import argparse
-import time
 
 import numpy as np
+from _timing import call
 
 import pyfkm
 from pyfkm.datasets import make_gaussian_mixture, split_non_iid
@@ -31,18 +31,15 @@ def main():
     X = pyfkm.mufc.scale_to_box(X, X.min(), X.max())
     parts = split_non_iid(X, y, 100, 2, random_state=a.seed)
     clients = [np.ascontiguousarray(X[p]) for p in parts]
-    t0 = time.perf_counter()
-    m = pyfkm.FederatedKMeans(10, server_points=a.server_points,
-                              random_state=a.seed).fit(clients)
-    t_fit = time.perf_counter() - t0
+    t_fit, m = call(lambda: pyfkm.FederatedKMeans(10, server_points=a.server_points,
+                                                  random_state=a.seed).fit(clients),
+                    clock="wall")
     rng = np.random.default_rng(a.seed + 1)
     ts = []
     for _ in range(a.removals):
         c = int(rng.integers(len(clients)))
         i = int(rng.choice(np.flatnonzero(~m._clients[c].removed_)))
-        t0 = time.perf_counter()
-        m.remove(c, [i])
-        ts.append(time.perf_counter() - t0)
+        ts.append(call(lambda: m.remove(c, [i]), clock="wall")[0])
     print(f"{pyfkm.__file__.rsplit('/', 2)[0]} {a.server_points}: fit {t_fit:.2f} s, "
           f"removal median {1e3 * np.median(ts):.2f} ms, mean {1e3 * np.mean(ts):.2f} ms")
 
