@@ -15,9 +15,9 @@ code with this protocol (digits has none).
 """
 import argparse
 import os
-import time
 
 import numpy as np
+from _timing import Stopwatch
 from sklearn import datasets
 
 from pyfkm.federated import DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd
@@ -53,7 +53,7 @@ def median_nicv(make, X, seeds):
 def run(n_seeds, plot=True):
     seeds = range(n_seeds)
     results = {}
-    t0 = time.process_time()
+    sw = Stopwatch()
     for name, (_, k) in DATASETS.items():
         X = scaled(name)
         row = {"n": X.shape[0], "d": X.shape[1], "k": k}
@@ -68,7 +68,7 @@ def run(n_seeds, plot=True):
         row["T"] = [DPFederatedKMeans(k, epsilon=e, random_state=0).fit(split(X, 0)).n_iter_
                     for e in EPSILONS]
         results[name] = row
-    elapsed = time.process_time() - t0
+    elapsed = sw.cpu
 
     print(f"median NICV over {n_seeds} seeds, 2 clients, features in [-1, 1] "
           f"(CPU {elapsed:.1f} s)")
@@ -90,9 +90,20 @@ def run(n_seeds, plot=True):
             print(f"  {'ratio pyfkm / reference':<26}" + "  ".join(f"{r:<9.3f}" for r in ratio))
         if name in DIFFPRIVLIB_EPS1:
             print(f"  diffprivlib KMeans at eps=1 (mean, issue): {DIFFPRIVLIB_EPS1[name]}")
-    if plot:
+    if plot and not have_matplotlib():
+        print("\nplot skipped: matplotlib is not installed (pip install matplotlib; "
+              "--no-plot leaves the plot out)")
+    elif plot:
         save_plot(results)
     return results
+
+
+def have_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def save_plot(results):

@@ -14,9 +14,9 @@ Run::
     python benchmarks/online_deletion.py --dataset digits
 """
 import argparse
-import time
 
 import numpy as np
+from _timing import call
 
 from pyfkm import KMeans
 from pyfkm.deletion import DCKMeans, QKMeans
@@ -72,9 +72,9 @@ def online_deletion(X, y, k, *, n_deletions=1000, max_iter=10, checkpoints=(0, 0
     for b in range(n_baseline):
         keep = np.ones(n, bool)
         keep[order[:b + 1]] = False
-        t0 = time.perf_counter()
-        km = KMeans(k, max_iter=max_iter, tol=0.0, random_state=seed + b).fit(X[keep])
-        times.append(time.perf_counter() - t0)
+        t, km = call(lambda: KMeans(k, max_iter=max_iter, tol=0.0,
+                                    random_state=seed + b).fit(X[keep]), clock="wall")
+        times.append(t)
         ref = km if ref is None else ref
     baseline = float(np.median(times))
     results = {}
@@ -82,9 +82,7 @@ def online_deletion(X, y, k, *, n_deletions=1000, max_iter=10, checkpoints=(0, 0
     for name in estimators:
         cls, extra = parse_estimator(name)
         model = cls(k, max_iter=max_iter, random_state=seed, **extra)
-        t0 = time.perf_counter()
-        model.fit(X)
-        train = time.perf_counter() - t0
+        train, _ = call(lambda: model.fit(X), clock="wall")
         alive = np.ones(n, bool)
         dt, retrained, quality = [], 0, []
         for i, victim in enumerate(order, start=0):
@@ -177,6 +175,11 @@ def main(argv=None):
         p.error(f"--estimators: {e}")
     if not estimators:
         p.error("--estimators: no estimator named")
+    if a.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            p.error("--plot needs matplotlib, which is not installed (pip install matplotlib)")
     X, y, k = load(a.dataset, a.seed)
     res = online_deletion(X, y, k, n_deletions=min(a.n_deletions, X.shape[0] - k),
                           max_iter=a.max_iter, seed=a.seed, n_baseline=a.baseline_retrains,
