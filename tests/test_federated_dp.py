@@ -20,15 +20,9 @@ import pytest
 from scipy.stats import norm
 
 from pyfkm.exceptions import InvalidInputError, NotFittedError
-from pyfkm.dp.estimator import (
-    DPFederatedKMeans,
-    FederatedLloyd,
-    GLloyd,
-    SuLloyd,
-    fold_into_bounds,
-    sphere_packing_init,
-    step_radius,
-)
+from pyfkm.dp.baselines import GLloyd, SuLloyd
+from pyfkm.dp.estimator import DPFederatedKMeans, FederatedLloyd
+from pyfkm.dp.steps import fold_into_bounds, sphere_packing_init, step_radius
 
 
 def blobs(seed=0, n=240, d=3, k=3, spread=0.12):
@@ -225,7 +219,7 @@ class _FitSpy:
     from and the decoded (noisy) sums of every round."""
 
     def __init__(self, monkeypatch):
-        import pyfkm.dp.estimator as F
+        import pyfkm.dp._lloyd_base as F
         self.starts, self.sums = [], []
         orig_stats, orig_round = F._LocalData.stats, F.msa_round
         spy = self
@@ -301,7 +295,7 @@ def test_noise_differs_across_rounds(where):
 
 
 def _spy_servers(monkeypatch):
-    import pyfkm.dp.estimator as F
+    import pyfkm.dp._lloyd_base as F
     servers = []
     orig = F.setup_msa
 
@@ -407,7 +401,7 @@ def test_server_only_sees_masked_words(monkeypatch):
     # spy on what the server receives and broadcasts during a fit: no
     # client's plaintext encoding, and the broadcast is not the noisy sum
     # (it is still under the output mask)
-    import pyfkm.dp.estimator as F
+    import pyfkm.dp._lloyd_base as F
     import pyfkm.secagg._msa as M
     received, plain, sent = [], [], []
     orig_receive, orig_finish, orig_stats = (M.MsaServer.receive, M.MsaServer.finish_round,

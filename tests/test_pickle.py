@@ -27,7 +27,8 @@ from pyfkm import core, deletion, dp, mufc, outliers
 from pyfkm._base import BaseEstimator
 from pyfkm.mufc.baselines import FederatedDCKMeans, KFed
 from pyfkm.deletion import DCKMeans, QKMeans
-from pyfkm.dp.estimator import DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd
+from pyfkm.dp.baselines import GLloyd, SuLloyd
+from pyfkm.dp.estimator import DPFederatedKMeans, FederatedLloyd
 from pyfkm.core.kmeans import KMeans
 from pyfkm.outliers import (DistributedKZCenter, GuhaKZCenter, KZCenter, MalkomesKZCenter,
                             UniformSamplingKZCenter)

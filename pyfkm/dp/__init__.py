@@ -5,7 +5,11 @@
 * :mod:`pyfkm.dp.estimator`: :class:`DPFederatedKMeans` and the non-private
   :class:`FederatedLloyd`, over masked secure aggregation (:mod:`pyfkm.secagg`);
 * :mod:`pyfkm.dp.baselines`: the trusted-curator baselines :class:`GLloyd`
-  and :class:`SuLloyd`.
+  and :class:`SuLloyd`;
+* :mod:`pyfkm.dp.steps`: the pieces that do not touch the data
+  (:func:`sphere_packing_init`, :func:`step_radius`,
+  :func:`fold_into_bounds`); the federated loop the estimators share is
+  ``pyfkm.dp._lloyd_base``.
 
 The noise samplers live in :mod:`pyfkm.core.noise` (masked aggregation draws
 distributed noise with them) and are re-exported here.
@@ -15,8 +19,9 @@ from .accounting import (PrivacyAccountant, analytic_gaussian_delta, analytic_ga
                          calibrate_analytic_gaussian, calibrate_iterations, compose_gdp,
                          default_delta, fastlloyd_iterations, fastlloyd_noise_scales, gdp_delta,
                          gdp_epsilon, gdp_mu, zcdp_epsilon)
-from .estimator import (DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd, fold_into_bounds,
-                        sphere_packing_init, step_radius)
+from .baselines import GLloyd, SuLloyd
+from .estimator import DPFederatedKMeans, FederatedLloyd
+from .steps import fold_into_bounds, sphere_packing_init, step_radius
 
 __all__ = [
     "DPFederatedKMeans", "FederatedLloyd", "GLloyd", "SuLloyd",

@@ -1,0 +1,237 @@
+"""The federated Lloyd driver shared by :mod:`pyfkm.dp.estimator` and
+:mod:`pyfkm.dp.baselines`.
+
+``_FederatedLloydBase`` validates the parameters and the clients' data, sets
+up masked secure aggregation (:func:`pyfkm.secagg.setup_msa`) and runs the
+iterations: each client's local step (``_LocalData.stats``: per-cluster sums
+and counts of the points within the radius), one :func:`pyfkm.secagg.msa_round`
+with the noise the subclass plans, and the center update of
+:mod:`pyfkm.dp.steps`.  A subclass says what differs: ``_check_params``,
+``_plan`` (per-iteration radius and noise scales, the privacy report, the
+accountant), ``_converged`` and ``_record``.  The parameter checks shared by
+the estimators (``_check_epsilon``, ``_check_delta``, ``_check_max_iter``) are
+here too.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from .._base import BaseEstimator
+from .._validation import check_array, check_clients, check_features, check_n_clusters
+from ..exceptions import InvalidInputError
+from ..core.kmeans import LloydWorkspace, nearest_center
+from ..rng import as_generator
+from ..secagg import msa_round, setup_msa
+from .steps import _update_centers, sphere_packing_init
+
+
+class _LocalData:
+    """A client's points and its Lloyd workspace (rebuilt after pickling, so
+    instances run on process pools too)."""
+
+    def __init__(self, X):
+        self.X = X
+        self._ws = None
+
+    def __getstate__(self):
+        return {"X": self.X, "_ws": None}
+
+    def stats(self, centers, eta, relative):
+        """Per-cluster sums (relative to the centers if ``relative``) and
+        counts of the points within ``eta`` of their nearest center (all
+        points if ``eta`` is None), flattened as ``[sums (k*d), counts (k)]``."""
+        k, d = centers.shape
+        X = self.X
+        if X.shape[0] == 0:
+            return np.zeros(k * d + k)
+        if self._ws is None or self._ws.k != k:
+            self._ws = LloydWorkspace(X, None, k, 1, pack=X.shape[0] >= 64)
+        ws = self._ws
+        sums, counts, _ = ws.step(centers, distances=eta is not None)
+        if eta is not None:
+            far = ws.mind > eta * eta      # exact squared distances from the kernel
+            n_far = int(np.count_nonzero(far))
+            if n_far:                      # remove the dropped points' share
+                onehot = np.zeros((n_far, k))
+                onehot[np.arange(n_far), ws.labels[far]] = 1.0
+                sums -= onehot.T @ X[far]
+                counts -= onehot.sum(0)
+        if relative:
+            sums -= counts[:, None] * centers
+        return np.concatenate([sums.ravel(), counts])
+
+class _FederatedLloydBase(BaseEstimator):
+    """Shared driver: validation, MSA setup, the iteration loop."""
+
+    _relative = True
+
+    # -- subclasses define _plan(n, k, d) -> list of per-iteration dicts
+    #    {"eta": float|None, "sum_scale": float, "count_scale": float} and set
+    #    self._privacy_report.
+
+    def _check_common(self):
+        k = check_n_clusters(self.n_clusters)
+        b = self.bounds
+        try:
+            lo, hi = float(b[0]), float(b[1])
+            if len(b) != 2:
+                raise TypeError
+        except (TypeError, ValueError, IndexError):
+            raise InvalidInputError(f"bounds must be a pair (lo, hi), got {b!r}") from None
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise InvalidInputError(f"bounds must be finite with lo < hi, got {b!r}")
+        if self.postprocess not in ("fold", "truncate", "none"):
+            raise InvalidInputError(
+                f"postprocess must be 'fold', 'truncate' or 'none', got {self.postprocess!r}")
+        ex = self.executor
+        if ex is not None and not callable(getattr(ex, "submit", None)):
+            raise InvalidInputError("executor must be a concurrent.futures.Executor "
+                                    "(an object with submit) or None")
+        if self.random_state is not None:
+            as_generator(self.random_state)  # raises on a bad seed
+        return k, (lo, hi)
+
+    def _check_init(self, k, d, bounds):
+        init = self.init
+        if isinstance(init, str):
+            if init != "sphere_packing":
+                raise InvalidInputError(f"init must be 'sphere_packing' or an array, got {init!r}")
+            return None
+        C = check_array(init, "init")
+        if C.shape != (k, d):
+            raise InvalidInputError(f"init has shape {C.shape}, expected ({k}, {d})")
+        if (C < bounds[0]).any() or (C > bounds[1]).any():
+            raise InvalidInputError("init centers must lie inside bounds")
+        return C.astype(np.float64)
+
+    def _check_data(self, clients, k, bounds):
+        arrs = check_clients(clients)
+        n = sum(a.shape[0] for a in arrs)
+        check_n_clusters(k, n)
+        for i, a in enumerate(arrs):
+            if a.size and (float(a.min()) < bounds[0] or float(a.max()) > bounds[1]):
+                raise InvalidInputError(
+                    f"clients[{i}] has values outside bounds={bounds}; scale the features into "
+                    "the bounds first (e.g. min-max with public ranges)")
+        return [np.ascontiguousarray(a, dtype=np.float64) for a in arrs], n
+
+    def fit(self, clients):
+        """Fit on a sequence of client arrays (each ``(n_l, d)``, same ``d``).
+
+        Parameters
+        ----------
+        clients : sequence of array-like
+            One 2-D array per client; values inside ``bounds``.
+
+        Returns
+        -------
+        self
+        """
+        k, bounds = self._check_common()
+        self._check_params()
+        arrs, n = self._check_data(clients, k, bounds)
+        d = arrs[0].shape[1]
+        init = self._check_init(k, d, bounds)
+        plan, report, accountant, noise_mode = self._plan(n, k, d, bounds)
+
+        gen = None if self.random_state is None else as_generator(self.random_state)
+        init_gen = gen.spawn(1)[0] if gen is not None else None
+        centers = init if init is not None else sphere_packing_init(k, d, bounds, init_gen)
+        n_words = k * d + k
+        # the private mode's noise is distributed: every client adds its
+        # share (variance sigma**2 / threshold), which no party can remove;
+        # the baselines' modes model a trusted curator (the server adds it)
+        distributed = noise_mode == "discrete_gaussian"
+        server, msa = setup_msa(len(arrs), n_words,
+                                noise=None if distributed else noise_mode)
+        local = [_LocalData(a) for a in arrs]
+        ex = self.executor
+        n_iter = 0
+        for step in plan:
+            eta = step["eta"]
+            if ex is None:
+                vecs = [c.stats(centers, eta, self._relative) for c in local]
+            else:
+                futs = [ex.submit(c.stats, centers, eta, self._relative) for c in local]
+                vecs = [f.result() for f in futs]
+            segments = ()
+            if noise_mode is not None:
+                segments = ((k * d, step["sum_scale"], b"SUM"), (k, step["count_scale"], b"CNT"))
+            out, _ = msa_round(server, msa, vecs,
+                               noise=segments if distributed else (),
+                               server_noise=() if distributed else segments)
+            new = _update_centers(centers, out[:k * d].reshape(k, d), out[k * d:], eta,
+                                  self._relative, bounds, self.postprocess)
+            n_iter += 1
+            done = self._converged(centers, new)
+            centers = new
+            if done:
+                break
+        report = dict(report)
+        if accountant is not None:
+            self._record(accountant, plan[0], n_iter)
+            report["epsilon_spent"], report["delta_spent"] = accountant.spent()
+        # fitted state only now: a fit that raised left the estimator as it was
+        self.cluster_centers_ = centers
+        self.n_iter_ = n_iter
+        self.n_features_in_ = d
+        self.n_samples_ = n
+        self.privacy_ = report
+        self.accountant_ = accountant
+        return self
+
+    def _converged(self, old, new):
+        return False
+
+    def _record(self, accountant, step, count):
+        pass
+
+    # -- prediction
+    def _check_X(self, X):
+        self._check_fitted()
+        return check_features(X, self.n_features_in_, self)
+
+    def predict(self, X):
+        """Index of the nearest fitted center for each row of ``X``."""
+        X = self._check_X(X)
+        return nearest_center(X.astype(np.float64), self.cluster_centers_)[1]
+
+    def nicv(self, X):
+        """Normalized intra-cluster variance: k-means objective of ``X`` on
+        the fitted centers divided by ``len(X)`` (lower is better)."""
+        X = self._check_X(X)
+        d2, _ = nearest_center(X.astype(np.float64), self.cluster_centers_)
+        return float(d2.sum() / X.shape[0])
+
+    def score(self, X, y=None):
+        """Opposite of :meth:`nicv` (greater is better, as ``KMeans.score``)."""
+        return -self.nicv(X)
+
+def _check_epsilon(epsilon, allow_inf=True):
+    if not isinstance(epsilon, numbers.Real) or isinstance(epsilon, bool) \
+            or math.isnan(epsilon) or epsilon <= 0 or (math.isinf(epsilon) and not allow_inf):
+        raise InvalidInputError(
+            f"epsilon={epsilon!r} must be a positive number"
+            + (" (math.inf turns the noise off)" if allow_inf else ""))
+    return float(epsilon)
+
+
+def _check_delta(delta):
+    if isinstance(delta, str):
+        if delta != "auto":
+            raise InvalidInputError(f"delta must be 'auto' or a number in (0, 1), got {delta!r}")
+        return delta
+    if not isinstance(delta, numbers.Real) or isinstance(delta, bool) or not 0 < delta < 1:
+        raise InvalidInputError(f"delta={delta!r} must be 'auto' or a number in (0, 1)")
+    return float(delta)
+
+
+def _check_max_iter(max_iter, allow_auto=True):
+    if allow_auto and isinstance(max_iter, str) and max_iter == "auto":
+        return max_iter
+    if not isinstance(max_iter, numbers.Integral) or isinstance(max_iter, bool) or max_iter < 1:
+        raise InvalidInputError(
+            f"max_iter={max_iter!r} must be " + ("'auto' or " if allow_auto else "")
+            + "an int >= 1")
+    return int(max_iter)

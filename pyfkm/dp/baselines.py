@@ -1,0 +1,141 @@
+"""The trusted-curator baselines of FastLloyd's evaluation.
+
+:class:`GLloyd` (Gaussian noise on absolute sums, no radius) and
+:class:`SuLloyd` (Laplace noise, Su et al. 2016) run the same federated loop
+as :class:`~pyfkm.dp.DPFederatedKMeans` (``pyfkm.dp._lloyd_base``) with the
+noise added by the server: they model a trusted curator, which could remove
+it.  Their splits of the budget between sums and counts use Su et al.'s
+``rho = 0.225``.
+"""
+import math
+
+from ..exceptions import InvalidInputError
+from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma
+from ._lloyd_base import _check_delta, _check_epsilon, _check_max_iter, _FederatedLloydBase
+
+__all__ = ["GLloyd", "SuLloyd"]
+
+_RHO = 0.225          # Su et al. (2016)'s rho, used by the SuLloyd / GLloyd splits
+
+
+class GLloyd(_FederatedLloydBase):
+    """Gaussian-noise federated Lloyd without the radius constraint (the
+    "GLloyd" baseline of FastLloyd).
+
+    Absolute sums (L2 sensitivity ``sqrt(d) max(|lo|, |hi|)``) and counts
+    with noise ``sigma_it * sqrt(2 rho + sqrt(d)) / d^(1/4)`` (times the
+    sensitivity) and ``sigma_it * sqrt(2 rho + sqrt(d)) / sqrt(2 rho)``,
+    ``rho = 0.225``; the two release together a Gaussian mechanism of
+    sigma ``sigma_it`` at sensitivity 1.  ``T`` (``max_iter="auto"``):
+    ``clip(0.004 n^2 / (k^3 d (2 rho + sqrt d)^2 sigma_1^2), 2, 7)``, the
+    paper's constants.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).uniform(-1, 1, (300, 2))
+    >>> GLloyd(2, epsilon=1.0, random_state=0).fit([X[:150], X[150:]]).n_iter_ >= 2
+    True
+    """
+
+    _relative = False
+
+    def __init__(self, n_clusters, *, epsilon, delta="auto", max_iter="auto",
+                 init="sphere_packing", postprocess="fold", noise="gaussian", bounds=(-1, 1),
+                 random_state=None, executor=None):
+        self.n_clusters = n_clusters
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_iter = max_iter
+        self.init = init
+        self.postprocess = postprocess
+        self.noise = noise
+        self.bounds = bounds
+        self.random_state = random_state
+        self.executor = executor
+
+    def _check_params(self):
+        _check_epsilon(self.epsilon, allow_inf=False)
+        _check_delta(self.delta)
+        _check_max_iter(self.max_iter)
+        if self.noise not in ("discrete_gaussian", "gaussian"):
+            raise InvalidInputError(
+                f"noise must be 'discrete_gaussian' or 'gaussian', got {self.noise!r}")
+
+    def _plan(self, n, k, d, bounds):
+        from . import accounting as P
+        eps = float(self.epsilon)
+        delta = P.default_delta(n) if self.delta == "auto" else float(self.delta)
+        sigma1 = P.calibrate_analytic_gaussian(eps, delta, 1.0)
+        if self.max_iter == "auto":
+            t = 0.004 * n ** 2 / (k ** 3 * d * (2 * _RHO + math.sqrt(d)) ** 2 * sigma1 ** 2)
+            T = int(min(max(t, 2), 7))
+        else:
+            T = int(self.max_iter)
+        sigma_it = sigma1 * math.sqrt(T)
+        base = math.sqrt(2 * _RHO + math.sqrt(d))
+        sens = math.sqrt(d) * max(abs(bounds[0]), abs(bounds[1])) \
+            + math.sqrt(d) * 2.0 ** -DEFAULT_SCALE_BITS
+        step = {"eta": None, "sum_scale": sigma_it * base / d ** 0.25 * sens,
+                "count_scale": sigma_it * base / math.sqrt(2 * _RHO), "sigma": sigma_it}
+        if self.noise == "discrete_gaussian":
+            check_discrete_sigma([step["sum_scale"], step["count_scale"]])
+        acct = P.PrivacyAccountant(eps, delta)
+        report = {"epsilon": eps, "delta": delta, "iterations": T, "sigma": sigma_it,
+                  "noise": self.noise}
+        return [step] * T, report, acct, self.noise
+
+    def _record(self, accountant, step, count):
+        # T identical releases (R / eta_t, C) of sensitivity 1 and noise sigma
+        accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0, count=count)
+
+class SuLloyd(_FederatedLloydBase):
+    """Laplace-noise federated Lloyd (Su et al. 2016), pure epsilon-DP.
+
+    Per iteration ``epsilon / T`` is split between the absolute sums (L1
+    sensitivity ``d max(|lo|, |hi|)``) and the counts (sensitivity 1) in the
+    ratio ``d : (4 d rho^2)^(1/3)``, ``rho = 0.225``; ``T``
+    (``max_iter="auto"``) is ``epsilon / epsilon_m`` with ``epsilon_m =
+    sqrt(500 k^3 / n^2 (d + (4 d rho^2)^(1/3))^3)``, clipped to [2, 7].
+    Budget by basic composition (reported in ``privacy_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).uniform(-1, 1, (300, 2))
+    >>> SuLloyd(2, epsilon=1.0, random_state=0).fit([X[:150], X[150:]]).privacy_["epsilon"]
+    1.0
+    """
+
+    _relative = False
+
+    def __init__(self, n_clusters, *, epsilon, max_iter="auto", init="sphere_packing",
+                 postprocess="fold", bounds=(-1, 1), random_state=None, executor=None):
+        self.n_clusters = n_clusters
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.init = init
+        self.postprocess = postprocess
+        self.bounds = bounds
+        self.random_state = random_state
+        self.executor = executor
+
+    def _check_params(self):
+        _check_epsilon(self.epsilon, allow_inf=False)
+        _check_max_iter(self.max_iter)
+
+    def _plan(self, n, k, d, bounds):
+        eps = float(self.epsilon)
+        c = (4 * d * _RHO ** 2) ** (1 / 3)
+        if self.max_iter == "auto":
+            eps_m = math.sqrt(500 * k ** 3 / n ** 2 * (d + c) ** 3)
+            T = int(min(max(eps / eps_m, 2), 7))
+        else:
+            T = int(self.max_iter)
+        eps_it = eps / T
+        eps_sum, eps_cnt = eps_it * d / (d + c), eps_it * c / (d + c)
+        l1 = d * max(abs(bounds[0]), abs(bounds[1])) + d * 2.0 ** -DEFAULT_SCALE_BITS
+        step = {"eta": None, "sum_scale": l1 / eps_sum, "count_scale": 1.0 / eps_cnt}
+        report = {"epsilon": eps_it * T, "delta": 0.0, "iterations": T,
+                  "epsilon_per_iteration": eps_it, "noise": "laplace"}
+        return [step] * T, report, None, "laplace"
