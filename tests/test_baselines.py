@@ -556,7 +556,7 @@ def test_removal_erases_rows_and_departed_clients(cls):
     """Issue 18: no value of a removed row or of a departed client stays in
     the model or its pickle; the caller's arrays are copied, not kept."""
     import pyfkm.mufc.baselines as b
-    from _forensics import patterns, search_object, search_pickle
+    from oracles.forensics import patterns, search_object, search_pickle
     rng = np.random.default_rng(21)
     data = [rng.uniform(-0.5, 0.5, size=(40, 3)) for _ in range(3)]
     before = [a.copy() for a in data]

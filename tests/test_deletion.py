@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pyfkm.deletion import _impl as deletion
+from pyfkm.deletion import _common, _dctree, _qlloyd, dckmeans, qkmeans
 from pyfkm.deletion import DCKMeans, QKMeans, auto_epsilon, auto_n_leaves
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
 from pyfkm.core.lattice import Lattice
-from _forensics import patterns, search_everywhere
+from oracles.forensics import patterns, search_everywhere
 from test_pickle import assert_same_state
 
 
@@ -51,7 +51,7 @@ def assert_same_q(a, b):
     assert sa.n_run == sb.n_run
     # the whole memo, bit for bit (the sums and losses are exact on their
     # grids: a certified deletion leaves what a fresh fit computes)
-    memo = [dict(zip(("sums", "loss"), deletion._q_memo(s))) for s in (sa, sb)]
+    memo = [dict(zip(("sums", "loss"), _qlloyd._q_memo(s))) for s in (sa, sb)]
     for name in ("C", "cells", "counts", "sums", "loss", "quantum", "loss_quantum", "maxmind",
                  "maxabs"):
         x, y = (m[name] if name in m else getattr(s, name) for m, s in zip(memo, (sa, sb)))
@@ -206,13 +206,13 @@ def test_race_seeding_kernel_matches_numpy_reference():
         alive = rng.random(n) > 0.2
         if alive.sum() < k:
             alive[:] = True
-        got = deletion._race_seeding(X, ids, k, key, alive=alive)
+        got = _common._race_seeding(X, ids, k, key, alive=alive)
         np.testing.assert_array_equal(got, _race_reference(X, ids, k, key, alive))
         assert alive[got].all() and np.unique(got).size == k
         if t % 5 == 0:
             X32 = X.astype(np.float32)
             np.testing.assert_array_equal(
-                deletion._race_seeding(X32, ids, k, key, alive=alive),
+                _common._race_seeding(X32, ids, k, key, alive=alive),
                 _race_reference(X32.astype(np.float64), ids, k, key, alive))
 
 
@@ -226,7 +226,7 @@ def test_greedy_race_seeding_matches_numpy_reference():
         ids = rng.permutation(500)[:n].astype(np.int64)
         key = int(rng.integers(0, 2 ** 63))
         trials = int(rng.integers(2, 5))
-        got = deletion._race_seeding(X, ids, k, key, n_trials=trials)
+        got = _common._race_seeding(X, ids, k, key, n_trials=trials)
         np.testing.assert_array_equal(got, _race_reference(X, ids, k, key, n_trials=trials))
     # greedy lowers the mean potential after the seeding (3 well-separated
     # groups in 20-D where plain k-means++ often puts two seeds in one group)
@@ -236,8 +236,8 @@ def test_greedy_race_seeding_matches_numpy_reference():
     def pot(s):
         return ((X[:, None, :] - X[s][None]) ** 2).sum(-1).min(1).sum()
 
-    plain = np.mean([pot(deletion._race_seeding(X, ids, 3, key)) for key in range(200)])
-    greedy = np.mean([pot(deletion._race_seeding(X, ids, 3, key, n_trials=3))
+    plain = np.mean([pot(_common._race_seeding(X, ids, 3, key)) for key in range(200)])
+    greedy = np.mean([pot(_common._race_seeding(X, ids, 3, key, n_trials=3))
                       for key in range(200)])
     assert greedy < 0.9 * plain
 
@@ -324,7 +324,7 @@ def test_race_seeding_dist_feeds_the_first_assignment():
         if len(np.unique(X, axis=0)) < k:
             continue
         seeds, dist = _seeding.race_seeding_dist(X, ids, k, key)
-        np.testing.assert_array_equal(seeds, deletion._race_seeding(X, ids, k, key))
+        np.testing.assert_array_equal(seeds, _common._race_seeding(X, ids, k, key))
         np.testing.assert_allclose(dist, ((X[:, None] - X[seeds][None]) ** 2).sum(-1),
                                    rtol=1e-12, atol=1e-300)
         C = X[seeds].copy()
@@ -350,7 +350,7 @@ def test_keyed_seeding_is_d2_sampling():
     ids = np.arange(4)
     counts = np.zeros((4, 4))
     for key in range(4000):
-        s = deletion._race_seeding(X, ids, 2, key)
+        s = _common._race_seeding(X, ids, 2, key)
         counts[s[0], s[1]] += 1
     assert stats.chisquare(counts.sum(1)).pvalue > 1e-3  # first seed uniform
     for f in range(4):
@@ -461,7 +461,7 @@ def test_q_certification_never_wrong_exhaustive():
         params = dict(n_clusters=3, epsilon=[0.5, 2.0, 8.0][seed % 3], max_iter=8)
         base = QKMeans(random_state=seed, **params).fit(X)
         for i in range(60):
-            reason, _ = deletion._q_certify(base._state, np.array([i]))
+            reason, _ = _qlloyd._q_certify(base._state, np.array([i]))
             ref = QKMeans(random_state=seed, **params).fit(np.delete(X, i, 0),
                                                           sample_ids=np.delete(np.arange(60), i))
             same = (ref._state.n_run == base._state.n_run and
@@ -590,8 +590,9 @@ def test_dc_deletion_distributed_like_retraining():
 
 
 def test_doctests():
-    res = doctest.testmod(deletion, optionflags=doctest.ELLIPSIS)
-    assert res.attempted > 0 and res.failed == 0
+    for module in (_qlloyd, qkmeans, dckmeans):  # auto_epsilon, QKMeans, DCKMeans
+        res = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert res.attempted > 0 and res.failed == 0
 
 
 # ----------------------------------------- DC-k-means: seeds reused on deletion
@@ -641,7 +642,7 @@ def test_race_trace_errors_and_matches_reference():
         ids = rng.permutation(1000)[:n].astype(np.int64)
         key = int(rng.integers(0, 2 ** 63))
         seeds, cand, pot = _seeding.race_seeding_trace(X, ids, k, key, trials)
-        np.testing.assert_array_equal(seeds, deletion._race_seeding(X, ids, k, key,
+        np.testing.assert_array_equal(seeds, _common._race_seeding(X, ids, k, key,
                                                                     n_trials=trials))
         rs, rc, rp = _race_trace_reference(X, ids, k, key, trials)
         np.testing.assert_array_equal(seeds, rs)
@@ -670,13 +671,13 @@ def test_race_trace_certification_never_wrong():
         while X.shape[0] > k + 1:
             if trace is None:
                 sd, cand, pot = _seeding.race_seeding_trace(X, ids, k, key, trials)
-                trace = deletion._RaceTrace.build(sd, cand, pot, X.shape[0])
+                trace = _dctree._RaceTrace.build(sd, cand, pot, X.shape[0])
             p = int(rng.integers(0, X.shape[0]))
             new = None if trace is None else trace.remove(p, X[p], X, X.shape[0] - 1)
             X, ids = np.delete(X, p, axis=0), np.delete(ids, p)
             if new is not None:
                 certified += 1
-                fresh = deletion._race_seeding(X, ids, k, key, n_trials=trials)
+                fresh = _common._race_seeding(X, ids, k, key, n_trials=trials)
                 np.testing.assert_array_equal(new.seeds, fresh)
             else:
                 refused += trace is not None
@@ -714,8 +715,8 @@ def test_dc_leaf_storage_and_seed_reuse_replay(params, monkeypatch):
     ids = np.arange(900) * 2 + 5  # sorted, arbitrary
     dc = DCKMeans(4, n_leaves=4, random_state=3, **params).fit(X, sample_ids=ids)
     calls = [0, False, 0]  # races run by dc.delete; counting on; leaf fits
-    orig = deletion._seeding.race_seeding_trace
-    leaf_fit = deletion._dc_leaf_fit
+    orig = _dctree._seeding.race_seeding_trace
+    leaf_fit = _dctree._dc_leaf_fit
 
     def counting_fit(*a, **kw):
         calls[2] += calls[1]
@@ -730,8 +731,8 @@ def test_dc_leaf_storage_and_seed_reuse_replay(params, monkeypatch):
         dc.delete(victims)
         calls[1] = False
 
-    monkeypatch.setattr(deletion, "_dc_leaf_fit", counting_fit)
-    monkeypatch.setattr(deletion._seeding, "race_seeding_trace", counting)
+    monkeypatch.setattr(_dctree, "_dc_leaf_fit", counting_fit)
+    monkeypatch.setattr(_dctree._seeding, "race_seeding_trace", counting)
     rng = np.random.default_rng(4)
     n_del = 0
     for step in range(30):
@@ -789,7 +790,7 @@ def q_certified_ids(model, count):
     for i in m.sample_ids_:
         if len(out) == count:
             break
-        if deletion._q_certify(m._state, q_position(m, i))[0] == "":
+        if _qlloyd._q_certify(m._state, q_position(m, i))[0] == "":
             assert m.delete([i]).reason == ""
             out.append(int(i))
     assert len(out) == count
@@ -806,7 +807,7 @@ def _q_ops():
     seed_id = int(base.seed_ids_[1])
     reasons = {}
     for i in base.sample_ids_:
-        reasons.setdefault(deletion._q_certify(base._state, q_position(base, i))[0], int(i))
+        reasons.setdefault(_qlloyd._q_certify(base._state, q_position(base, i))[0], int(i))
     # certified deletions, one at a time, up to one short of compacting the
     # arrays (a quarter of the 240 rows dead)
     chain = q_certified_ids(base, 61)
@@ -824,7 +825,7 @@ def _q_ops():
     m = q_model()
     to_the_threshold(m)
     assert m._state.X.shape[0] == 240 and m.n_samples_ == 180
-    assert deletion._q_certify(m._state, q_position(m, chain[60]))[0] == ""
+    assert _qlloyd._q_certify(m._state, q_position(m, chain[60]))[0] == ""
 
     ops = {
         "refit": (q_model, lambda m: m.set_params(n_clusters=4, epsilon="auto"), refit),
@@ -900,25 +901,25 @@ def _inject(mp, owner, name, fail_at, counter):
 
 
 Q_TARGETS = [
-    (deletion._IdIndex, "lookup"), (deletion, "check_array"), (deletion, "_check_sample_ids"),
-    (deletion, "as_generator"), (deletion, "_q_state"), (deletion, "_q_fit"),
-    (deletion, "_q_certify"), (deletion, "_q_certified"), (deletion, "_q_retrained"),
-    (deletion, "_balanced_centroids"), (deletion, "_hits"), (deletion, "_on_grid"),
-    (deletion, "_q_grid"), (deletion, "_q_grid_sums"), (deletion, "_q_grid_loss"),
-    (deletion, "_label_sums"), (deletion, "_writable"),
-    (deletion, "_write_rows"), (deletion._seeding, "race_seeding_dist"),
-    (deletion._lattice, "quantize"), (deletion._lattice, "centers"),
-    (deletion._lloyd, "QAssign"),
+    (_common._IdIndex, "lookup"), (qkmeans, "check_array"), (qkmeans, "_check_sample_ids"),
+    (_common, "as_generator"), (qkmeans, "_q_state"), (_qlloyd, "_q_state"),
+    (_qlloyd, "_q_fit"), (qkmeans, "_q_certify"), (qkmeans, "_q_certified"),
+    (qkmeans, "_q_retrained"), (_qlloyd, "_balanced_centroids"), (_qlloyd, "_hits"),
+    (_qlloyd, "_on_grid"), (_qlloyd, "_q_grid"), (_qlloyd, "_q_grid_sums"),
+    (_qlloyd, "_q_grid_loss"), (_qlloyd, "_label_sums"), (_qlloyd, "_writable"),
+    (_common, "_write_rows"), (_qlloyd._seeding, "race_seeding_dist"),
+    (_qlloyd._lattice, "quantize"), (_qlloyd._lattice, "centers"),
+    (_qlloyd._lloyd, "QAssign"),
 ]
 DC_TARGETS = [
-    (deletion._IdIndex, "lookup"), (deletion, "check_array"), (deletion, "_check_sample_ids"),
-    (deletion, "as_generator"), (deletion, "_dc_fit"), (deletion, "_dc_deleted"),
-    (deletion, "_dc_layout"), (deletion, "_dc_leaf_fit"), (deletion, "_dc_node_fit"),
-    (deletion, "_node_kmeans"), (deletion, "_keyed_uniform"), (deletion, "_race_seeding"),
-    (deletion._RaceTrace, "build"), (deletion._RaceTrace, "remove"), (deletion, "_pow2_ceil"),
-    (deletion, "_writable"), (deletion, "_write_rows"),
-    (deletion._seeding, "race_seeding_trace"), (deletion._seeding, "race_seeding"),
-    (deletion._lloyd, "lloyd_loop"),
+    (_common._IdIndex, "lookup"), (dckmeans, "check_array"), (dckmeans, "_check_sample_ids"),
+    (_common, "as_generator"), (dckmeans, "_dc_fit"), (dckmeans, "_dc_deleted"),
+    (_dctree, "_dc_layout"), (_dctree, "_dc_leaf_fit"), (_dctree, "_dc_node_fit"),
+    (_dctree, "_node_kmeans"), (_dctree, "_keyed_uniform"), (_dctree, "_race_seeding"),
+    (_dctree._RaceTrace, "build"), (_dctree._RaceTrace, "remove"), (_dctree, "_pow2_ceil"),
+    (_dctree, "_writable"), (_common, "_write_rows"),
+    (_dctree._seeding, "race_seeding_trace"), (_dctree._seeding, "race_seeding"),
+    (_dctree._lloyd, "lloyd_loop"),
 ]
 # what each operation must reach (so that the injection covers every stage)
 MUST_REACH = {
@@ -992,7 +993,7 @@ def test_overwrite_undoes_a_failed_write(monkeypatch):
     """The in-place erasure is all or nothing (checked on plain arrays)."""
     a, b = np.arange(6.0), np.arange(6)
     calls = [0]
-    orig = deletion._write_rows
+    orig = _common._write_rows
 
     def failing(x, index, value):
         calls[0] += 1
@@ -1000,13 +1001,13 @@ def test_overwrite_undoes_a_failed_write(monkeypatch):
             raise Injected("third write")
         orig(x, index, value)
 
-    monkeypatch.setattr(deletion, "_write_rows", failing)
+    monkeypatch.setattr(_common, "_write_rows", failing)
     with pytest.raises(Injected):
-        deletion._overwrite([(a, [1, 2], 0.0), (b, slice(0, 3), -1), (a, [5], 0.0)])
+        _common._overwrite([(a, [1, 2], 0.0), (b, slice(0, 3), -1), (a, [5], 0.0)])
     np.testing.assert_array_equal(a, np.arange(6.0))
     np.testing.assert_array_equal(b, np.arange(6))
-    monkeypatch.setattr(deletion, "_write_rows", orig)
-    deletion._overwrite([(a, [1, 2], 0.0), (b, slice(0, 3), -1), (a, [5], 0.0)])
+    monkeypatch.setattr(_common, "_write_rows", orig)
+    _common._overwrite([(a, [1, 2], 0.0), (b, slice(0, 3), -1), (a, [5], 0.0)])
     np.testing.assert_array_equal(a, [0, 0, 0, 3, 4, 0])
     np.testing.assert_array_equal(b, [-1, -1, -1, 3, 4, 5])
 
@@ -1206,13 +1207,13 @@ def test_dc_erasure_reused_and_rerun_seedings():
     cand_rows = st.rows[0][tr.cand[tr.cand >= 0]]
     plain = [int(r) for r in st.rows[0] if r not in cand_rows][:1]
     races = []
-    orig = deletion._seeding.race_seeding_trace
+    orig = _dctree._seeding.race_seeding_trace
 
     def counting(*a, **kw):
         races.append(1)
         return orig(*a, **kw)
 
-    deletion._seeding.race_seeding_trace = counting
+    _dctree._seeding.race_seeding_trace = counting
     try:
         deleted = []
         for victims, n_races in ((plain, 0), (seed_rows[:1].tolist(), 1),
@@ -1224,7 +1225,7 @@ def test_dc_erasure_reused_and_rerun_seedings():
             alive = np.setdiff1d(np.arange(400), deleted)
             _erasure_check(m, X, deleted, alive[:10])
     finally:
-        deletion._seeding.race_seeding_trace = orig
+        _dctree._seeding.race_seeding_trace = orig
     assert m._state.ids.shape[0] == 400  # not compacted: the deleted ids are kept
     batch = np.setdiff1d(np.arange(110), deleted)
     m.delete(batch)  # past a quarter: compaction
@@ -1464,7 +1465,7 @@ TAMPER = {
     "q inertia nan": ("q", lambda s: setattr(s, "inertia", float("nan")), "inertia"),
     "q missing field": ("q", lambda s: delattr(s, "maxabs"), "maxabs"),
     "q unexpected field": ("q", lambda s: setattr(s, "sum_err", [0.0]), "_state"),
-    "q a DC state": ("q", lambda s: setattr(s, "__class__", deletion._DCState), "_state"),
+    "q a DC state": ("q", lambda s: setattr(s, "__class__", _dctree._DCState), "_state"),
     "qd deleted row not erased": ("qd", lambda s: s.X.__setitem__(~s.alive, 1.0), "X"),
     "qd deleted label not -1": ("qd", lambda s: s.labels.__setitem__((0, ~s.alive), 0),
                                 "labels"),
@@ -1547,5 +1548,5 @@ def test_tampered_pickles_top_level_and_valid_ones():
     # the sharing of memory between arrays that deletions write in place
     a = np.zeros(10)
     with pytest.raises(ModelFileError, match="shares memory"):
-        deletion._Fields("t").unshared({"a": a}, {"b": a[2:5]})
-    deletion._Fields("t").unshared({"a": a}, {"b": np.zeros(10)})
+        _common._Fields("t").unshared({"a": a}, {"b": a[2:5]})
+    _common._Fields("t").unshared({"a": a}, {"b": np.zeros(10)})

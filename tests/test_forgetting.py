@@ -25,7 +25,7 @@ from pyfkm import FederatedKMeans, ModelFileError, PyfkmError, RemovableSeeding
 from pyfkm._core import _seeding
 from pyfkm.exceptions import ProtocolError
 
-from _forensics import patterns, search_file, search_object, search_pickle
+from oracles.forensics import patterns, search_file, search_object, search_pickle
 from test_mufc_server import _save_arrays as _read, _write
 
 

@@ -1,7 +1,7 @@
 """Tests of pyfkm.lattice (csrc/fkm_lattice.c through pyfkm/_core/_lattice.pyx).
 
 Expected values come from (a) hand computation, written out next to each
-case, (b) pyfkm._reference.lattice, a plain numpy / Python-int twin written
+case, (b) tests/oracles/lattice.py, a plain numpy / Python-int twin written
 from the formulas, (c) numpy itself (ravel_multi_index, Generator.random),
 and (d) exact Python integer arithmetic for the int64 grid limits.
 """
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyfkm._core import _lattice
-from pyfkm._reference import lattice as ref
+from oracles import lattice as ref
 from pyfkm.exceptions import CapacityError, InvalidInputError, NumericalError
 from pyfkm.core.lattice import Lattice
 

@@ -37,7 +37,7 @@ from pyfkm import secagg
 from pyfkm.exceptions import InvalidInputError, ModelFileError, NotFittedError, ProtocolError
 from pyfkm.mufc.estimator import FederatedKMeans, merge_sparse, resolve_neighbors
 
-from _forensics import patterns, search_file, search_object, search_pickle
+from oracles.forensics import patterns, search_file, search_object, search_pickle
 
 GAMMA = 0.125   # fixed: a fit without a client must use the same grid
 

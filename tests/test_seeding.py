@@ -36,7 +36,7 @@ from scipy import optimize, stats
 import pyfkm
 from pyfkm import (InvalidIdError, InvalidInputError, RemovableSeeding,
                    RemovalReport, kmeans_plusplus)
-from pyfkm._reference.seeding import (d2_seeding, nearest_centers,
+from oracles.seeding import (d2_seeding, nearest_centers,
                                       sequence_probabilities, sq_distances)
 
 ALPHA = 1e-3
