@@ -5,7 +5,7 @@ Where the expected values come from:
 * error cases: the contract in pyfkm/kmeans.py and pyfkm/_validation.py
   (InvalidInputError, a ValueError subclass; NotFittedError before fit; a
   failed fit changes nothing);
-* kernel checks: pyfkm._reference.lloyd, a plain numpy twin with the same
+* kernel checks: tests/oracles/lloyd.py, a plain numpy twin with the same
   semantics (scikit-learn's lloyd plus the deterministic empty-cluster rule),
   on Gaussian data, where the nearest center is never a near-tie;
 * scikit-learn 1.x ``KMeans(algorithm="lloyd", n_init=1, init=<array>)`` on
@@ -61,7 +61,7 @@ def _assert_identical(a, b):
 
 
 def _assert_matches_reference(km, X, init, w=None, max_iter=300, tol=1e-4, rel=1e-10):
-    """km (fitted from ``init``) equals pyfkm._reference.lloyd on X."""
+    """km (fitted from ``init``) equals tests/oracles/lloyd.py on X."""
     C, L, inertia, n_iter = ref.lloyd(X, init, w, max_iter=max_iter, tol=tol)
     np.testing.assert_array_equal(km.labels_, L)
     assert km.n_iter_ == n_iter
