@@ -11,11 +11,11 @@ Lloyd's algorithm across clients that hold horizontally partitioned data:
    cluster ``j``, the *relative* sum ``R_j = sum (x - mu_j)`` (L2
    sensitivity ``eta_t``: one point moves one ``R_j`` by at most ``eta_t``)
    and the count ``C_j`` (sensitivity 1) through masked secure aggregation
-   (:mod:`pyfkm.secagg._msa`: fixed point in Z_2^64, pairwise masks, an
+   (:func:`pyfkm.secagg.msa_round`: fixed point in Z_2^64, pairwise masks, an
    output mask the server does not know);
 3. the server adds Gaussian noise with standard deviations
    ``eta_t * sigma_R`` and ``sigma_C`` (FastLloyd's split of a
-   per-iteration sigma, see :func:`pyfkm.privacy.fastlloyd_noise_scales`)
+   per-iteration sigma, see :func:`pyfkm.dp.accounting.fastlloyd_noise_scales`)
    and broadcasts;
 4. clients decode ``R~, C~`` and set ``mu_j <- mu_j + R~_j / max(C~_j, 1)``,
    clipped to distance ``eta_t`` of the old ``mu_j`` and folded back into
@@ -29,7 +29,7 @@ of them compose to ``mu = sqrt(T) / sigma_it`` Gaussian DP, and
 ``sigma_it = sqrt(T) sigma_1`` with ``sigma_1`` the analytic Gaussian sigma
 of (epsilon, delta) at sensitivity 1 (Balle & Wang 2018) makes the whole run
 (epsilon, delta)-DP (add/remove one point) for Gaussian noise on the reals.
-What each noise mode claims is stated in :mod:`pyfkm.privacy`: the default
+What each noise mode claims is stated in :mod:`pyfkm.core.noise`: the default
 discrete Gaussian on the fixed-point integers has the same zCDP guarantee
 exactly and the same (epsilon, delta) up to the (negligible, sigma ~ 1e4+
 grid units) discrete-vs-continuous tail difference; the continuous
@@ -75,7 +75,7 @@ class DPFederatedKMeans(_FederatedLloydBase):
     max_iter : "auto" or int, default="auto"
         Number of iterations ``T`` (a DP fit always runs all of them: the
         budget is split over ``T``).  ``"auto"`` uses FastLloyd's heuristic
-        (:func:`pyfkm.privacy.fastlloyd_iterations`, between 2 and 7; 7
+        (:func:`pyfkm.dp.accounting.fastlloyd_iterations`, between 2 and 7; 7
         without noise).
     radius : "step" or float, default="step"
         ``"step"``: the paper's schedule (:func:`step_radius`); a float: the
@@ -114,13 +114,13 @@ class DPFederatedKMeans(_FederatedLloydBase):
     privacy_ : dict
         epsilon, delta, iterations, per-iteration sigma, the noise standard
         deviations and radii used.
-    accountant_ : pyfkm.privacy.PrivacyAccountant or None
+    accountant_ : pyfkm.dp.accounting.PrivacyAccountant or None
         What the fit spent (None without noise).
 
     Notes
     -----
     Only the clients see their data and the decoded centers; the
-    :class:`~pyfkm.secagg._msa.MsaServer` only holds masked fixed-point words
+    :class:`~pyfkm.secagg.MsaServer` only holds masked fixed-point words
     and shares it cannot combine.  Every client of every round takes part
     in the secure aggregation with the run's default threshold (a strict
     majority of the clients).
