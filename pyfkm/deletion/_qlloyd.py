@@ -1,0 +1,396 @@
+"""The Q-Lloyd run of QKMeans and its memo: fit, certification of a
+deletion, and the updated or retrained state (see QKMeans Notes).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.kernels import lattice as _lattice, lloyd as _lloyd, seeding as _seeding
+from ._common import _U, _overwrite, _shallow, _writable
+
+_TINY = 2.0 ** -1022  # smallest normal float64
+
+
+def auto_epsilon(n_samples, n_clusters, n_features):
+    """Ginart et al.'s default lattice step ``2^round(-log10(n/(k d^1.5)) - 3)``.
+
+    Examples
+    --------
+    >>> auto_epsilon(100_000, 5, 25)
+    0.03125
+    """
+    r = n_samples / (n_clusters * n_features ** 1.5)
+    return float(2.0 ** round(-math.log10(r) - 3))
+
+
+def _balanced_centroids(sums, counts, n, k, gamma, prev):
+    """Centroids with the gamma-balance correction (no input validation).
+
+    A cluster of ``m < gamma n / k`` points is topped up with
+    ``gamma n / k - m`` copies of its previous (quantized) centroid:
+    ``c = (S + (g - m) c_prev) / g`` with ``g = gamma n / k``; otherwise
+    ``c = S / m``.  An empty cluster with ``gamma = 0`` keeps ``c_prev``.
+    Returns (centroids, denominators).  Elementwise float operations only
+    (the same rounding as one cluster at a time), on ``(k, d)`` sums or on a
+    stack ``(T, k, d)`` of them (one per iteration: certification).
+    """
+    g = gamma * n / k
+    m = counts.astype(np.float64)
+    small = counts < g
+    if not small.any() and counts.all():  # the usual case: plain means
+        return sums / m[..., None], m
+    den = np.where(small, g, np.where(counts > 0, m, np.inf))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        top = np.where(small, g - m, 0.0)
+        num = np.where(small[..., None], sums + top[..., None] * prev, sums)
+        c = num / den[..., None]
+    empty = ~small & (counts <= 0)
+    if empty.any():
+        c[empty] = prev[empty]
+    return c, den
+
+
+@dataclass(frozen=True, eq=False)
+class _QParams:
+    """What a QKMeans fit fixed: hyper-parameters (those of the fit, not the
+    current ``get_params``) and the random draws."""
+
+    k: int
+    gamma: float
+    max_iter: int
+    epsilon: object   # "auto" or the float step
+    key: int          # keys the seeding race
+    phases: np.ndarray  # (max_iter, d) lattice phases
+    n_features: int
+
+    def eps(self, n):
+        if isinstance(self.epsilon, str):
+            return auto_epsilon(n, self.k, self.n_features)
+        return self.epsilon
+
+
+class _QState:
+    """Everything a fitted QKMeans holds: its _QParams ``p`` and the memo of
+    one Q-Lloyd run on the stored rows (see QKMeans Notes, "What is kept,
+    what is erased").  fit and a retraining delete build a new one; a
+    certified delete builds a new one that shares the per-row arrays and
+    overwrites the deleted rows in them last.
+
+    The memo of the ``n_run + 1`` computed assignments (``t = 0`` to the
+    seeds), iteration first: ``C`` (n_run + 1, k, d) the centers, ``cells``
+    (n_run, k, d) the lattice cells of ``C[1:]``, ``counts`` (n_run + 1, k),
+    per row ``labels``/``mind`` (n_run + 1, n_rows), ``maxmind``
+    (n_run + 1,) the largest distance of a remaining row; the cluster
+    ``sums`` (n_run + 1, k, d) and the ``loss`` (n_run + 1,) on their grids
+    ``quantum`` (d,) and ``loss_quantum`` (n_run + 1,) (see _q_grid), None
+    until the first deletion (see _q_memo)."""
+
+
+def _q_maxabs(C0, maxmind0):
+    """Per-coordinate bound on ``|x|`` for the certification's rounding
+    bounds (no pass over X): ``|x_c| <= |seed_c| + |x - seed|`` for the seed
+    of ``x``, the distance known from the assignment up to a relative
+    ``(d + 2) u``, far below the 1e-8 slack."""
+    return (np.abs(C0).max(axis=0) + math.sqrt(maxmind0)) * (1.0 + 1e-8)
+
+
+def _q_grid(bound, n):
+    """The grid step (a power of two, elementwise) of the memoized sums of
+    at most ``n`` terms bounded by ``bound``.
+
+    The memo holds every sum as ``q * sum(rint(x / q))``: each term rounded
+    to the grid (within ``q / 2``), then summed exactly (integer multiples
+    of ``q`` below ``2^53 q``, so that every float sum of them, in any
+    order, is exact).  An updated sum (minus a deleted row's rounded term)
+    is therefore bit for bit the sum of the remaining rows' terms: the memo
+    does not depend on what was deleted, or in which order (a float sum
+    would, in its low bits).  The step is the smallest that keeps the sums
+    exact: ``bound < 2^e`` and ``n <= 2^c`` give ``q = 2^(e + c - 52)``
+    (at least the smallest normal float, so that ``r q`` is exact)."""
+    c = (int(n) - 1).bit_length()
+    return np.maximum(np.ldexp(1.0, np.frexp(bound)[1] + (c - 52)), _TINY)
+
+
+def _on_grid(x, q):
+    """The terms ``x`` rounded to the grid ``q`` (exact scalings: ``q`` is a
+    power of two)."""
+    return np.rint(x / q) * q
+
+
+def _label_sums(X, inv, plus, minus, k, chunk=2048):
+    """The rows of ``X`` on the grid, in grid units (``rint(x * inv)``, ``inv``
+    the inverse of the grid steps), added to row ``plus[i]`` (and subtracted
+    from row ``minus[i]`` unless ``minus`` is None) of a new (k, d) array;
+    exact (integers below 2^53).  ``chunk`` rows at a time through small
+    buffers, with bincount (BLAS would start threads that stay busy)."""
+    n, d = X.shape
+    out = np.zeros(k * d)
+    m = min(chunk, n)
+    R, idx, col = np.empty((m, d)), np.empty((m, d), dtype=np.intp), np.arange(d)
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        r, ix = R[:b - a], idx[:b - a]
+        np.multiply(X[a:b], inv, out=r)
+        np.rint(r, out=r)
+        for rows, sign in ((plus, 1.0), (minus, -1.0)):
+            if rows is not None:
+                np.multiply(rows[a:b, None], d, out=ix)
+                ix += col
+                out += sign * np.bincount(ix.ravel(), weights=r.ravel(), minlength=k * d)
+    return out.reshape(k, d)
+
+
+def _q_grid_sums(X, labels, k, quantum, ref=None):
+    """Each cluster's sum of the rows of ``X`` on the grid ``quantum`` (d,)
+    for every assignment of ``labels`` (n_run + 1, n_rows).
+
+    Each assignment is summed from the nearest known one, updated by the
+    rows whose label differs (exact either way): the previous assignment,
+    or the same iteration of ``ref`` = (labels, sums) of another run on the
+    same rows and grid (the run before a retraining: mostly the same
+    labels), or nothing."""
+    n = X.shape[0]
+    inv = 1.0 / quantum  # exact: powers of two
+    units = np.empty((labels.shape[0], k, X.shape[1]))
+    for t, lab in enumerate(labels):
+        near = [(labels[t - 1], units[t - 1])] if t else []
+        if ref is not None and t < ref[0].shape[0]:
+            near.append((ref[0][t], ref[1][t] * inv))
+        best = None
+        for other, other_units in near:
+            moved = np.flatnonzero(lab != other)
+            if moved.size < n // 2 and (best is None or moved.size < best[0].size):
+                best = (moved, other, other_units)
+        if best is None:
+            units[t] = _label_sums(X, inv, lab, None, k)
+        else:
+            moved, other, other_units = best
+            units[t] = other_units + _label_sums(X[moved], inv, lab[moved], other[moved], k)
+    sums = units * quantum
+    sums += 0.0  # no -0.0 (a fresh sum of nothing is +0.0, as x - x)
+    return sums
+
+
+def _q_grid_loss(mind, loss_quantum):
+    """The loss of every assignment (rows of ``mind``) on its grid."""
+    loss = np.empty(mind.shape[0])
+    buf = np.empty(mind.shape[1])
+    for t, (row, q) in enumerate(zip(mind, loss_quantum)):
+        np.multiply(row, 1.0 / q, out=buf)
+        loss[t] = np.rint(buf, out=buf).sum() * q
+    return loss
+
+
+def _q_fit(X, ids, k, eps, gamma, max_iter, key, phases, seeds=None, ref=None):
+    """Q-Lloyd on all rows of ``X`` (no input validation); returns a _QState.
+
+    ``seeds`` (positions) skips the race seeding when the caller knows its
+    outcome (a deletion that removed no seed: the keyed race is unchanged).
+    ``ref`` = (quantum, labels, sums): the memo of another run on the same
+    rows (see _q_grid_sums), used if the grid is the same."""
+    n, d = X.shape
+    s = _QState()
+    s.X, s.ids, s.eps = X, ids, eps
+    s.alive = np.ones(n, dtype=bool)
+    s.n_alive = n
+    s.order = (np.arange(n) if n < 2 or (ids[1:] > ids[:-1]).all()
+               else np.argsort(ids, kind="stable"))
+    s.ids_sorted = ids[s.order]
+    dist = None
+    if seeds is None:  # the race also gives the distances to the seeds
+        seeds, dist = _seeding.race_seeding_dist(X, np.ascontiguousarray(ids, dtype=np.int64),
+                                                 k, int(key) & 0xFFFFFFFFFFFFFFFF)
+    s.seeds = seeds
+    s.seed_ids = ids[s.seeds].copy()
+    centers = X[s.seeds].astype(np.float64)
+    # assignment steps with Elkan bounds (csrc/fkm_qlloyd.h): the result for
+    # a point depends on that point and the centers only; the float sums
+    # and losses of the kernel drive the run, the memo keeps them on grids
+    qa = _lloyd.QAssign(X, k)
+    C, cells, labels, mind, sums, counts, loss = [centers], [], [], [], [], [], []
+
+    def step(centers, dist=None):
+        for memo, value in zip((labels, mind, sums, counts, loss), qa.step(centers, dist)):
+            memo.append(value)
+
+    step(centers, dist)
+    s.n_iter = 0
+    for t in range(1, max_iter + 1):
+        phase = phases[t - 1]
+        c, _ = _balanced_centroids(sums[-1], counts[-1], n, k, gamma, C[-1])
+        # Lattice(eps, phase).quantize / .centers without the checks (c is
+        # finite: means of finite points)
+        cells.append(_lattice.quantize(c, phase, eps))
+        C.append(_lattice.centers(cells[-1], phase, eps))
+        step(C[-1])
+        if not loss[-1] < loss[-2]:  # loss stopped decreasing: keep t - 1
+            break
+        s.n_iter = t
+    s.n_run = len(C) - 1  # iterations computed (the last may be rejected)
+    # the memo, iteration first (per row: a deletion erases a column)
+    s.C, s.cells, s.counts = np.stack(C), np.stack(cells), np.stack(counts)
+    s.labels, s.mind = np.stack(labels), np.stack(mind)
+    s.maxmind = s.mind.max(axis=1)
+    s.maxabs = _q_maxabs(centers, s.maxmind[0])
+    s.quantum, s.loss_quantum = _q_grid(s.maxabs, n), _q_grid(s.maxmind, n)
+    if ref is not None and np.array_equal(ref[0], s.quantum):
+        s.sums = _q_grid_sums(X, s.labels, k, s.quantum, ref[1:])
+        s.loss = _q_grid_loss(s.mind, s.loss_quantum)
+    else:  # computed by the first deletion (_q_memo): a fit alone does not pay for it
+        s.sums = s.loss = None
+    s.inertia = None
+    return s
+
+
+def _q_state(X, ids, p, seeds=None, ref=None):
+    """_q_fit with the fitted parameters ``p`` (a _QParams), recorded in the
+    state."""
+    s = _q_fit(X, ids, p.k, p.eps(X.shape[0]), p.gamma, p.max_iter, p.key, p.phases,
+               seeds=seeds, ref=ref)
+    s.p = p
+    return s
+
+
+def _hits(pos, seeds):
+    """Whether a position of ``pos`` is one of ``seeds`` (``np.isin`` costs
+    ~10 us, most of a small certified deletion)."""
+    if pos.size * seeds.size <= 4096:
+        return bool((pos[:, None] == seeds).any())
+    return bool(np.isin(pos, seeds).any())
+
+
+def _q_memo(s):
+    """The memoized sums and losses of the state ``s`` on their grids:
+    stored, or computed (and not stored: ``s`` is not changed) when ``s``
+    comes from a fit that did not compute them."""
+    if s.sums is None:
+        return (_q_grid_sums(s.X, s.labels, s.p.k, s.quantum),
+                _q_grid_loss(s.mind, s.loss_quantum))
+    return s.sums, s.loss
+
+
+def _q_certify(s, pos):
+    """Return ("", update) if the deletion of rows ``pos`` of the state
+    ``s`` is certified, else (reason, update or None).  Changes nothing.
+
+    ``update`` = (sums, counts, loss, gone): the memo without the rows
+    ``pos`` (and their distances ``gone``), when it was computed.
+
+    Every memoized assignment at once (axis 0 of the memo is the
+    iteration): the checks of iteration ``t`` use the updated assignment
+    ``t - 1`` and the stored centers ``t - 1``.  The bounds depend on the
+    current counts, grids and losses only (see _q_grid)."""
+    p = s.p
+    k, gamma, T = p.k, p.gamma, s.n_run
+    if _hits(pos, s.seeds):
+        return "seed", None
+    n_new = s.n_alive - pos.size
+    if p.eps(n_new) != s.eps:
+        return "epsilon", None
+    lab = s.labels[:, pos]  # (T + 1, |pos|)
+    it = np.arange(T + 1)[:, None]
+    # the deleted rows' grid terms out of their clusters' sums and out of
+    # the losses: exact, as a fresh sum of the remaining terms
+    sums, loss = _q_memo(s)
+    sums = sums.copy()
+    np.subtract.at(sums, (it, lab), _on_grid(s.X[pos], s.quantum))
+    counts = s.counts - np.bincount((it * k + lab).ravel(),
+                                    minlength=(T + 1) * k).reshape(T + 1, k)
+    gone = s.mind[:, pos]
+    loss = loss - _on_grid(gone, s.loss_quantum[:, None]).sum(axis=1)
+    # the balanced centroids of iterations 1..T from the updated assignments
+    # 0..T-1 and the stored centers 0..T-1
+    prev = s.C[:-1]
+    c, den = _balanced_centroids(sums[:-1], counts[:-1], n_new, k, gamma, prev)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # |grid sum - exact sum| <= m q / 2; |float sum of a fresh fit -
+        # exact sum| <= 1.01 u (m^2 + 1) max|x| (m terms, any order)
+        m = counts[:-1].astype(np.float64)[..., None]
+        dS = m * (0.5 * s.quantum) + 1.01 * _U * (m * m + 1.0) * s.maxabs
+        dc = np.where(np.isfinite(den)[..., None], dS / den[..., None], 0.0)
+        dc = dc + 16 * _U * (s.maxabs + np.abs(prev))
+        tv = c / s.eps - p.phases[:T, None, :]
+        margin = 2.0 * (dc / s.eps + 8 * _U * (np.abs(tv) + 1.0)) + 1e-300
+        lo = np.floor(tv - margin)
+        same = (lo == np.floor(tv + margin)) & (lo == s.cells)
+    update = (sums, counts, loss, gone)
+    if not same.all():
+        return "centroid", update
+    # |grid loss - exact| <= n q / 2; a fresh fit's float loss is within
+    # 4 (n + 2) u of the exact one (n nonnegative terms, any order)
+    half = 0.5 * n_new * s.loss_quantum
+    err = half + 4.0 * (n_new + 2) * _U * (loss + half)
+    diff = loss[1:] - loss[:-1]
+    stopped = ~(diff < 0)
+    expected = np.zeros(T, dtype=bool)
+    expected[-1] = T > s.n_iter  # the last iteration was rejected
+    if (np.abs(diff) <= 2.0 * (err[1:] + err[:-1]) + 1e-300).any() or \
+            (stopped != expected).any():
+        return "early stop", update
+    return "", update
+
+
+def _q_retrained(s, pos, reason, update=None):
+    """A new state: Q-Lloyd on the rows of ``s`` but ``pos`` (``s`` is not
+    changed).  ``update``: the memo of ``s`` without ``pos`` (_q_certify),
+    where the new run starts its grid sums."""
+    alive = s.alive.copy()
+    alive[pos] = False
+    # no seed removed: the keyed race on the rest picks the same ids
+    seeds = None if reason == "seed" else (np.cumsum(alive) - 1)[s.seeds]
+    ref = None if update is None else (s.quantum, np.compress(alive, s.labels, axis=1),
+                                       update[0])
+    return _q_state(np.ascontiguousarray(s.X[alive]), s.ids[alive], s.p, seeds=seeds, ref=ref)
+
+
+def _q_certified(s, pos, update):
+    """The state after the certified deletion of rows ``pos``: a new
+    _QState with the updated sums, counts and losses.  It shares the
+    per-row arrays of ``s`` and overwrites the deleted rows in them as its
+    last step (all or nothing, see _overwrite); after that ``s`` is stale.
+    When a quarter of the rows are dead it gets compacted copies instead
+    and ``s`` is not changed at all."""
+    new = _shallow(s)
+    new.sums, new.counts, new.loss, gone = update
+    new.n_alive = s.n_alive - pos.size
+    new.inertia = None
+    compact = new.n_alive * 4 < 3 * s.X.shape[0]
+    top = np.flatnonzero(gone.max(axis=1) >= s.maxmind)
+    regrid = top.size or (new.n_alive - 1).bit_length() != (s.n_alive - 1).bit_length()
+    if compact or regrid:
+        keep = s.alive.copy()
+        keep[pos] = False
+    if top.size:  # a deleted row was the farthest: the largest of the rest
+        new.maxmind = s.maxmind.copy()
+        new.maxmind[top] = np.compress(keep, s.mind[top], axis=1).max(axis=1)
+        new.maxabs = _q_maxabs(s.C[0], new.maxmind[0])
+    if regrid:
+        # the grids that a fit on the remaining rows chooses (the old ones
+        # would keep the scale of the deleted rows); the memo summed again
+        # where they changed
+        new.quantum = _q_grid(new.maxabs, new.n_alive)
+        new.loss_quantum = _q_grid(new.maxmind, new.n_alive)
+        if not np.array_equal(new.quantum, s.quantum):
+            new.sums = _q_grid_sums(s.X[keep], np.compress(keep, s.labels, axis=1), s.p.k,
+                                    new.quantum)
+        redo = np.flatnonzero(new.loss_quantum != s.loss_quantum)
+        if redo.size:
+            new.loss[redo] = _q_grid_loss(np.compress(keep, s.mind[redo], axis=1),
+                                          new.loss_quantum[redo])
+    if compact:  # fresh arrays of the live rows
+        remap = np.cumsum(keep) - 1
+        new.X = np.ascontiguousarray(s.X[keep])
+        new.ids = s.ids[keep]
+        new.labels = np.compress(keep, s.labels, axis=1)
+        new.mind = np.compress(keep, s.mind, axis=1)
+        new.seeds = remap[s.seeds]
+        new.alive = np.ones(new.X.shape[0], dtype=bool)
+        new.order = np.argsort(new.ids, kind="stable")
+        new.ids_sorted = new.ids[new.order]
+        return new
+    _writable(new, ("X", "alive", "labels", "mind"))
+    every = (slice(None), pos)  # the deleted rows' column in every iteration
+    _overwrite([(new.X, pos, 0.0), (new.alive, pos, False), (new.labels, every, -1),
+                (new.mind, every, 0.0)])
+    return new
