@@ -1,0 +1,90 @@
+"""What the (k,z)-center estimators share: the checks of k, z and eps, the
+bisection over a geometric grid of guesses, and predict / is_outlier.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from .._base import BaseEstimator
+from .._core import _kcenter
+from .._validation import check_features, check_int
+from ..exceptions import InvalidInputError
+
+# Largest point set whose n x n squared-distance matrix (8 n^2 bytes) is kept;
+# larger sets recompute distance rows on the fly (same results, O(n) memory).
+_MATRIX_MAX_N = 4096
+
+
+def _check_kz(n_clusters, n_outliers, n):
+    k = check_int(n_clusters, "n_clusters", 1)
+    z = check_int(n_outliers, "n_outliers", 0)
+    if k + z > n:
+        raise InvalidInputError(
+            f"n_clusters + n_outliers = {k + z} must be <= the number of points n={n}")
+    return k, z
+
+
+def _check_epsilon(eps):
+    if not (isinstance(eps, numbers.Real) and not isinstance(eps, bool)
+            and math.isfinite(eps) and eps > 0):
+        raise InvalidInputError(f"epsilon={eps!r} must be a finite real > 0")
+    return float(eps)
+
+
+def _grid_search(lo, hi, ratio, probe):
+    """Smallest feasible guess on the grid hi * ratio**(j - J), j = 0..J,
+    J the least integer with hi * ratio**-J <= lo, by bisection.
+
+    ``probe(L)`` returns a solution or None ("No").  Assumes the guess hi
+    is feasible (the analysis guarantees it) and that lo bounds from below
+    the smallest guess the analysis guarantees feasible.  Keeps the last
+    *feasible* answer, never merely the last guess tried: the result L
+    satisfies L <= ratio * max(lo, largest infeasible guess tried) and
+    L <= hi.  Returns (L, solution, number of guesses tried).
+    """
+    J = max(1, math.ceil(math.log(hi / lo) / math.log(ratio))) if lo < hi else 1
+
+    def g(j):
+        return hi if j >= J else hi * ratio ** (j - J)
+
+    sol = probe(g(0))
+    n_probe = 1
+    if sol is not None:
+        return g(0), sol, n_probe
+    a, b, sol_b = 0, J, None
+    while b - a > 1:
+        mid = (a + b) // 2
+        s = probe(g(mid))
+        n_probe += 1
+        if s is not None:
+            b, sol_b = mid, s
+        else:
+            a = mid
+    if sol_b is None:  # hi untested so far
+        sol_b = probe(g(b))
+        n_probe += 1
+        if sol_b is None:
+            raise RuntimeError("internal error: the upper bound of the search "
+                               "was answered No")
+    return g(b), sol_b, n_probe
+
+
+class _KZBase(BaseEstimator):
+    """predict / outlier flags shared by the (k,z)-center estimators."""
+
+    def predict(self, X):
+        """Index of the nearest center, or -1 for points farther than
+        ``radius_`` from every center (declared outliers)."""
+        self._check_fitted()
+        X = check_features(X, self.n_features_in_, self)
+        mind, arg = _kcenter.nearest(np.ascontiguousarray(X, dtype=np.float64),
+                                     self.cluster_centers_)
+        lab = arg.astype(np.int64)
+        lab[np.sqrt(mind) > self.radius_] = -1
+        return lab
+
+    def is_outlier(self, X):
+        """Boolean mask: True for points farther than ``radius_`` from every
+        center."""
+        return self.predict(X) < 0

@@ -1,0 +1,216 @@
+"""Baselines for distributed (k,z)-center in the same machine/coordinator
+framework: Malkomes et al. (NeurIPS 2015), a 2z-bicriteria scheme after
+Guha, Li & Zhang (SPAA 2017), and uniform sampling.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from .._core import _kcenter
+from ..exceptions import InvalidInputError
+from ..rng import as_generator
+from ._common import _MATRIX_MAX_N, _KZBase, _check_epsilon, _check_kz, _grid_search
+from .distributed import (_Machine, _Traffic, _anchor_extent, _call, _check_executor,
+                          _check_machines, _lower_bound, _run_all)
+from .kzcenter import _charikar
+
+__all__ = ["MalkomesKZCenter", "GuhaKZCenter", "UniformSamplingKZCenter"]
+
+
+class MalkomesKZCenter(_KZBase):
+    """Baseline: Malkomes, Kusner, Chen, Weinberger & Moseley, "Fast
+    distributed k-center clustering with outliers on massive data"
+    (NeurIPS 2015).
+
+    Each machine runs the farthest-first traversal (Gonzalez) for k + z
+    centers (or sends all its points when it has fewer) weighted by the
+    number of its points nearest to each; the coordinator runs the weighted
+    Charikar greedy (radii r, 3r) on the m (k + z) weighted points with
+    outlier budget z.  Communication grows linearly with z.
+
+    Attributes: as :class:`DistributedKZCenter`, except that ``radius_`` is
+    the radius after discarding exactly the z farthest points (computed by
+    the simulation over all machines; that step is not counted as traffic).
+
+    Examples
+    --------
+    >>> from pyfkm.outliers import make_noisy_blobs
+    >>> X, _, _ = make_noisy_blobs(300, 2, 3, 20, random_state=0)
+    >>> est = MalkomesKZCenter(3, 20).fit([X[:150], X[150:]])
+    >>> est.cluster_centers_.shape
+    (3, 2)
+    """
+
+    def __init__(self, n_clusters, n_outliers, *, executor=None):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.executor = executor
+
+    def fit(self, machines, y=None):
+        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
+        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
+        _check_executor(self.executor)
+        mcs = [_Machine(X) for X in arrs]
+        d = arrs[0].shape[1]
+        tr = _Traffic()
+        res = _run_all(self.executor, mcs, "gonzalez", k + z)
+        Q = np.concatenate([c for c, _ in res])
+        w = np.concatenate([c for _, c in res])
+        tr.add("weighted centers", "machines", points=Q.size, weights=w.size)
+        centers, _ = _charikar(Q, w, k, z)
+        _finish(self, mcs, centers, z, tr, d)
+        return self
+
+
+class GuhaKZCenter(_KZBase):
+    """Baseline with 2z outliers, after Guha, Li & Zhang, "Distributed
+    partial clustering" (SPAA 2017).
+
+    For a guess L each machine runs the greedy with k centers and radii
+    2L / 4L on its own points and reports the number u_i it leaves
+    uncovered; the coordinator answers No when sum u_i > 2z, else gathers
+    the k m centers weighted by the points they cover and runs kzc with
+    radius 5L and budget 2z - sum u_i.  For L >= L* both steps succeed (each
+    machine leaves at most its own outliers, bad aggregated weight is made
+    of outliers), so at most 2z points are farther than 24L.  As in
+    :class:`DistributedKZCenter` the coordinator then uses the smallest
+    accepted L' <= 5L; ``radius_`` = 4L + 4L' <= 24L.  Communication is
+    independent of z.
+
+    Examples
+    --------
+    >>> from pyfkm.outliers import make_noisy_blobs
+    >>> X, _, _ = make_noisy_blobs(300, 2, 3, 20, random_state=0)
+    >>> est = GuhaKZCenter(3, 20).fit([X[:150], X[150:]])
+    >>> est.n_declared_outliers_ <= 40
+    True
+    """
+
+    def __init__(self, n_clusters, n_outliers, *, epsilon=0.1, random_state=None,
+                 executor=None):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.executor = executor
+
+    def fit(self, machines, y=None):
+        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
+        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
+        eps = _check_epsilon(self.epsilon)
+        _check_executor(self.executor)
+        ex = self.executor
+        mcs = [_Machine(X) for X in arrs]
+        m, d = len(mcs), arrs[0].shape[1]
+        tr = _Traffic()
+        tr.add("sizes", "machines", scalars=m)
+        x0, R = _anchor_extent(ex, mcs, as_generator(self.random_state), tr, d)
+        if R == 0.0:
+            L, Lp, centers = 0.0, 0.0, x0[None, :].copy()
+        else:
+            lo = _lower_bound(ex, mcs, n, z, k, tr)
+            lo = min(lo, R) if lo > 0 else R * 2.0 ** -32
+
+            def probe(L):
+                tr.add(f"guess L={L:.6g}", "coordinator", scalars=m)
+                res = _run_all(ex, mcs, "local_greedy", L, k)
+                tr.add("uncovered counts", "machines", scalars=m)
+                tr.add("answer", "coordinator", scalars=m)
+                u = sum(r[2] for r in res)
+                if u > 2 * z:
+                    return None
+                Q = np.concatenate([r[0] for r in res])
+                w = np.concatenate([r[1] for r in res])
+                tr.add("weighted centers", "machines", points=Q.size, weights=w.size)
+                D = None if len(Q) > _MATRIX_MAX_N else _kcenter.Matrix(Q)
+                budget = 2 * z - u
+
+                def kzc(Lp):
+                    c, unc, _ = _kcenter.greedy(Q, D, w, (2.0 * Lp) ** 2,
+                                                (4.0 * Lp) ** 2, k)
+                    return Q[c] if unc <= budget else None
+
+                if kzc(5.0 * L) is None:
+                    return None
+                # same coordinator-only refinement as DistributedKZCenter
+                Lp, cen, _ = _grid_search(min(lo, 5.0 * L), 5.0 * L, 1.0 + eps, kzc)
+                return cen, Lp
+
+            L, (centers, Lp), _ = _grid_search(lo, R, 1.0 + eps, probe)
+        _finish(self, mcs, centers, None, tr, d, radius=4.0 * L + 4.0 * Lp)
+        return self
+
+
+class UniformSamplingKZCenter(_KZBase):
+    """Baseline: every machine sends a uniform sample of a ``sample_fraction``
+    of its points; the coordinator runs :class:`KZCenter` on the sample with
+    the proportional outlier budget round((1+eps) z s / n).  No guarantee;
+    ``radius_`` is the radius after discarding exactly z points (computed
+    by the simulation, not counted as traffic).
+
+    Examples
+    --------
+    >>> from pyfkm.outliers import make_noisy_blobs
+    >>> X, _, _ = make_noisy_blobs(400, 2, 3, 20, random_state=0)
+    >>> est = UniformSamplingKZCenter(3, 20, random_state=0).fit([X[:200], X[200:]])
+    >>> est.cluster_centers_.shape
+    (3, 2)
+    """
+
+    def __init__(self, n_clusters, n_outliers, *, sample_fraction=0.05, epsilon=0.1,
+                 random_state=None, executor=None):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.sample_fraction = sample_fraction
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.executor = executor
+
+    def fit(self, machines, y=None):
+        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
+        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
+        eps = _check_epsilon(self.epsilon)
+        f = self.sample_fraction
+        if not (isinstance(f, numbers.Real) and 0 < f <= 1):
+            raise InvalidInputError(f"sample_fraction={f!r} must be in (0, 1]")
+        _check_executor(self.executor)
+        rng = as_generator(self.random_state)
+        mcs = [_Machine(X) for X in arrs]
+        d = arrs[0].shape[1]
+        tr = _Traffic()
+        seeds = rng.integers(0, 2 ** 63, size=len(mcs))
+        if self.executor is None:
+            parts = [mc.sample(max(1, math.ceil(f * mc.X.shape[0])), int(s))
+                     for mc, s in zip(mcs, seeds)]
+        else:
+            futs = [self.executor.submit(_call, mc, "sample",
+                                         max(1, math.ceil(f * mc.X.shape[0])), int(s))
+                    for mc, s in zip(mcs, seeds)]
+            parts = [fu.result() for fu in futs]
+        S = np.concatenate(parts)
+        tr.add("samples", "machines", points=S.size)
+        kk = min(k, S.shape[0])
+        zs = min(int(round((1 + eps) * z * S.shape[0] / n)), S.shape[0] - kk)
+        centers, _ = _charikar(S, None, kk, zs)
+        _finish(self, mcs, centers, z, tr, d)
+        return self
+
+
+def _finish(est, mcs, centers, z, tr, d, radius=None):
+    """Common end of the baselines: broadcast the centers; radius_ is the
+    given bound, or (radius=None) the radius after discarding z points."""
+    m = len(mcs)
+    if radius is None:
+        dist = np.concatenate([np.sqrt(_kcenter.nearest(mc.X, centers)[0]) for mc in mcs])
+        j = dist.size - 1 - z
+        radius = float(np.partition(dist, j)[j])
+    tr.add("centers broadcast", "coordinator", points=m * centers.size, scalars=m)
+    labels = [mc.labels(centers, radius) for mc in mcs]
+    tr.add("outlier counts", "machines", scalars=m)
+    est.cluster_centers_ = centers
+    est.radius_ = float(radius)
+    est.labels_ = labels
+    est.n_declared_outliers_ = int(sum((lab < 0).sum() for lab in labels))
+    est.communication_ = tr.report()
+    est.n_features_in_ = d
