@@ -1,9 +1,9 @@
 /* fkm_poly.c -- polynomial arithmetic over F_p: NTT, multiplication,
  * Newton inversion and division, gcd, modular powering (see fkm_poly.h). */
+#include "fkm_poly.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-#include "fkm_poly.h"
 
 /* Below these operand lengths the quadratic methods win. */
 #define MUL_SCHOOL_CUT 40

@@ -22,8 +22,11 @@
 
 #include "fkm_common.h"
 #include "fkm_field.h"
-#include "fkm_rng.h"
 
+/* Modulus context: the field and, for NTT primes, twiddle tables that grow
+ * on demand.  Owned by the caller; kernels that multiply may enlarge the
+ * tables (fkm_pctx_reserve), so a context is not shared between threads
+ * unless its tables are already large enough (see fkm_vdm_solve). */
 typedef struct {
     fkm_field_t F;
     int two_adicity;    /* k with 2^k || p - 1 when p < 2^62, else 0 (no NTT) */
@@ -33,13 +36,25 @@ typedef struct {
     uint64_t *itw, *itwpre; /* inverse twiddles */
 } fkm_pctx_t;
 
+/* fkm_pctx_init
+ * C      OUT: a context for F_p, no tables yet
+ * p      the modulus, 2 <= p < 2^63, prime (primality unchecked; the NTT
+ *        set-up searches a quadratic non-residue, which ends for a prime)
+ * Returns FKM_OK or FKM_EDOM (p out of range).  fkm_pctx_clear is allowed
+ * after either. */
 int fkm_pctx_init(fkm_pctx_t *C, uint64_t p);
+/* fkm_pctx_clear: release C's tables (C stays a valid context without). */
 void fkm_pctx_clear(fkm_pctx_t *C);
-/* Make NTT tables for products of up to len coefficients (no-op when the
- * prime does not allow it or the tables are big enough). */
+/* fkm_pctx_reserve: make NTT tables for products of up to len
+ * coefficients (no-op when the prime does not allow it or the tables are
+ * big enough).  Returns FKM_OK or FKM_ENOMEM. */
 int fkm_pctx_reserve(fkm_pctx_t *C, int64_t len);
 
-/* Growable polynomial. */
+/* Growable polynomial: c[0 .. len) are the coefficients, cap the room.
+ * fkm_poly_init makes it empty without memory; fkm_poly_clear releases it;
+ * fkm_poly_fit ensures cap >= cap_wanted (contents kept; FKM_ENOMEM on
+ * failure, P unchanged); fkm_poly_set copies la coefficients (a may be
+ * NULL when la == 0; FKM_ENOMEM); fkm_poly_swap exchanges two. */
 typedef struct {
     uint64_t *c;
     int64_t len;
@@ -52,7 +67,7 @@ int fkm_poly_fit(fkm_poly_t *P, int64_t cap);
 int fkm_poly_set(fkm_poly_t *P, const uint64_t *a, int64_t la);
 void fkm_poly_swap(fkm_poly_t *A, fkm_poly_t *B);
 
-/* Length without trailing zero coefficients. */
+/* Length without trailing zero coefficients (la >= 0). */
 static inline int64_t fkm_poly_normlen(const uint64_t *a, int64_t la)
 {
     while (la > 0 && a[la - 1] == 0)
@@ -60,124 +75,77 @@ static inline int64_t fkm_poly_normlen(const uint64_t *a, int64_t la)
     return la;
 }
 
-/* out[0 .. la+lb-2] = a * b (la, lb >= 1). */
+/* Common contract of the kernels below: C from fkm_pctx_init; input
+ * coefficients in [0, p) (unchecked); an input of length 0 may be NULL;
+ * outputs never overlap inputs. */
+
+/* fkm_poly_mul
+ * out    OUT, la + lb - 1 coefficients: a * b
+ * a, b   IN, la and lb coefficients (trailing zeros allowed)
+ * Returns FKM_OK, FKM_EDOM (la < 1 or lb < 1) or FKM_ENOMEM. */
 int fkm_poly_mul(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                  const uint64_t *b, int64_t lb, uint64_t *out);
-/* out[0 .. n-1] = (a * b) mod x^n. */
+
+/* fkm_poly_mullow
+ * out    OUT, n coefficients: (a * b) mod x^n (zeros when la or lb is 0;
+ *        nothing written when n <= 0)
+ * Returns FKM_OK or FKM_ENOMEM. */
 int fkm_poly_mullow(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                     const uint64_t *b, int64_t lb, int64_t n, uint64_t *out);
-/* out[0 .. n-1] = a^{-1} mod x^n; FKM_EDOM when a[0] == 0. */
+
+/* fkm_poly_inv_series
+ * out    OUT, n coefficients: a^{-1} mod x^n (nothing written when n <= 0)
+ * a      IN, la coefficients
+ * Returns FKM_OK, FKM_EDOM (la < 1 or a[0] == 0) or FKM_ENOMEM. */
 int fkm_poly_inv_series(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                         int64_t n, uint64_t *out);
-/* a = q b + r with b[lb-1] != 0 and la >= lb: q has la-lb+1 coefficients,
- * r has lb-1 (q or r may be NULL when not wanted). */
+
+/* fkm_poly_divrem: a = q b + r, deg r < deg b.
+ * q      OUT, la - lb + 1 coefficients, or NULL (not wanted)
+ * r      OUT, lb - 1 coefficients, or NULL (not wanted)
+ * a      IN, la coefficients; b IN, lb coefficients with b[lb-1] != 0
+ * Returns FKM_OK, FKM_EDOM (lb < 1, la < lb or b[lb-1] == 0) or
+ * FKM_ENOMEM. */
 int fkm_poly_divrem(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                     const uint64_t *b, int64_t lb, uint64_t *q, uint64_t *r);
 
-/* Monic gcd into G (G->len == 0 when a = b = 0). */
+/* fkm_poly_gcd
+ * G      OUT: the monic gcd of a and b, normalized (G->len == 0 when
+ *        a = b = 0)
+ * a, b   IN, la, lb >= 0 coefficients (trailing zeros allowed)
+ * Returns FKM_OK or FKM_ENOMEM. */
 int fkm_poly_gcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                  const uint64_t *b, int64_t lb, fkm_poly_t *G);
-/* Monic gcd G = S a + T b. */
+
+/* fkm_poly_xgcd: G = S a + T b.
+ * G, S, T OUT, distinct: the monic gcd (normalized, empty when a = b = 0)
+ *        and Bezout cofactors
+ * a, b   IN as for fkm_poly_gcd
+ * Returns FKM_OK or FKM_ENOMEM. */
 int fkm_poly_xgcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                   const uint64_t *b, int64_t lb, fkm_poly_t *G,
                   fkm_poly_t *S, fkm_poly_t *T);
 
-/* out[0 .. lf-2] = base^e mod f, e given as ne little-endian 64-bit limbs;
- * f has lf >= 2 coefficients with f[lf-1] != 0. */
+/* fkm_poly_powmod
+ * out    OUT, n = deg f coefficients: base^e mod f
+ * base   IN, lbase >= 0 coefficients (any degree)
+ * e      IN, the exponent as ne >= 0 little-endian 64-bit limbs (e = 0 when
+ *        ne == 0 or all limbs are 0: out = 1 mod f)
+ * f      IN, lf coefficients, trailing zeros allowed, deg f >= 1 (need
+ *        not be monic)
+ * Returns FKM_OK, FKM_EDOM (deg f < 1) or FKM_ENOMEM. */
 int fkm_poly_powmod(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
                     const uint64_t *e, int64_t ne, const uint64_t *f,
                     int64_t lf, uint64_t *out);
 
-/* out[0 .. la-2] = a' (la >= 1; nothing written when la == 1). */
+/* fkm_poly_derivative
+ * out    OUT, la - 1 coefficients: a' (nothing written when la <= 1)
+ * a      IN, la >= 0 coefficients */
 void fkm_poly_derivative(const uint64_t *a, int64_t la, uint64_t *out,
                          fkm_field_t F);
+
+/* fkm_poly_eval: a(x) for a of la >= 0 coefficients and x in [0, p). */
 uint64_t fkm_poly_eval(const uint64_t *a, int64_t la, uint64_t x,
                        fkm_field_t F);
-/* out[i] = a(x[i]) for i < n (subproduct tree for large n). */
-int fkm_poly_eval_multi(fkm_pctx_t *C, const uint64_t *a, int64_t la,
-                        const uint64_t *x, int64_t n, uint64_t *out);
-
-/* Berlekamp-Massey: the connection polynomial of s[0 .. N-1] into c
- * (capacity N + 1, c[0] = 1) and its length L + 1 in *lc, L being the
- * linear complexity. */
-int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
-                         uint64_t *c, int64_t *lc);
-
-/* Distinct roots of a nonzero f (lf >= 1, f[lf-1] != 0), ascending, with
- * multiplicities; roots and mult need capacity lf - 1.  With require_split
- * f must be a product of distinct linear factors, else FKM_ENOTSPLIT. */
-int fkm_poly_roots(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
-                   int require_split, fkm_rng_t *rng, uint64_t *roots,
-                   int64_t *mult, int64_t *nroots);
-
-/* Factor lists: nf monic factors, factor i has coefficients
- * coef[off[i] .. off[i+1]-1] and exponent exps[i]; capacities: coef
- * 2 (lf - 1), off lf, exps lf - 1. */
-typedef struct {
-    uint64_t *coef;
-    int64_t *off;
-    int64_t *exps;
-    int64_t nf;
-} fkm_faclist_t;
-
-/* Square-free factorization of a nonzero nonconstant monic f. */
-int fkm_poly_sqf(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
-                 fkm_faclist_t *out);
-/* Irreducible factorization of a nonzero nonconstant monic f, sorted by
- * degree then coefficients (high first). */
-int fkm_poly_factor(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
-                    fkm_rng_t *rng, fkm_faclist_t *out);
-
-/* Transposed Vandermonde solver for m distinct nodes: shared precomputation
- * (subproduct tree, 1/F'(x_j)) and one solve per right-hand side. */
-typedef struct {
-    int64_t m;
-    int levels;          /* tree levels 0 .. levels-1 */
-    uint64_t **tree;     /* tree[k]: node i at offset i (2^k + 1) */
-    uint64_t *node;      /* copy of the nodes */
-    uint64_t *rev_f;     /* prod_j (1 - x_j z), m + 1 coefficients */
-    uint64_t *inv_df;    /* 1 / F'(x_j) */
-} fkm_vdm_t;
-
-int fkm_vdm_init(fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *nodes,
-                 int64_t m);
-void fkm_vdm_clear(fkm_vdm_t *V);
-/* c[j] with sum_j c_j x_j^i = s_i for i < m.  C is only read (its tables
- * were sized by fkm_vdm_init), so solves may run concurrently. */
-int fkm_vdm_solve(const fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *s,
-                  uint64_t *c);
-/* Evaluate a (la <= m + 1... any length) at the tree's nodes. */
-int fkm_vdm_eval(const fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *a,
-                 int64_t la, uint64_t *out);
-
-/* Weighted power sums (the forward Vandermonde map): for t < r and i < n,
- * out[t n + i] = sum_{j < k} w[t k + j] x_j^i. */
-int fkm_power_sums(fkm_field_t F, const uint64_t *x, int64_t k,
-                   const uint64_t *w, int64_t r, int64_t n, uint64_t *out);
-
-/* out[i] = c0 + sum_j a[i d + j] coef[j] mod p for rows of any uint64 a
- * (entries need not be reduced). */
-void fkm_affine_rows(fkm_field_t F, const uint64_t *a, int64_t n, int64_t d,
-                     const uint64_t *coef, uint64_t c0, uint64_t *out);
-
-/* Mask streams: map 64-bit words to F_p by rejection (keep w < lim, where
- * lim is the largest multiple of p not above 2^64, or 0 meaning 2^64) and
- * add (or subtract) them into acc[filled ..], stopping at n.  Returns the
- * new fill count. */
-int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
-                              uint64_t lim, int negate, uint64_t *acc,
-                              int64_t n, int64_t filled);
-
-/* fkm_stream_accumulate for the first nw words of nk streams at once
- * (words: nk x nw, stream j's words at words + j nw; n <=
- * FKM_STREAMS_MAX_N): acc[0 .. n) gets the kept words of every stream,
- * added or subtracted by negate[j], and filled[j] is the number of words
- * stream j gave (< n when its nw words held too few: the caller continues
- * that stream with fkm_stream_accumulate from filled[j]).  The same values
- * as nk calls of fkm_stream_accumulate. */
-#define FKM_STREAMS_MAX_N 64
-void fkm_streams_accumulate(fkm_field_t F, const uint64_t *words, int64_t nk, int64_t nw,
-                            uint64_t lim, const uint8_t *negate, uint64_t *acc, int64_t n,
-                            int64_t *filled);
 
 #endif /* FKM_POLY_H */

@@ -1,5 +1,5 @@
-/* fkm_polyfac.c -- Berlekamp-Massey, root finding and factorization over
- * F_p (see fkm_poly.h).
+/* fkm_polyfac.c -- root finding and factorization over F_p (see
+ * fkm_polyfac.h).
  *
  * Factorization follows the classical three stages (von zur Gathen &
  * Gerhard, Modern Computer Algebra, ch. 14): square-free factorization
@@ -10,77 +10,16 @@
  * gcd((x + a)^((p-1)/2) - 1, f).  Random choices come from the caller's
  * generator, so results are reproducible for a seed.
  */
+#include "fkm_polyfac.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-#include "fkm_poly.h"
 
 /* fields this small find roots by evaluating at every element */
 #define EXHAUSTIVE_P 64
 /* random splitting attempts before giving up (probability of a failed
  * attempt is at most about 1/2 when p > EXHAUSTIVE_P) */
 #define SPLIT_ATTEMPTS 256
-
-/* ------------------------------------------------------------------ */
-/* Berlekamp-Massey                                                    */
-
-int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
-                         uint64_t *c, int64_t *lc)
-{
-    if (N < 0)
-        return FKM_EDOM;
-    uint64_t *B = calloc((size_t)N + 1, sizeof *B);
-    uint64_t *T = calloc((size_t)N + 1, sizeof *T);
-    if (!B || !T) {
-        free(B);
-        free(T);
-        return FKM_ENOMEM;
-    }
-    memset(c, 0, ((size_t)N + 1) * sizeof *c);
-    c[0] = 1 % F.p;
-    B[0] = 1 % F.p;
-    int64_t L = 0, lenC = 1, lenB = 1, gap = 1;
-    uint64_t bb = 1 % F.p;
-    for (int64_t n = 0; n < N; n++) {
-        fkm_acc_t A = {0, 0};
-        const uint64_t *sn = s + n;
-        int64_t kmax = lenC < n + 1 ? lenC : n + 1;
-        for (int64_t i = 0; i < kmax; i++)
-            fkm_acc_addmul(&A, c[i], sn[-i]);
-        uint64_t d = fkm_acc_reduce(&A, F);
-        if (d == 0) {
-            gap++;
-            continue;
-        }
-        uint64_t coef = fkm_mulmod(d, fkm_invmod(bb, F), F);
-        uint64_t nc = F.p - coef, ncpre = fkm_shoup_pre(nc, F);
-        int lengthen = 2 * L <= n;
-        int64_t oldlenC = lenC;
-        if (lengthen)
-            memcpy(T, c, (size_t)lenC * sizeof *c);
-        uint64_t *cg = c + gap;
-        int64_t lenU = lenB < N + 1 - gap ? lenB : N + 1 - gap;
-        for (int64_t i = 0; i < lenU; i++)
-            cg[i] = fkm_addmod(cg[i], fkm_mul_shoup(B[i], nc, ncpre, F.p), F);
-        if (lenU + gap > lenC)
-            lenC = lenU + gap;
-        if (lengthen) {
-            L = n + 1 - L;
-            uint64_t *t = B;
-            B = T;
-            T = t;
-            lenB = oldlenC;
-            bb = d;
-            gap = 1;
-        } else {
-            gap++;
-        }
-    }
-    *lc = L + 1;
-    free(B);
-    free(T);
-    return FKM_OK;
-}
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                       */

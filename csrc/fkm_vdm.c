@@ -1,5 +1,5 @@
 /* fkm_vdm.c -- subproduct tree, multipoint evaluation and the transposed
- * Vandermonde solve (see fkm_poly.h).
+ * Vandermonde solve (see fkm_vdm.h).
  *
  * With F(y) = prod_j (y - x_j) and Q(z) = prod_j (1 - x_j z) = y^m F(1/y),
  * the generating function of s_i = sum_j c_j x_j^i is
@@ -10,10 +10,10 @@
  * One product and one multipoint evaluation per right-hand side; the tree,
  * Q and 1/F'(x_j) are shared.
  */
+#include "fkm_vdm.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-#include "fkm_poly.h"
 
 /* nodes at most this big evaluate by Horner */
 #define EVAL_LEAF 32
@@ -256,91 +256,4 @@ int fkm_poly_eval_multi(fkm_pctx_t *C, const uint64_t *a, int64_t la,
         fkm_vdm_clear(&V);
     }
     return st;
-}
-
-int fkm_power_sums(fkm_field_t F, const uint64_t *x, int64_t k,
-                   const uint64_t *w, int64_t r, int64_t n, uint64_t *out)
-{
-    if (k < 0 || r < 0 || n < 0)
-        return FKM_EDOM;
-    if (n == 0 || r == 0)
-        return FKM_OK;
-    uint64_t *pw = malloc((size_t)(2 * (k > 0 ? k : 1)) * sizeof *pw);
-    if (!pw)
-        return FKM_ENOMEM;
-    uint64_t *xpre = pw + k;
-    for (int64_t j = 0; j < k; j++) {
-        pw[j] = 1 % F.p;
-        xpre[j] = fkm_shoup_pre(x[j], F);
-    }
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t t = 0; t < r; t++) {
-            const uint64_t *wt = w + t * k;
-            fkm_acc_t A = {0, 0};
-            for (int64_t j = 0; j < k; j++)
-                fkm_acc_addmul(&A, wt[j], pw[j]);
-            out[t * n + i] = fkm_acc_reduce(&A, F);
-        }
-        for (int64_t j = 0; j < k; j++)
-            pw[j] = fkm_mul_shoup(pw[j], x[j], xpre[j], F.p);
-    }
-    free(pw);
-    return FKM_OK;
-}
-
-void fkm_affine_rows(fkm_field_t F, const uint64_t *a, int64_t n, int64_t d,
-                     const uint64_t *coef, uint64_t c0, uint64_t *out)
-{
-    for (int64_t i = 0; i < n; i++) {
-        fkm_acc_t A = {c0, 0};
-        const uint64_t *ai = a + i * d;
-        for (int64_t j = 0; j < d; j++)
-            fkm_acc_addmul(&A, ai[j], coef[j]);
-        out[i] = fkm_acc_reduce(&A, F);
-    }
-}
-
-void fkm_streams_accumulate(fkm_field_t F, const uint64_t *words, int64_t nk, int64_t nw,
-                            uint64_t lim, const uint8_t *negate, uint64_t *acc, int64_t n,
-                            int64_t *filled)
-{
-    /* the kept words (each < 2^64) of the added and of the subtracted
-     * streams summed without reduction (fewer than 2^64 streams: no
-     * overflow), then one reduction per position */
-    fkm_u128 pos[FKM_STREAMS_MAX_N], neg[FKM_STREAMS_MAX_N];
-    const uint64_t top = lim - 1; /* the largest word kept (lim = 0: 2^64 - 1) */
-    for (int64_t i = 0; i < n; i++)
-        pos[i] = neg[i] = 0;
-    for (int64_t j = 0; j < nk; j++) {
-        const uint64_t *w = words + j * nw;
-        fkm_u128 *sum = negate[j] ? neg : pos;
-        int64_t f = 0;
-        for (int64_t i = 0; i < nw && f < n; i++) {
-            if (w[i] > top)
-                continue;
-            sum[f++] += w[i];
-        }
-        filled[j] = f;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t a = fkm_addmod(acc[i], fkm_reduce128(pos[i], F), F);
-        acc[i] = fkm_submod(a, fkm_reduce128(neg[i], F), F);
-    }
-}
-
-int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
-                              uint64_t lim, int negate, uint64_t *acc,
-                              int64_t n, int64_t filled)
-{
-    const uint64_t top = lim - 1; /* the largest word kept (lim = 0: 2^64 - 1) */
-    for (int64_t i = 0; i < nw && filled < n; i++) {
-        uint64_t w = words[i];
-        if (w > top)
-            continue;
-        uint64_t v = fkm_reduce2(0, w, F);
-        acc[filled] = negate ? fkm_submod(acc[filled], v, F)
-                             : fkm_addmod(acc[filled], v, F);
-        filled++;
-    }
-    return filled;
 }

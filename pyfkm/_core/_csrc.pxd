@@ -103,13 +103,6 @@ cdef extern from "fkm_poly.h" nogil:
         uint64_t *c
         int64_t len
         int64_t cap
-    ctypedef struct fkm_faclist_t:
-        uint64_t *coef
-        int64_t *off
-        int64_t *exps
-        int64_t nf
-    ctypedef struct fkm_vdm_t:
-        int64_t m
     int fkm_pctx_init(fkm_pctx_t *C, uint64_t p)
     void fkm_pctx_clear(fkm_pctx_t *C)
     int fkm_pctx_reserve(fkm_pctx_t *C, int64_t len)
@@ -135,10 +128,25 @@ cdef extern from "fkm_poly.h" nogil:
                              fkm_field_t F)
     uint64_t fkm_poly_eval(const uint64_t *a, int64_t la, uint64_t x,
                            fkm_field_t F)
-    int fkm_poly_eval_multi(fkm_pctx_t *C, const uint64_t *a, int64_t la,
-                            const uint64_t *x, int64_t n, uint64_t *out)
+
+cdef extern from "fkm_bm.h" nogil:
+    ctypedef struct fkm_bm_t:
+        pass
+    int fkm_bm_init(fkm_bm_t *bm, fkm_field_t F, int64_t cap)
+    void fkm_bm_clear(fkm_bm_t *bm)
+    int fkm_bm_add(fkm_bm_t *bm, const uint64_t *terms, int64_t n)
+    void fkm_bm_result(const fkm_bm_t *bm, uint64_t *c)
+    int64_t fkm_bm_length(const fkm_bm_t *bm)
+    int64_t fkm_bm_nterms(const fkm_bm_t *bm)
     int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
                              uint64_t *c, int64_t *lc)
+
+cdef extern from "fkm_polyfac.h" nogil:
+    ctypedef struct fkm_faclist_t:
+        uint64_t *coef
+        int64_t *off
+        int64_t *exps
+        int64_t nf
     int fkm_poly_roots(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
                        int require_split, fkm_rng_t *rng, uint64_t *roots,
                        int64_t *mult, int64_t *nroots)
@@ -146,19 +154,29 @@ cdef extern from "fkm_poly.h" nogil:
                      fkm_faclist_t *out)
     int fkm_poly_factor(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
                         fkm_rng_t *rng, fkm_faclist_t *out)
+
+cdef extern from "fkm_vdm.h" nogil:
+    ctypedef struct fkm_vdm_t:
+        int64_t m
     int fkm_vdm_init(fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *nodes,
                      int64_t m)
     void fkm_vdm_clear(fkm_vdm_t *V)
     int fkm_vdm_solve(const fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *s,
                       uint64_t *c)
-    int fkm_power_sums(fkm_field_t F, const uint64_t *x, int64_t k,
-                       const uint64_t *w, int64_t r, int64_t n, uint64_t *out)
-    void fkm_affine_rows(fkm_field_t F, const uint64_t *a, int64_t n, int64_t d,
-                         const uint64_t *coef, uint64_t c0, uint64_t *out)
+    int fkm_poly_eval_multi(fkm_pctx_t *C, const uint64_t *a, int64_t la,
+                            const uint64_t *x, int64_t n, uint64_t *out)
+
+cdef extern from "fkm_scma.h" nogil:
+    int fkm_scma_power_sums(fkm_field_t F, const uint64_t *x, int64_t k,
+                            const uint64_t *w, int64_t r, int64_t n, uint64_t *out)
+    void fkm_scma_affine_rows(fkm_field_t F, const uint64_t *a, int64_t n, int64_t d,
+                              const uint64_t *coef, uint64_t c0, uint64_t *out)
+
+cdef extern from "fkm_stream.h" nogil:
     int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
                                   uint64_t lim, int negate, uint64_t *acc,
                                   int64_t n, int64_t filled)
-    int FKM_STREAMS_MAX_N
+    enum: FKM_STREAMS_MAX_N
     void fkm_streams_accumulate(fkm_field_t F, const uint64_t *words, int64_t nk, int64_t nw,
                                 uint64_t lim, const uint8_t *negate, uint64_t *acc, int64_t n,
                                 int64_t *filled)

@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Cython wrappers of csrc/fkm_field.c, fkm_poly.c, fkm_polyfac.c, fkm_vdm.c.
+"""Cython wrappers of csrc/fkm_field.c, fkm_poly.c, fkm_bm.c, fkm_polyfac.c,
+fkm_vdm.c, fkm_scma.c and fkm_stream.c.
 
 Callers (pyfkm.field) validate: the modulus is a prime below 2**63, arrays
 are C-contiguous uint64 with entries reduced mod p, polynomials normalized
@@ -18,7 +19,8 @@ from pyfkm._core._csrc cimport (
     fkm_poly_mul, fkm_poly_divrem, fkm_poly_gcd, fkm_poly_xgcd,
     fkm_poly_powmod, fkm_poly_derivative, fkm_poly_eval, fkm_poly_eval_multi,
     fkm_berlekamp_massey, fkm_poly_roots, fkm_poly_sqf, fkm_poly_factor,
-    fkm_vdm_init, fkm_vdm_clear, fkm_vdm_solve, fkm_power_sums, fkm_affine_rows,
+    fkm_vdm_init, fkm_vdm_clear, fkm_vdm_solve, fkm_scma_power_sums,
+    fkm_scma_affine_rows,
     fkm_stream_accumulate, fkm_streams_accumulate, FKM_STREAMS_MAX_N, fkm_chacha_t,
     fkm_chacha_init, fkm_chacha_words, fkm_chacha_block, fkm_chacha_first_blocks)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
@@ -326,7 +328,7 @@ def power_sums(const uint64_t[::1] x, const uint64_t[:, ::1] w, int64_t n, uint6
     if r == 0 or n == 0:
         return out
     with nogil:
-        st = fkm_power_sums(F, _ptr(x), k, &w[0, 0] if k > 0 else NULL, r, n, &o[0, 0])
+        st = fkm_scma_power_sums(F, _ptr(x), k, &w[0, 0] if k > 0 else NULL, r, n, &o[0, 0])
     _check(st, "power_sums")
     return out
 
@@ -342,7 +344,7 @@ def affine_rows(const uint64_t[:, ::1] a, const uint64_t[::1] coef, uint64_t c0,
     if n == 0:
         return out
     with nogil:
-        fkm_affine_rows(F, &a[0, 0] if d > 0 else NULL, n, d, _ptr(coef), c0, &o[0])
+        fkm_scma_affine_rows(F, &a[0, 0] if d > 0 else NULL, n, d, _ptr(coef), c0, &o[0])
     return out
 
 
