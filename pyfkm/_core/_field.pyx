@@ -6,6 +6,9 @@ Callers (pyfkm.field) validate: the modulus is a prime below 2**63, arrays
 are C-contiguous uint64 with entries reduced mod p, polynomials normalized
 where stated.  These wrappers only protect memory and map status codes.
 """
+import operator
+import threading
+
 import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
@@ -18,7 +21,8 @@ from pyfkm._core._csrc cimport (
     fkm_poly_t, fkm_poly_init, fkm_poly_clear, fkm_faclist_t, fkm_vdm_t,
     fkm_poly_mul, fkm_poly_divrem, fkm_poly_gcd, fkm_poly_xgcd,
     fkm_poly_powmod, fkm_poly_derivative, fkm_poly_eval, fkm_poly_eval_multi,
-    fkm_berlekamp_massey, fkm_poly_roots, fkm_poly_sqf, fkm_poly_factor,
+    fkm_berlekamp_massey, fkm_bm_t, fkm_bm_init, fkm_bm_clear, fkm_bm_add,
+    fkm_bm_result, fkm_bm_length, fkm_bm_nterms, fkm_poly_roots, fkm_poly_sqf, fkm_poly_factor,
     fkm_vdm_init, fkm_vdm_clear, fkm_vdm_solve, fkm_scma_power_sums,
     fkm_scma_affine_rows,
     fkm_stream_accumulate, fkm_streams_accumulate, FKM_STREAMS_MAX_N, fkm_chacha_t,
@@ -218,6 +222,98 @@ def berlekamp_massey(const uint64_t[::1] s, uint64_t p):
         st = fkm_berlekamp_massey(F, _ptr(s), N, &o[0], &lc)
     _check(st, "berlekamp_massey")
     return out[:lc].copy()
+
+
+cdef class BerlekampMassey:
+    """Berlekamp-Massey over F_p that takes more terms (csrc/fkm_bm.h).
+
+    ``add(terms)`` feeds the next terms of a sequence; ``connection()`` is
+    the connection polynomial C (low degree first, C[0] = 1) of a shortest
+    linear recurrence generating every term fed so far, ``length`` its
+    linear complexity L (len(connection()) == length + 1), ``n_terms`` the
+    number of terms fed.  Feeding a sequence in chunks gives exactly the
+    result of :func:`berlekamp_massey` on the whole of it.
+
+    ``p`` must be a prime below 2**63 and every term an integer in [0, p),
+    else :class:`~pyfkm.exceptions.FieldError`; a failed ``add`` consumes
+    nothing.  ``add`` releases the GIL; calls on one object are serialized
+    by a lock.
+    """
+    cdef fkm_bm_t bm
+    cdef bint ready
+    cdef readonly uint64_t p
+    cdef object _lock
+
+    def __cinit__(self, p, capacity=0):
+        self.ready = False
+        try:
+            p = operator.index(p)
+            capacity = operator.index(capacity)
+        except TypeError:
+            raise FieldError(f"p and capacity must be integers, got {p!r}, {capacity!r}")
+        if not 2 <= p < 2 ** 63 or not fkm_is_prime(p):
+            raise FieldError(f"p must be a prime below 2**63, got {p!r}")
+        if capacity < 0:
+            raise FieldError(f"capacity must be >= 0, got {capacity!r}")
+        cdef fkm_field_t F = _field(p)
+        cdef int64_t cap = min(capacity, 2 ** 40)
+        _check(fkm_bm_init(&self.bm, F, cap), "BerlekampMassey")
+        self.ready = True
+        self.p = p
+        self._lock = threading.Lock()
+
+    def __dealloc__(self):
+        if self.ready:
+            fkm_bm_clear(&self.bm)
+
+    def add(self, terms):
+        """Feed the next terms (a 1-D sequence of integers in [0, p));
+        returns self."""
+        a = np.asarray(terms)
+        if a.ndim != 1:
+            raise FieldError(f"terms must be one-dimensional, got shape {a.shape}")
+        if a.size == 0:
+            return self
+        if a.dtype == object:
+            if not all(isinstance(v, (int, np.integer)) and 0 <= v < self.p for v in a):
+                raise FieldError(f"terms must be integers in [0, {self.p})")
+            a = a.astype(np.uint64)
+        elif a.dtype.kind == "i":
+            if a.min() < 0:
+                raise FieldError(f"terms must be integers in [0, {self.p})")
+            a = a.astype(np.uint64)
+        elif a.dtype.kind != "u":
+            raise FieldError(f"terms must be integers, got dtype {a.dtype}")
+        cdef const uint64_t[::1] t = np.ascontiguousarray(a, dtype=np.uint64)
+        cdef int st
+        with self._lock, nogil:
+            st = fkm_bm_add(&self.bm, &t[0], t.shape[0])
+        if st == FKM_EDOM:
+            raise FieldError(f"terms must be integers in [0, {self.p})")
+        _check(st, "BerlekampMassey.add")
+        return self
+
+    def connection(self):
+        """The connection polynomial (uint64, length + 1 coefficients)."""
+        cdef uint64_t[::1] o
+        with self._lock:
+            out = np.empty(fkm_bm_length(&self.bm) + 1, dtype=np.uint64)
+            o = out
+            fkm_bm_result(&self.bm, &o[0])
+        return out
+
+    @property
+    def length(self):
+        """The linear complexity L of the terms fed so far."""
+        return int(fkm_bm_length(&self.bm))
+
+    @property
+    def n_terms(self):
+        """The number of terms fed so far."""
+        return int(fkm_bm_nterms(&self.bm))
+
+    def __repr__(self):
+        return f"BerlekampMassey(p={self.p}, n_terms={self.n_terms}, length={self.length})"
 
 
 def roots(const uint64_t[::1] f, uint64_t p, bint require_split, object generator):
