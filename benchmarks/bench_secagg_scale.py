@@ -52,9 +52,10 @@ from pyfkm.secagg._msa import (AggregateMessage, GroupKeyMessage,  # noqa: E402
 
 
 def auto_degree(L):
-    """The sparse graph's degree of FederatedKMeans's "auto"."""
+    """The sparse graph's degree of FederatedKMeans's "auto"; 0 (the complete graph, which
+    "auto" is up to 64 clients) where it has none."""
     from pyfkm.mufc import resolve_neighbors
-    return resolve_neighbors("auto", L) or L - 1
+    return resolve_neighbors("auto", L)
 
 
 class Meter:
