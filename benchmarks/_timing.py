@@ -82,15 +82,8 @@ class Timing:
 
     @property
     def min(self):
+        """Fastest sample (seconds per call)."""
         return min(self.samples)
-
-    @property
-    def max(self):
-        return max(self.samples)
-
-    @property
-    def mean(self):
-        return statistics.mean(self.samples)
 
     @property
     def runs(self):
