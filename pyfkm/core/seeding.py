@@ -264,28 +264,152 @@ class RemovableSeeding:
         reseeded, pos = self._state.remove(arr)
         return RemovalReport(int(arr.size), reseeded, pos if reseeded else None), arr
 
-    def _clone(self, generator):
-        """A copy whose state arrays are its own, drawing from ``generator``;
-        the data buffer is shared (see :meth:`_erase`).  Used to prepare a
-        removal that commits only if later steps succeed."""
+    # -- a removal prepared aside, committed by the caller ----------------------
+
+    def clone(self, generator):
+        """A copy that removes independently of this object but shares its data.
+
+        The copy's state (removed mask, labels, distances, centers, counts)
+        is its own and it draws from ``generator``; its copy of ``X`` (and
+        of the weights) is this object's buffer.  Used to prepare a removal
+        that commits only if later steps succeed: remove from the clone with
+        :meth:`remove_without_erasing` (this object stays as it was), and on
+        success erase the removed rows from the shared buffer with
+        :meth:`erase_rows`; on failure drop the clone.
+
+        Parameters
+        ----------
+        generator : numpy.random.Generator
+            The clone's stream (a copy of this object's, to continue it).
+
+        Returns
+        -------
+        RemovableSeeding
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(50, 2))
+        >>> s = RemovableSeeding(X, 3, random_state=0)
+        >>> new = s.clone(np.random.default_rng(1))
+        >>> report, ids = new.remove_without_erasing(s.center_ids_[0])
+        >>> report.reseeded, s.n_active_, new.n_active_    # s is unchanged
+        (True, 50, 49)
+        >>> s.erase_rows(ids)               # commit: zero the row in the shared buffer
+        >>> s = new
+        """
         obj = self.__class__.__new__(self.__class__)
         obj.n_clusters = self.n_clusters
         obj._state = self._state.copy(generator)
         obj._lock = threading.RLock()
         return obj
 
+    def remove_without_erasing(self, ids):
+        """:meth:`remove`, leaving the removed rows' values in the data buffer.
+
+        For a removal prepared on a :meth:`clone`, whose buffer is shared
+        with the original: the original must stay intact until the caller
+        commits, then erases the rows with :meth:`erase_rows`.
+
+        Parameters
+        ----------
+        ids : int or sequence of int
+            As for :meth:`remove`.
+
+        Returns
+        -------
+        report : RemovalReport
+        ids : ndarray of int64
+            The removed ids.
+
+        Raises
+        ------
+        InvalidIdError
+            As :meth:`remove`; nothing is removed then.
+        """
+        with self._lock:
+            return self._remove(ids)
+
+    def erase_rows(self, ids=None):
+        """Overwrite rows ``ids`` (every row when None) of this object's copy
+        of ``X`` with zeros; nothing else changes.
+
+        The rows are not checked to be removed here: the buffer may be
+        shared with a :meth:`clone` that removed them (see there).  Erase
+        only rows that are removed, or the data of an object that is
+        discarded (a departing client's): a kept row that is erased would
+        change later resamplings.
+        """
+        if ids is None:
+            self._state.X[...] = 0
+        else:
+            self._state.X[ids] = 0
+
     def _erase(self, ids):
         """Zero the data rows (and weights) of removed ids."""
         self._state.erase(np.ascontiguousarray(ids, dtype=np.int64))
 
-    def _export(self):
-        """State arrays for persistence (see :meth:`_restore`)."""
+    # -- persistence -----------------------------------------------------------
+
+    def export_state(self):
+        """The seeding's state as plain ints and arrays, for persistence.
+
+        Returns
+        -------
+        dict
+            ``n_active`` and ``n_positive`` (ints) and copies of the arrays
+            ``removed``, ``mind``, ``labels``, ``centers``, ``counts`` and
+            ``wsizes``.  Neither the data nor the generator is in it: the
+            caller stores those (see :meth:`from_state`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(40, 2))
+        >>> gen = np.random.default_rng(5)
+        >>> s = RemovableSeeding(X, 3, random_state=gen)
+        >>> state = s.export_state()
+        >>> sorted(state)
+        ['centers', 'counts', 'labels', 'mind', 'n_active', 'n_positive', 'removed', 'wsizes']
+        >>> twin = np.random.default_rng()
+        >>> twin.bit_generator.state = gen.bit_generator.state
+        >>> t = RemovableSeeding.from_state(X.copy(), 3, twin, state)
+        >>> c = int(s.center_ids_[0])
+        >>> s.remove(c) == t.remove(c), s.center_ids_.tolist() == t.center_ids_.tolist()
+        (True, True)
+        """
         return self._state.export_state()
 
     @classmethod
-    def _restore(cls, X, n_clusters, generator, state, sample_weight=None):
-        """Rebuild from :meth:`_export` output; ``generator`` continues the
-        original's stream (restore its bit-generator state first)."""
+    def from_state(cls, X, n_clusters, generator, state, sample_weight=None):
+        """Rebuild a seeding from :meth:`export_state` output.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The data the state was exported with (its removed rows may be
+            zeros).  A writeable array that owns its memory becomes the
+            object's buffer, whose rows later removals erase: pass a copy
+            to keep yours.
+        n_clusters : int
+        generator : numpy.random.Generator
+            Continues the original's stream (restore its bit-generator state
+            first).
+        state : dict
+            From :meth:`export_state`; validated (shapes, ranges, counts)
+            before use.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        RemovableSeeding
+
+        Raises
+        ------
+        ValueError
+            ``state`` is inconsistent with ``X`` or with itself (the message
+            names the field).
+        """
         X, w, k = _prepare(X, n_clusters, sample_weight)
         obj = cls.__new__(cls)
         obj.n_clusters = k
