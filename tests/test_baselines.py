@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import pyfkm.mufc.baselines as baselines
-from pyfkm.mufc.baselines import FederatedDCKMeans, KFed, dc_root, kfed_server
+import pyfkm.mufc.kfed as kfed
+from pyfkm.mufc.dckmeans import FederatedDCKMeans, dc_root
+from pyfkm.mufc.kfed import KFed, kfed_server
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError
 from pyfkm.rng import spawn
 from pyfkm.core.seeding import kmeans_plusplus
@@ -440,7 +442,7 @@ def test_separated_sets_match_the_loops(seed):
     nu = rng.normal(size=(k, 3)) * 4
     P = np.vstack([nu[rng.integers(k, size=40)] + rng.normal(size=(40, 3)),
                    rng.normal(size=(10, 3)) * 4])
-    S = baselines._separated_sets(P, nu)
+    S = kfed._separated_sets(P, nu)
     assert np.array_equal(S, separated_sets_loops(P, nu))
     if k == 1:
         assert S.all()
@@ -452,9 +454,9 @@ def test_separated_sets_boundary_is_inclusive():
     # distances 1 and 3 exactly: the point is in S_0; at 1 and 2.9 it is in none
     nu = np.array([[1.0, 0.0], [-3.0, 0.0]])
     P = np.array([[0.0, 0.0]])
-    assert baselines._separated_sets(P, nu).tolist() == [[True, False]]
+    assert kfed._separated_sets(P, nu).tolist() == [[True, False]]
     nu[1, 0] = -2.9
-    assert baselines._separated_sets(P, nu).tolist() == [[False, False]]
+    assert kfed._separated_sets(P, nu).tolist() == [[False, False]]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -465,8 +467,8 @@ def test_awasthi_sheffet_one_run_matches_a_reference(seed):
     k = 2 + seed % 3
     X = np.vstack([rng.normal(size=(30, 5)) + 1.5 * rng.normal(size=5) for _ in range(k)])
     g = np.random.default_rng(100 + seed)
-    C, sizes, n_iter = baselines._awasthi_sheffet(X, k, n_init=1, max_iter=1, tol=0.0,
-                                                  rng=np.random.default_rng(100 + seed))
+    C, sizes, n_iter = kfed._awasthi_sheffet(X, k, n_init=1, max_iter=1, tol=0.0,
+                                             rng=np.random.default_rng(100 + seed))
     w, V = np.linalg.eigh(X.T @ X)
     P = X @ V[:, np.argsort(w)[::-1][:k]]
     nu, ids = kmeans_plusplus(P, k, random_state=g)
@@ -485,10 +487,10 @@ def test_awasthi_sheffet_keeps_the_best_of_its_runs():
     # n_init runs draw from one generator in turn, so n_init=1 calls in a row
     # replay them; the kept run is the one of lowest objective
     X = np.random.default_rng(3).uniform(size=(60, 4))
-    best = baselines._awasthi_sheffet(X, 4, n_init=5, max_iter=300, tol=1e-4,
-                                      rng=np.random.default_rng(7))
+    best = kfed._awasthi_sheffet(X, 4, n_init=5, max_iter=300, tol=1e-4,
+                                 rng=np.random.default_rng(7))
     g = np.random.default_rng(7)
-    runs = [baselines._awasthi_sheffet(X, 4, n_init=1, max_iter=300, tol=1e-4, rng=g)
+    runs = [kfed._awasthi_sheffet(X, 4, n_init=1, max_iter=300, tol=1e-4, rng=g)
             for _ in range(5)]
     cost = [((X[:, None, :] - C[None]) ** 2).sum(-1).min(1).sum() for C, _, _ in runs]
     assert len({round(c, 9) for c in cost}) > 1          # the runs differ
@@ -505,7 +507,7 @@ def test_kfed_clients_run_the_chosen_local_step(seed):
     m = KFed(4, client_clusters=3, local_step="awasthi-sheffet", n_init=2, max_iter=50,
              random_state=seed).fit(clients)
     for X, g, C, s in zip(clients, gens, m.client_centers_, m.client_sizes_):
-        want = baselines._awasthi_sheffet(X, 3, n_init=2, max_iter=50, tol=1e-4, rng=g)
+        want = kfed._awasthi_sheffet(X, 3, n_init=2, max_iter=50, tol=1e-4, rng=g)
         assert np.array_equal(C, want[0]) and np.array_equal(s, want[1])
     km = KFed(4, client_clusters=3, n_init=2, max_iter=50, random_state=seed).fit(clients)
     assert any(not np.array_equal(a, b)
@@ -526,11 +528,11 @@ def test_kfed_removal_keeps_the_local_step_of_the_fit():
 def test_awasthi_sheffet_tiny_clients():
     # fewer points than k': every point is a center; no points: no centers
     X = np.array([[1.0, 2.0], [3.0, 4.0]])
-    C, s, _ = baselines._awasthi_sheffet(X, 3, n_init=2, max_iter=10, tol=0.0,
-                                         rng=np.random.default_rng(0))
+    C, s, _ = kfed._awasthi_sheffet(X, 3, n_init=2, max_iter=10, tol=0.0,
+                                    rng=np.random.default_rng(0))
     assert sorted(C.tolist()) == X.tolist() and s.tolist() == [1, 1]
-    C, s, _ = baselines._awasthi_sheffet(X[:0], 3, n_init=1, max_iter=10, tol=0.0,
-                                         rng=np.random.default_rng(0))
+    C, s, _ = kfed._awasthi_sheffet(X[:0], 3, n_init=1, max_iter=10, tol=0.0,
+                                    rng=np.random.default_rng(0))
     assert C.shape == (0, 2) and s.size == 0
 
 
@@ -555,7 +557,7 @@ def test_docstring_examples():
 def test_removal_erases_rows_and_departed_clients(cls):
     """Issue 18: no value of a removed row or of a departed client stays in
     the model or its pickle; the caller's arrays are copied, not kept."""
-    import pyfkm.mufc.baselines as b
+    import pyfkm.mufc as b
     from oracles.forensics import patterns, search_object, search_pickle
     rng = np.random.default_rng(21)
     data = [rng.uniform(-0.5, 0.5, size=(40, 3)) for _ in range(3)]

@@ -20,7 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyfkm
+import pyfkm.mufc.aggregation as mufc_aggregation
+import pyfkm.mufc.client as mufc_client
 import pyfkm.mufc.estimator as mufc
+import pyfkm.mufc.server as mufc_server
 from pyfkm import FederatedKMeans, ModelFileError, PyfkmError, RemovableSeeding
 from pyfkm._core import _seeding
 from pyfkm.exceptions import ProtocolError
@@ -423,17 +426,17 @@ def test_a_failed_removal_changes_nothing(monkeypatch, secure, stage, what):
     a, b = _fit(11, secure=secure), _fit(11, secure=secure)
     ids = {"center": [_center_id(a, 1)], "point": [_non_center_id(a, 1)]}.get(what)
     trip = pyfkm.secagg.RoundTrip
-    targets = {"removal": (mufc.MufcClient, "_removal", 1),
+    targets = {"removal": (mufc_client.MufcClient, "_removal", 1),
                "round": (type(a._agg), "round", 1),
                "share": (trip, "share", 1),
                "share-next": (trip, "share", 2),
                "play": (trip, "inputs", 1),
                "finish": (pyfkm.secagg.ScmaServer, "finish_round", 1),
-               "server": (mufc.MufcServer, "update", 1),
-               "lloyd": (mufc, "_lloyd_run", 1)}
+               "server": (mufc_server.MufcServer, "update", 1),
+               "lloyd": (mufc_server, "_lloyd_run", 1)}
     owner, name, at = targets[stage]
     if not secure and stage in ("share", "share-next", "play", "finish"):
-        owner, name, at = mufc._ClearAggregator, "round", 1
+        owner, name, at = mufc_aggregation._ClearAggregator, "round", 1
     if what == "client" and stage == "removal":
         owner, name = mufc.FederatedKMeans, "_update"
     before = [x.copy() for x in _state(a)]
@@ -749,8 +752,8 @@ def test_a_failed_fit_leaves_a_user_generator_unchanged():
 
 
 def test_server_copies_the_aggregate_it_keeps():
-    srv = mufc.MufcServer(2, gamma=0.25, n_features=1, server_points="centers",
-                          n_init=2, random_state=0)
+    srv = mufc_server.MufcServer(2, gamma=0.25, n_features=1, server_points="centers",
+                                 n_init=2, random_state=0)
     bins, counts = np.array([[0], [1], [3]]), np.array([4, 2, 5])
     srv.update(bins, counts)
     counts[0] = 1                                # the caller reuses its buffer

@@ -35,7 +35,8 @@ from scipy import stats
 
 from pyfkm import secagg
 from pyfkm.exceptions import InvalidInputError, ModelFileError, NotFittedError, ProtocolError
-from pyfkm.mufc.estimator import FederatedKMeans, merge_sparse, resolve_neighbors
+from pyfkm.mufc.aggregation import merge_sparse, resolve_neighbors
+from pyfkm.mufc.estimator import FederatedKMeans
 
 from oracles.forensics import patterns, search_file, search_object, search_pickle
 

@@ -109,7 +109,7 @@ def test_corrupt_seeds_and_unknown_versions_are_refused(tmp_path):
 def test_an_update_that_fails_changes_nothing(path, monkeypatch):
     """A Lloyd run that raises midway (the third one) leaves the server as it
     was: the next update gives what a server that never failed gives."""
-    import pyfkm.mufc.estimator as mufc
+    import pyfkm.mufc.server as mufc
     rng = np.random.default_rng(13)
     bins, counts = random_aggregate(rng, 25, 2, max_count=5)
     counts[:4] = 5

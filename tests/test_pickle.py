@@ -25,7 +25,8 @@ import pytest
 import pyfkm
 from pyfkm import core, deletion, dp, mufc, outliers
 from pyfkm._base import BaseEstimator
-from pyfkm.mufc.baselines import FederatedDCKMeans, KFed
+from pyfkm.mufc.dckmeans import FederatedDCKMeans
+from pyfkm.mufc.kfed import KFed
 from pyfkm.deletion import DCKMeans, QKMeans
 from pyfkm.dp.baselines import GLloyd, SuLloyd
 from pyfkm.dp.estimator import DPFederatedKMeans, FederatedLloyd

@@ -6,15 +6,15 @@ the paper's Awasthi-Sheffet step) and sends its local centers and cluster
 sizes; the server clusters the union of the local centers.  They differ in
 the server step:
 
-* :class:`KFed` (Dennis, Li & Smith, ICML 2021): the server starts from the
-  local centers of one randomly chosen device, adds the local center
-  farthest from the current set until it has ``n_clusters``, then runs Lloyd
-  on the (unweighted) local centers.
-* :class:`FederatedDCKMeans` (the federated adaptation of Ginart et al.'s
-  DC-k-means used as a baseline by Pan et al., ICLR 2023): a tree of height
-  one with the clients as leaves; the root runs full k-means (k-means++ and
-  Lloyd, ``n_init`` initialisations) on the leaf centroids, weighted by their
-  cluster sizes.
+* :class:`~pyfkm.mufc.kfed.KFed` (:mod:`pyfkm.mufc.kfed`; Dennis, Li & Smith,
+  ICML 2021): the server starts from the local centers of one randomly
+  chosen device, adds the local center farthest from the current set until
+  it has ``n_clusters``, then runs Lloyd on the (unweighted) local centers.
+* :class:`~pyfkm.mufc.dckmeans.FederatedDCKMeans` (:mod:`pyfkm.mufc.dckmeans`;
+  the federated adaptation of Ginart et al.'s DC-k-means used as a baseline
+  by Pan et al., ICLR 2023): a tree of height one with the clients as
+  leaves; the root runs full k-means (k-means++ and Lloyd, ``n_init``
+  initialisations) on the leaf centroids, weighted by their cluster sizes.
 
 Unlearning is by retraining the affected parts: removing points of a client
 refits that client's k-means on its remaining data and reruns the server
@@ -29,6 +29,9 @@ sequence of removals the model is *identical* (not just equal in
 distribution) to a ``fit`` with the same ``random_state`` on the remaining
 data, where a client that left is given as an empty ``(0, n_features)``
 array so the other clients keep their generators.
+
+This module holds what the two share: the estimators' base (fit, removal by
+retraining, prediction), the local k-means step and the removal report.
 """
 import copy
 import numbers
@@ -40,11 +43,10 @@ import numpy as np
 from .._base import BaseEstimator
 from .._validation import check_clients, check_features, check_ids, check_int
 from ..exceptions import InvalidIdError, InvalidInputError, NotFittedError
-from ..core.kmeans import KMeans, lloyd, nearest_center
-from ..rng import as_generator, spawn
-from ..core.seeding import kmeans_plusplus
+from ..core.kmeans import KMeans, nearest_center
+from ..rng import spawn
 
-__all__ = ["KFed", "FederatedDCKMeans", "BaselineRemovalReport"]
+__all__ = ["BaselineRemovalReport"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,14 @@ class BaselineRemovalReport:
         Whether ``cluster_centers_`` differ from before the removal.
     client_seconds, server_seconds : float
         Time spent retraining the client and rerunning the server step.
+
+    Examples
+    --------
+    >>> rep = BaselineRemovalReport(clients=(0,), n_removed=3, client_retrained=True,
+    ...                             server_retrained=True, centers_changed=False,
+    ...                             client_seconds=0.25, server_seconds=0.5)
+    >>> rep.total_seconds
+    0.75
     """
 
     clients: tuple
@@ -82,7 +92,7 @@ class BaselineRemovalReport:
         return self.client_seconds + self.server_seconds
 
 
-# -- the algorithm steps (private paths: no input validation) -----------------
+# -- steps both baselines use (private paths: no input validation) ------------
 
 def _local_kmeans(X, k, *, n_init, max_iter, tol, rng):
     """Full k-means of one client with ``min(k, n_l)`` centers.
@@ -96,52 +106,6 @@ def _local_kmeans(X, k, *, n_init, max_iter, tol, rng):
     km = KMeans(k, n_init=n_init, max_iter=max_iter, tol=tol, random_state=rng).fit(X)
     sizes = np.bincount(km.labels_, minlength=k).astype(np.int64)
     return km.cluster_centers_, sizes, km.n_iter_
-
-
-def _separated_sets(P, nu):
-    """Awasthi-Sheffet's 1:3 split: ``S[:, r]`` marks the rows of ``P``
-    whose distance to ``nu[r]`` is at most a third of their distance to
-    every other row of ``nu`` (all of ``P`` when ``nu`` has one row)."""
-    D = np.sqrt(((P[:, None, :] - nu[None, :, :]) ** 2).sum(-1))
-    S = np.empty(D.shape, dtype=bool)
-    for r in range(nu.shape[0]):
-        others = np.delete(D, r, axis=1)
-        S[:, r] = (3.0 * D[:, [r]] <= others).all(axis=1)
-    return S
-
-
-def _awasthi_sheffet(X, k, *, n_init, max_iter, tol, rng):
-    """K-FED's local step (Awasthi & Sheffet, 2012), best of ``n_init`` runs.
-
-    One run: project the rows of ``X`` on its top-``k`` right singular
-    vectors (``min(k, n, d)`` of them), seed ``k`` centers there with
-    k-means++ (the K-FED authors' choice for the centers of Part I, where
-    the analysis asks for a constant-factor approximation), take for each seed
-    the mean of the (original) points of its 1:3 separated set (never
-    empty: it holds the seed's own point), and run Lloyd on ``X`` from these
-    means.  Returns ``(centers, sizes, n_iter)`` of the run with the lowest
-    objective, like :func:`_local_kmeans`.
-    """
-    n, d = X.shape
-    k = min(k, n)
-    if k == 0:
-        return np.zeros((0, d)), np.zeros(0, dtype=np.int64), 0
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    _, _, Vt = np.linalg.svd(X, full_matrices=False)
-    P = X @ Vt[:k].T
-    best = None
-    for _ in range(n_init):
-        nu, _ = kmeans_plusplus(P, k, random_state=rng)
-        S = _separated_sets(P, nu)      # S[:, r] holds seed r's own row
-        theta = np.array([X[S[:, r]].mean(0) for r in range(k)])
-        C, labels, inertia, n_iter = lloyd(X, theta, max_iter=max_iter, tol=tol)
-        if best is None or inertia < best[2]:
-            best = (C, labels, inertia, n_iter)
-    C, labels, _, n_iter = best
-    return C, np.bincount(labels, minlength=k).astype(np.int64), n_iter
-
-
-_LOCAL_STEPS = {"k-means": _local_kmeans, "awasthi-sheffet": _awasthi_sheffet}
 
 
 def _gather(centers, sizes):
@@ -163,100 +127,7 @@ def _n_distinct(S):
     return np.unique(S, axis=0).shape[0] if S.shape[0] else 0
 
 
-def _farthest_point_completion(S, init_rows, k):
-    """Indices of ``k`` rows of ``S``: ``init_rows`` (distinct points), then
-    repeatedly the row farthest from the chosen set (largest distance to its
-    nearest chosen row; ties to the lowest index).  Needs ``k`` at most the
-    number of distinct rows of ``S``."""
-    chosen = list(init_rows)
-    diff = S[:, None, :] - S[chosen][None, :, :]
-    mind = (diff * diff).sum(-1).min(axis=1)
-    while len(chosen) < k:
-        j = int(np.argmax(mind))
-        chosen.append(j)
-        dj = S - S[j]
-        np.minimum(mind, (dj * dj).sum(1), out=mind)
-    return np.asarray(chosen, dtype=np.int64)
-
-
-def kfed_server(centers, sizes, n_clusters, *, max_iter=300, tol=1e-4, random_state=None):
-    """K-FED's server step on the clients' local centers.
-
-    Picks one device uniformly among those that sent centers, takes its
-    (distinct) local centers, adds the local center farthest from the chosen
-    set until there are ``min(n_clusters, #distinct local centers)``, and
-    runs Lloyd on the unweighted local centers from there.
-
-    Parameters
-    ----------
-    centers : list of ndarray (k_l, n_features)
-        Local centers per client (empty arrays for clients without data).
-    sizes : list of ndarray (k_l,)
-        Local cluster sizes; centers of empty clusters are ignored.
-    n_clusters : int
-    max_iter, tol : Lloyd parameters (see :func:`pyfkm.kmeans.lloyd`).
-    random_state : None, int, SeedSequence or Generator
-        Used only for the choice of the device.
-
-    Returns
-    -------
-    cluster_centers : ndarray (k, n_features)
-    device : int
-        The client whose centers initialised the server.
-    inertia : float
-        Objective of the local centers (unweighted) on the result.
-    n_iter : int
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> centers = [np.array([[0., 0.], [10., 0.]]), np.array([[0., 10.], [0.2, 0.]])]
-    >>> sizes = [np.array([5, 5]), np.array([5, 5])]
-    >>> C, dev, inertia, _ = kfed_server(centers, sizes, 3, random_state=0)
-    >>> sorted(C.round(6).tolist())
-    [[0.0, 10.0], [0.1, 0.0], [10.0, 0.0]]
-    """
-    rng = as_generator(random_state)
-    S, _, device = _gather(centers, sizes)
-    k = min(int(n_clusters), _n_distinct(S))
-    candidates = np.unique(device)
-    z = int(candidates[rng.integers(candidates.size)])
-    rows = np.flatnonzero(device == z)
-    _, first = np.unique(S[rows], axis=0, return_index=True)
-    init = rows[np.sort(first)][:k]
-    idx = _farthest_point_completion(S, init, k)
-    C, _, inertia, n_iter = lloyd(S, S[idx], max_iter=max_iter, tol=tol)
-    return C, z, inertia, n_iter
-
-
-def dc_root(centers, sizes, n_clusters, *, weighted=True, n_init=10, max_iter=300,
-            tol=1e-4, random_state=None):
-    """The root of federated DC-k-means: full k-means on the leaf centroids.
-
-    Runs :class:`pyfkm.KMeans` (k-means++ and Lloyd, ``n_init`` times) with
-    ``min(n_clusters, #distinct leaf centroids)`` clusters on the centers of
-    the nonempty local clusters, weighted by their sizes when ``weighted``.
-
-    Returns ``(cluster_centers, inertia, n_iter)``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> centers = [np.array([[0., 0.], [10., 0.]]), np.array([[1., 0.]])]
-    >>> sizes = [np.array([1, 5]), np.array([3])]
-    >>> C, inertia, _ = dc_root(centers, sizes, 2, random_state=0)
-    >>> sorted(C.tolist()), float(inertia)
-    ([[0.75, 0.0], [10.0, 0.0]], 0.75)
-    """
-    S, w, _ = _gather(centers, sizes)
-    k = min(int(n_clusters), _n_distinct(S))
-    km = KMeans(k, n_init=n_init, max_iter=max_iter, tol=tol,
-                random_state=as_generator(random_state)).fit(
-                    S, sample_weight=w if weighted else None)
-    return km.cluster_centers_, km.inertia_, km.n_iter_
-
-
-# -- estimators -------------------------------------------------------------
+# -- the estimators' base ----------------------------------------------------
 
 class _RetrainingFederatedBase(BaseEstimator):
     """One-shot federated clustering with a local clustering per client
@@ -492,220 +363,3 @@ class _RetrainingFederatedBase(BaseEstimator):
     def score(self, X, y=None):
         """Negative k-means objective of ``X`` under the server centroids."""
         return -float(nearest_center(self._check_X(X), self.cluster_centers_)[0].sum())
-
-
-class KFed(_RetrainingFederatedBase):
-    """K-FED: one-shot federated clustering, with removal by retraining.
-
-    Each client clusters its data into ``k' = client_clusters`` clusters
-    (``min(k', n_l)`` for a client with fewer points), keeping the best of
-    ``n_init`` runs of its ``local_step``, and sends its centers and sizes.
-    The server takes the centers of one device chosen uniformly at random,
-    adds the local center farthest from the chosen set until it has
-    ``n_clusters`` (or as many as there are distinct local centers), and
-    runs Lloyd on the local centers (:func:`kfed_server`).
-
-    Parameters
-    ----------
-    n_clusters : int
-        ``k``, the number of server clusters.
-    client_clusters : int, optional
-        ``k'``, clusters per client; default ``n_clusters``; at most
-        ``n_clusters``.  Set it to the number of clusters a client holds:
-        with ``k' = k`` the chosen device alone supplies all ``k`` initial
-        server centers, so on non-iid data (clients holding few true
-        clusters) the farthest-point step never runs and Lloyd starts from
-        centers that cover only that device's clusters.
-    local_step : {"k-means", "awasthi-sheffet"}, default "k-means"
-        A client's run: ``"k-means"`` is k-means++ seeding and Lloyd;
-        ``"awasthi-sheffet"`` is the paper's step: k-means++ seeding in the
-        projection on the top-``k'`` right singular vectors, the means of
-        the seeds' 1:3 separated sets, then Lloyd.  The paper runs it once
-        (``n_init=1``).
-    n_init, max_iter, tol : int, int, float
-        Local runs per client (the one of lowest objective is kept) and
-        Lloyd parameters (``max_iter`` and ``tol`` also for the server's
-        Lloyd).
-    random_state : None, int, SeedSequence or Generator
-
-    Attributes
-    ----------
-    cluster_centers_ : ndarray (k, n_features)
-    client_centers_, client_sizes_ : list of ndarray, one per client
-        Empty for clients without data or that left.
-    client_n_iter_ : list of int
-    server_device_ : int
-        The client whose centers initialised the server.
-    inertia_ : float
-        Server objective: squared distances of the local centers to the
-        server centers (unweighted).
-    n_iter_ : int
-        Server Lloyd iterations.
-    n_clients_, n_features_in_ : int
-    fit_seconds_ : dict
-
-    Notes
-    -----
-    Dennis, Li & Smith, "Heterogeneity for the Win: One-Shot Federated
-    Clustering", ICML 2021.  ``local_step="awasthi-sheffet", n_init=1`` is
-    the paper's client (Awasthi & Sheffet, "Improved spectral-norm bounds
-    for clustering", APPROX 2012), as the K-FED authors implement it: the
-    centers of its first part are k-means++ seeds in the projection, not a
-    constant-factor approximation; here the separated sets are averaged in
-    the original space.  The defaults (the best of 10 k-means runs per
-    client) are stronger on the data sets of
-    ``benchmarks/compare_mufc.py``.  Other differences from the
-    paper: the server's Lloyd runs to convergence (``max_iter``, ``tol``)
-    where the paper's analysis needs one step (``max_iter=1`` gives that,
-    but also caps the clients' Lloyd); a client's empty local clusters are
-    not sent; duplicated local centers count once when capping the number
-    of server clusters.
-
-    Removal retrains the affected client with its own seed and reruns the
-    server step with the server's seed: the model after removals is
-    identical to a fit on the remaining data with the same ``random_state``
-    (clients that left given as empty arrays).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> truth = np.array([[0., 0.], [10., 0.], [0., 10.], [10., 10.]])
-    >>> clients = [truth[[0, 1]], truth[[1, 2]], truth[[2, 3]]]
-    >>> clients = [np.repeat(c, 20, axis=0) + 0.1 * rng.normal(size=(40, 2))
-    ...            for c in clients]
-    >>> kf = KFed(4, client_clusters=2, random_state=0).fit(clients)
-    >>> sorted(kf.cluster_centers_.round().astype(int).tolist())
-    [[0, 0], [0, 10], [10, 0], [10, 10]]
-    >>> rep = kf.remove(0, [0, 1, 2])
-    >>> rep.client_retrained, [int(s.sum()) for s in kf.client_sizes_]
-    (True, [37, 40, 40])
-    >>> rep = kf.remove_clients([2])
-    >>> rep.clients, rep.server_retrained, [c.shape[0] for c in kf.client_centers_]
-    ((2,), True, [2, 2, 0])
-    """
-
-    def __init__(self, n_clusters=8, *, client_clusters=None, local_step="k-means", n_init=10,
-                 max_iter=300, tol=1e-4, random_state=None):
-        self.n_clusters = n_clusters
-        self.client_clusters = client_clusters
-        self.local_step = local_step
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
-
-    def _check_params(self):
-        K = self._check_common()
-        kp = K if self.client_clusters is None else \
-            check_int(self.client_clusters, "client_clusters", 1)
-        if kp > K:
-            raise InvalidInputError(
-                f"client_clusters={kp} must be <= n_clusters={K} (K-FED assumes k' <= k)")
-        if not isinstance(self.local_step, str) or self.local_step not in _LOCAL_STEPS:
-            raise InvalidInputError(
-                f"local_step={self.local_step!r} must be one of {sorted(_LOCAL_STEPS)}")
-        return kp
-
-    def _local(self, X, k, gen, p):
-        return _LOCAL_STEPS[p["local_step"]](X, k, n_init=p["n_init"], max_iter=p["max_iter"],
-                                             tol=p["tol"], rng=self._fresh(gen))
-
-    def _server(self, locals_, gen, p):
-        centers = [c for c, _, _ in locals_]
-        sizes = [s for _, s, _ in locals_]
-        return kfed_server(centers, sizes, p["n_clusters"], max_iter=p["max_iter"],
-                           tol=p["tol"], random_state=self._fresh(gen))
-
-    def _set_server(self, server):
-        C, z, inertia, n_iter = server
-        self.cluster_centers_, self.server_device_ = C, z
-        self.inertia_, self.n_iter_ = inertia, n_iter
-
-
-class FederatedDCKMeans(_RetrainingFederatedBase):
-    """Federated DC-k-means (leaf = client), with removal by retraining.
-
-    Each client (a leaf) runs full k-means (k-means++ and Lloyd, ``n_init``
-    runs) with ``min(n_clusters, n_l)`` clusters and sends its centroids and
-    cluster sizes; the root runs full k-means with ``n_clusters`` clusters on
-    the union of the leaf centroids, weighted by cluster sizes when
-    ``weighted`` (:func:`dc_root`).
-
-    Parameters
-    ----------
-    n_clusters : int
-    n_init, max_iter, tol : int, int, float
-        k-means parameters, at the leaves and at the root.
-    weighted : bool, default=True
-        Weight the leaf centroids by their cluster sizes at the root.
-    random_state : None, int, SeedSequence or Generator
-
-    Attributes
-    ----------
-    cluster_centers_ : ndarray (n_clusters, n_features)
-    client_centers_, client_sizes_ : list of ndarray, one per client
-        Empty for clients without data or that left.
-    client_n_iter_ : list of int
-    inertia_ : float
-        Root objective on the (weighted) leaf centroids.
-    n_iter_ : int
-        Root Lloyd iterations of the best initialisation.
-    n_clients_, n_features_in_ : int
-    fit_seconds_ : dict
-
-    Notes
-    -----
-    DC-k-means is from Ginart et al., "Making AI Forget You: Data Deletion in
-    Machine Learning" (NeurIPS 2019), a w-ary tree of k-means problems whose
-    deletion recomputes one root path; Pan et al., "Machine Unlearning of
-    Federated Clusters" (ICLR 2023) adapt it to the federated setting as a
-    tree of height one whose leaves are the clients, with full k-means at
-    leaves and root.  A client's empty local clusters are not sent; the root
-    uses at most as many clusters as there are distinct leaf centroids.
-
-    Removal reruns the affected leaf with its own seed and the root with the
-    root's seed: the model after removals is identical to a fit on the
-    remaining data with the same ``random_state`` (clients that left given
-    as empty arrays).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> truth = np.array([[0., 0.], [10., 0.], [0., 10.]])
-    >>> clients = [np.repeat(truth, 10, axis=0) + 0.1 * rng.normal(size=(30, 2))
-    ...            for _ in range(3)]
-    >>> dc = FederatedDCKMeans(3, random_state=0).fit(clients)
-    >>> sorted(dc.cluster_centers_.round().astype(int).tolist())
-    [[0, 0], [0, 10], [10, 0]]
-    >>> rep = dc.remove(1, np.arange(30))       # client 1 deletes all its data
-    >>> rep.server_retrained, dc.client_centers_[1].shape
-    (True, (0, 2))
-    """
-
-    def __init__(self, n_clusters=8, *, n_init=10, max_iter=300, tol=1e-4, weighted=True,
-                 random_state=None):
-        self.n_clusters = n_clusters
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.weighted = weighted
-        self.random_state = random_state
-
-    def _check_params(self):
-        K = self._check_common()
-        if not isinstance(self.weighted, (bool, np.bool_)):
-            raise InvalidInputError(f"weighted={self.weighted!r} must be True or False")
-        return K
-
-    def _server(self, locals_, gen, p):
-        centers = [c for c, _, _ in locals_]
-        sizes = [s for _, s, _ in locals_]
-        return dc_root(centers, sizes, p["n_clusters"], weighted=bool(p["weighted"]),
-                       n_init=p["n_init"], max_iter=p["max_iter"], tol=p["tol"],
-                       random_state=self._fresh(gen))
-
-    def _set_server(self, server):
-        C, inertia, n_iter = server
-        self.cluster_centers_, self.inertia_, self.n_iter_ = C, inertia, n_iter
