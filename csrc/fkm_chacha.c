@@ -374,6 +374,24 @@ void fkm_chacha_refill(fkm_chacha_t *st)
     st->input[12] = ctr + FKM_CHACHA_NBLK; /* wraps to 0 only when last */
 }
 
+static uint64_t chacha_next_uint64(void *st)
+{
+    return fkm_chacha_u64((fkm_chacha_t *)st);
+}
+
+static double chacha_next_double(void *st)
+{
+    return (double)(fkm_chacha_u64((fkm_chacha_t *)st) >> 11) * 0x1.0p-53;
+}
+
+void fkm_chacha_rng(fkm_rng_t *rng, fkm_chacha_t *st)
+{
+    fkm_rng_set(rng, st, chacha_next_uint64, chacha_next_double);
+    rng->words = st->buf; /* the buffer view: words[pos..) not drawn yet */
+    rng->pos = &st->pos;
+    rng->nwords = FKM_CHACHA_NWORDS;
+}
+
 int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
 {
     /* the buffered words in runs (the same words fkm_chacha_u64 returns) */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fkm_common.h"
+#include "fkm_rng.h"
 
 #define FKM_CHACHA_NBLK 8                        /* blocks per refill */
 #define FKM_CHACHA_NWORDS (FKM_CHACHA_NBLK * 8)  /* uint64 words per refill */
@@ -52,6 +53,16 @@ static inline uint64_t fkm_chacha_u64(fkm_chacha_t *st)
         fkm_chacha_refill(st);
     return st->buf[st->pos++];
 }
+
+/* fkm_chacha_rng: make `rng` draw from the stream `st` (fkm_rng.h).
+ * rng    OUT: next_uint64 is the next keystream word (fkm_chacha_u64),
+ *        next_double its top 53 bits times 2^-53, uniform on [0, 1); the
+ *        buffer view is st's keystream buffer (fkm_rng_u64 reads it inline)
+ * st     the stream, from fkm_chacha_init; must outlive every use of rng
+ * A draw past the end of the stream sets st->failed (see
+ * fkm_chacha_refill): the owner of st checks it after the kernels that
+ * drew and reports FKM_EOVERFLOW. */
+void fkm_chacha_rng(fkm_rng_t *rng, fkm_chacha_t *st);
 
 /* Block `nb` first blocks (counters 0 .. nb-1) of the streams of `nk` keys
  * with one nonce, computed FKM_CHACHA_NBLK (key, counter) lanes at a time:

@@ -16,19 +16,9 @@
 
 typedef unsigned __int128 u128;
 
-static inline uint64_t src_u64(const fkm_noise_src_t *s)
-{
-    return s->chacha ? fkm_chacha_u64(s->chacha) : s->rng->next_uint64(s->rng->state);
-}
-
-static int src_status(const fkm_noise_src_t *s)
-{
-    return s->chacha && s->chacha->failed ? FKM_EOVERFLOW : FKM_OK;
-}
-
 /* ------------------------------------------------------------ bit reader */
 typedef struct {
-    const fkm_noise_src_t *src;
+    fkm_rng_t *rng;
     uint64_t w; /* unused bits, low first */
     int n;      /* number of unused bits in w */
 } bits_t;
@@ -36,7 +26,7 @@ typedef struct {
 static inline int bit1(bits_t *b)
 {
     if (b->n == 0) {
-        b->w = src_u64(b->src);
+        b->w = fkm_rng_u64(b->rng);
         b->n = 64;
     }
     int r = (int)(b->w & 1u);
@@ -58,7 +48,7 @@ static inline uint64_t bitsk(bits_t *b, int k)
     /* take the n bits left, then k - n bits of a fresh word */
     uint64_t r = b->w; /* n < k bits */
     int have = b->n;
-    uint64_t w = src_u64(b->src);
+    uint64_t w = fkm_rng_u64(b->rng);
     r |= w << have;
     int used = k - have;
     b->w = w >> used; /* used >= 1 */
@@ -210,10 +200,10 @@ int fkm_dgauss_init(fkm_dgauss_t *G, uint64_t P, uint64_t Q)
     return FKM_OK;
 }
 
-int fkm_noise_discrete_gaussian(const fkm_noise_src_t *src, int64_t *out,
-                                fkm_index_t n, const fkm_dgauss_t *G)
+int fkm_noise_discrete_gaussian(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
+                                const fkm_dgauss_t *G)
 {
-    bits_t b = {src, 0, 0};
+    bits_t b = {rng, 0, 0};
     const u128 D = 2 * (u128)G->P * G->Q * ((u128)G->t * G->t);
     int err = 0;
     for (fkm_index_t i = 0; i < n && !err; i++) {
@@ -232,46 +222,46 @@ int fkm_noise_discrete_gaussian(const fkm_noise_src_t *src, int64_t *out,
     }
     if (err)
         return FKM_EOVERFLOW;
-    return src_status(src);
+    return FKM_OK;
 }
 
-int fkm_noise_discrete_laplace(const fkm_noise_src_t *src, int64_t *out,
-                               fkm_index_t n, uint64_t t)
+int fkm_noise_discrete_laplace(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
+                               uint64_t t)
 {
     if (t == 0 || t > FKM_DLAP_MAX)
         return FKM_EDOM;
-    bits_t b = {src, 0, 0};
+    bits_t b = {rng, 0, 0};
     int err = 0, tbits = bit_length(t - 1);
     for (fkm_index_t i = 0; i < n && !err; i++)
         out[i] = dlaplace(&b, t, tbits, &err);
     if (err)
         return FKM_EOVERFLOW;
-    return src_status(src);
+    return FKM_OK;
 }
 
-int fkm_noise_bernoulli_exp(const fkm_noise_src_t *src, uint8_t *out,
-                            fkm_index_t n, uint64_t num, uint64_t den)
+int fkm_noise_bernoulli_exp(fkm_rng_t *rng, uint8_t *out, fkm_index_t n,
+                            uint64_t num, uint64_t den)
 {
     if (den == 0 || den >= (UINT64_C(1) << 63))
         return FKM_EDOM;
-    bits_t b = {src, 0, 0};
+    bits_t b = {rng, 0, 0};
     for (fkm_index_t i = 0; i < n; i++)
         out[i] = (uint8_t)bern_exp(&b, num, den);
-    return src_status(src);
+    return FKM_OK;
 }
 
 /* ------------------------------------------------ floating-point noise */
 FKM_HOT
-int fkm_noise_gaussian(const fkm_noise_src_t *src, double *out,
-                       fkm_index_t n, double sigma)
+int fkm_noise_gaussian(fkm_rng_t *rng, double *out, fkm_index_t n,
+                       double sigma)
 {
     if (!(sigma > 0) || !isfinite(sigma))
         return FKM_EDOM;
     fkm_index_t i = 0;
     while (i < n) {
         /* v uniform on the grid {k 2^-53 : -2^53 <= k < 2^53} in [-1, 1) */
-        double v1 = (double)((int64_t)src_u64(src) >> 10) * 0x1.0p-53;
-        double v2 = (double)((int64_t)src_u64(src) >> 10) * 0x1.0p-53;
+        double v1 = (double)((int64_t)fkm_rng_u64(rng) >> 10) * 0x1.0p-53;
+        double v2 = (double)((int64_t)fkm_rng_u64(rng) >> 10) * 0x1.0p-53;
         double s = v1 * v1 + v2 * v2;
         if (s >= 1.0 || s == 0.0)
             continue;
@@ -280,20 +270,20 @@ int fkm_noise_gaussian(const fkm_noise_src_t *src, double *out,
         if (i < n)
             out[i++] = v2 * f;
     }
-    return src_status(src);
+    return FKM_OK;
 }
 
 FKM_HOT
-int fkm_noise_laplace(const fkm_noise_src_t *src, double *out,
-                      fkm_index_t n, double scale)
+int fkm_noise_laplace(fkm_rng_t *rng, double *out, fkm_index_t n,
+                      double scale)
 {
     if (!(scale > 0) || !isfinite(scale))
         return FKM_EDOM;
     for (fkm_index_t i = 0; i < n; i++) {
-        uint64_t x = src_u64(src);
+        uint64_t x = fkm_rng_u64(rng);
         double u = (double)((x >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
         double e = -scale * log(u);                     /* Exp(1/scale) */
         out[i] = (x & 1u) ? -e : e;                     /* independent sign bit */
     }
-    return src_status(src);
+    return FKM_OK;
 }

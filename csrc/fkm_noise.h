@@ -1,10 +1,11 @@
 /* fkm_noise.h -- noise samplers for differential privacy.
  *
- * Every sampler draws 64-bit words from an fkm_noise_src_t: a ChaCha20
- * stream (secure mode, fkm_chacha.h) or an fkm_rng_t (numpy bit generator,
- * simulations).  Samplers never keep state between calls: words left over
- * in a call's bit buffer are discarded, so the i-th call on a stream always
- * consumes a deterministic stretch of it.
+ * Every sampler draws 64-bit words (next_uint64 only) from the generator
+ * interface fkm_rng_t (fkm_rng.h): a ChaCha20 stream in secure mode
+ * (fkm_chacha_rng), a numpy bit generator in simulations.  Samplers never
+ * keep state between calls: words left over in a call's bit buffer are
+ * discarded, so the i-th call on a stream always consumes a deterministic
+ * stretch of it.
  *
  *  - fkm_noise_gaussian: continuous N(0, sigma^2) in double precision
  *    (Marsaglia's polar method on 54-bit-grid uniforms).  Floating-point
@@ -22,15 +23,8 @@
 
 #include <stdint.h>
 
-#include "fkm_chacha.h"
 #include "fkm_common.h"
 #include "fkm_rng.h"
-
-/* Where the random words come from: `chacha` if non-NULL, else `rng`. */
-typedef struct fkm_noise_src {
-    fkm_chacha_t *chacha;
-    fkm_rng_t *rng;
-} fkm_noise_src_t;
 
 /* Exact parameters of a discrete Gaussian: sigma^2 = P / Q. */
 typedef struct fkm_dgauss {
@@ -46,37 +40,37 @@ typedef struct fkm_dgauss {
  * 2 P Q < 2^127. */
 int fkm_dgauss_init(fkm_dgauss_t *G, uint64_t P, uint64_t Q);
 
-/* Common contract of the samplers below: `src` has exactly one usable
- * source (chacha non-NULL, or rng non-NULL and valid), `out` has room for n
- * entries, n >= 0; the samplers are reentrant for distinct sources.
+/* Common contract of the samplers below: `rng` is a valid generator (drawn
+ * from with next_uint64 only), `out` has room for n entries, n >= 0; the
+ * samplers are reentrant for distinct generators.  A generator that ran out
+ * (a ChaCha20 stream, fkm_chacha_rng) is the caller's to check afterwards.
  *
  * out[0..n) = n continuous N(0, sigma^2) samples.  FKM_EDOM unless sigma
- * is finite and > 0; FKM_EOVERFLOW if the ChaCha20 stream ran out. */
-int fkm_noise_gaussian(const fkm_noise_src_t *src, double *out,
-                       fkm_index_t n, double sigma);
+ * is finite and > 0 (nothing drawn). */
+int fkm_noise_gaussian(fkm_rng_t *rng, double *out, fkm_index_t n,
+                       double sigma);
 
 /* out[0..n) = n Laplace(0, scale) samples (density exp(-|x|/b) / (2b)).
- * FKM_EDOM unless scale is finite and > 0; FKM_EOVERFLOW as above. */
-int fkm_noise_laplace(const fkm_noise_src_t *src, double *out,
-                      fkm_index_t n, double scale);
+ * FKM_EDOM unless scale is finite and > 0 (nothing drawn). */
+int fkm_noise_laplace(fkm_rng_t *rng, double *out, fkm_index_t n,
+                      double scale);
 
 /* out[0..n) = n exact N_Z(0, P/Q) samples, G from fkm_dgauss_init.
- * FKM_EOVERFLOW if the ChaCha20 stream ran out, or if a proposal's
- * magnitude exceeded 2^62 (probability below exp(-2^30) per proposal for
- * t <= 2^32); outputs then unspecified. */
-int fkm_noise_discrete_gaussian(const fkm_noise_src_t *src, int64_t *out,
-                                fkm_index_t n, const fkm_dgauss_t *G);
+ * FKM_EOVERFLOW if a proposal's magnitude exceeded 2^62 (probability below
+ * exp(-2^30) per proposal for t <= 2^32); outputs then unspecified. */
+int fkm_noise_discrete_gaussian(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
+                                const fkm_dgauss_t *G);
 
 /* out[0..n) = n exact discrete Laplace samples with scale t >= 1:
  * P[x] proportional to exp(-|x| / t) (CKS20 Algorithm 2).  FKM_EDOM if
- * t == 0 or t > 2^62; FKM_EOVERFLOW as above. */
-int fkm_noise_discrete_laplace(const fkm_noise_src_t *src, int64_t *out,
-                               fkm_index_t n, uint64_t t);
+ * t == 0 or t > 2^62 (nothing drawn); FKM_EOVERFLOW as above. */
+int fkm_noise_discrete_laplace(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
+                               uint64_t t);
 
 /* out[0..n) = n exact Bernoulli(exp(-num/den)) bits (CKS20 Algorithm 1),
  * num >= 0, den > 0 (exposed for tests).  FKM_EDOM if den == 0 or
- * den >= 2^63. */
-int fkm_noise_bernoulli_exp(const fkm_noise_src_t *src, uint8_t *out,
-                            fkm_index_t n, uint64_t num, uint64_t den);
+ * den >= 2^63 (nothing drawn). */
+int fkm_noise_bernoulli_exp(fkm_rng_t *rng, uint8_t *out, fkm_index_t n,
+                            uint64_t num, uint64_t den);
 
 #endif /* FKM_NOISE_H */

@@ -162,7 +162,7 @@ static uint64_t rand_elem(fkm_rng_t *rng, fkm_field_t F)
     uint64_t lim = UINT64_MAX - UINT64_MAX % F.p;
     uint64_t u;
     do
-        u = rng->next_uint64(rng->state);
+        u = fkm_rng_u64(rng);
     while (u >= lim);
     return u % F.p;
 }

@@ -14,6 +14,7 @@
 
 Error tests come first.  Random cases use seeds 0..N-1 and pass for any seed.
 """
+import math
 import pathlib
 import re
 import subprocess
@@ -251,3 +252,53 @@ def test_bm_objects_run_in_threads():
     for t in threads:
         t.join()
     assert got == want
+
+
+# --------------------------------------------------------------------------- one generator interface
+
+def _laplace_from_words(words, scale):
+    """fkm_noise_laplace on given 64-bit words (u = ((w >> 11) + 1) 2^-53,
+    e = -scale log u, sign bit w & 1), with the C library's log (math.log;
+    numpy's vectorized log may differ in the last bit)."""
+    out = []
+    for w in (int(v) for v in words):
+        e = -scale * math.log(((w >> 11) + 1) * 2.0 ** -53)
+        out.append(-e if w & 1 else e)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("counter, n", [(0, 1), (0, 64), (3, 65), (9, 1000)])
+def test_chacha_generator_draws_the_keystream_in_order(counter, n):
+    """The ChaCha20 stream behind the samplers (fkm_chacha_rng) gives its
+    keystream words in order, across refills: Laplace samples are the
+    formula applied to ChaChaStream.words of a twin stream."""
+    from pyfkm._core import _noise
+    key = np.arange(32, dtype=np.uint8)
+    nonce = np.arange(12, dtype=np.uint8)
+    a = _noise.ChaChaStream(key, nonce, counter)
+    b = _noise.ChaChaStream(key, nonce, counter)
+    for m in (n, 5):          # a second call continues the stream
+        got = a.sample(1, np.empty(m), 0.75)
+        np.testing.assert_array_equal(got, _laplace_from_words(b.words(m), 0.75))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_numpy_generator_draws_its_raw_words(seed):
+    from pyfkm._core import _noise
+    got = _noise.sample_generator(np.random.Generator(np.random.PCG64(seed)), 1,
+                                  np.empty(300), 2.0)
+    raw = np.random.PCG64(seed).random_raw(300)
+    np.testing.assert_array_equal(got, _laplace_from_words(raw, 2.0))
+
+
+def test_chacha_running_out_inside_a_sampler_raises():
+    from pyfkm._core import _noise
+    from pyfkm.exceptions import CapacityError
+    # 8 blocks (64 words) left before the counter would wrap
+    st = _noise.ChaChaStream(np.zeros(32, np.uint8), np.zeros(12, np.uint8), 2 ** 32 - 8)
+    st.sample(1, np.empty(64), 1.0)            # exactly the last words: fine
+    with pytest.raises(CapacityError):
+        st.sample(1, np.empty(1), 1.0)
+    st = _noise.ChaChaStream(np.zeros(32, np.uint8), np.zeros(12, np.uint8), 2 ** 32 - 8)
+    with pytest.raises(CapacityError):
+        st.sample(0, np.empty(100), 1.0)       # runs out in the middle of the call

@@ -1,7 +1,7 @@
 # Helpers shared by the Cython modules: status mapping and generator plumbing.
 from numpy.random cimport bitgen_t
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from pyfkm._core._csrc cimport (fkm_rng_t, FKM_OK, FKM_ENOMEM, FKM_EDOM,
+from pyfkm._core._csrc cimport (fkm_rng_t, fkm_rng_set, FKM_OK, FKM_ENOMEM, FKM_EDOM,
                                 FKM_EOVERFLOW, FKM_ENONFINITE, FKM_ENOTSPLIT,
                                 FKM_EREPEATED, FKM_ENOSPLIT_RNG)
 
@@ -39,6 +39,5 @@ cdef inline bitgen_t *bitgen_of(object generator) except NULL:
 
 
 cdef inline void rng_from_bitgen(fkm_rng_t *out, bitgen_t *bg) noexcept nogil:
-    out.state = bg.state
-    out.next_uint64 = bg.next_uint64
-    out.next_double = bg.next_double
+    """The generator interface of csrc/fkm_rng.h over a numpy bitgen_t."""
+    fkm_rng_set(out, bg.state, bg.next_uint64, bg.next_double)

@@ -18,6 +18,11 @@ cdef extern from "fkm_rng.h" nogil:
         void *state
         uint64_t (*next_uint64)(void *st) nogil
         double (*next_double)(void *st) nogil
+        const uint64_t *words
+        int *pos
+        int nwords
+    void fkm_rng_set(fkm_rng_t *rng, void *state, uint64_t (*next_uint64)(void *st) nogil,
+                     double (*next_double)(void *st) nogil)
 
 cdef extern from "fkm_seeding.h" nogil:
     int fkm_seeding_run_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
@@ -252,26 +257,23 @@ cdef extern from "fkm_chacha.h" nogil:
     int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
     void fkm_chacha_first_blocks(const uint8_t *keys, fkm_index_t nk, const uint8_t *nonce,
                                  uint32_t nb, uint64_t *out)
+    void fkm_chacha_rng(fkm_rng_t *rng, fkm_chacha_t *st)
 
 cdef extern from "fkm_noise.h" nogil:
-    ctypedef struct fkm_noise_src_t:
-        fkm_chacha_t *chacha
-        fkm_rng_t *rng
     ctypedef struct fkm_dgauss_t:
         uint64_t P
         uint64_t Q
         uint64_t t
     int fkm_dgauss_init(fkm_dgauss_t *G, uint64_t P, uint64_t Q)
-    int fkm_noise_gaussian(const fkm_noise_src_t *src, double *out,
-                           fkm_index_t n, double sigma)
-    int fkm_noise_laplace(const fkm_noise_src_t *src, double *out,
-                          fkm_index_t n, double scale)
-    int fkm_noise_discrete_gaussian(const fkm_noise_src_t *src, int64_t *out,
-                                    fkm_index_t n, const fkm_dgauss_t *G)
-    int fkm_noise_discrete_laplace(const fkm_noise_src_t *src, int64_t *out,
-                                   fkm_index_t n, uint64_t t)
-    int fkm_noise_bernoulli_exp(const fkm_noise_src_t *src, uint8_t *out,
-                                fkm_index_t n, uint64_t num, uint64_t den)
+    int fkm_noise_gaussian(fkm_rng_t *rng, double *out, fkm_index_t n, double sigma)
+    int fkm_noise_laplace(fkm_rng_t *rng, double *out, fkm_index_t n, double scale)
+    int fkm_noise_discrete_gaussian(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
+                                    const fkm_dgauss_t *G)
+    int fkm_noise_discrete_laplace(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
+                                   uint64_t t)
+    int fkm_noise_bernoulli_exp(fkm_rng_t *rng, uint8_t *out, fkm_index_t n,
+                                uint64_t num, uint64_t den)
+
 cdef extern from "fkm_kcenter.h" nogil:
     int fkm_kcenter_sqdist(double *D, const double *X, fkm_index_t lo,
                            fkm_index_t hi, const double *Y, fkm_index_t m,

@@ -8,9 +8,9 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
-from pyfkm._core._csrc cimport (FKM_EOVERFLOW, fkm_index_t, fkm_rng_t, fkm_chacha_t,
-                                fkm_chacha_block, fkm_chacha_init,
-                                fkm_chacha_words, fkm_chacha_first_blocks, fkm_noise_src_t, fkm_dgauss_t,
+from pyfkm._core._csrc cimport (FKM_OK, FKM_EOVERFLOW, fkm_index_t, fkm_rng_t, fkm_chacha_t,
+                                fkm_chacha_block, fkm_chacha_init, fkm_chacha_rng,
+                                fkm_chacha_words, fkm_chacha_first_blocks, fkm_dgauss_t,
                                 fkm_dgauss_init, fkm_noise_gaussian,
                                 fkm_noise_laplace, fkm_noise_discrete_gaussian,
                                 fkm_noise_discrete_laplace,
@@ -50,9 +50,10 @@ def chacha_first_blocks(const uint8_t[:, ::1] keys, const uint8_t[::1] nonce, ui
             fkm_chacha_first_blocks(&keys[0, 0], nk, &nonce[0], nb, &ov[0, 0])
     return out
 
-cdef int _run(const fkm_noise_src_t *src, int kind, object out, double x,
-              uint64_t a, uint64_t b) except -1:
-    """Run sampler `kind` into `out` (float64, int64 or uint8 by kind)."""
+cdef int _run(fkm_rng_t *rng, const fkm_chacha_t *chacha, int kind, object out,
+              double x, uint64_t a, uint64_t b) except -1:
+    """Run sampler `kind` into `out` (float64, int64 or uint8 by kind),
+    drawing from `rng`; `chacha` is the stream behind it, or NULL."""
     cdef double[::1] fv
     cdef int64_t[::1] iv
     cdef uint8_t[::1] bv
@@ -65,22 +66,24 @@ cdef int _run(const fkm_noise_src_t *src, int kind, object out, double x,
         fv = out
         with nogil:
             if kind == K_GAUSS:
-                status = fkm_noise_gaussian(src, &fv[0], n, x)
+                status = fkm_noise_gaussian(rng, &fv[0], n, x)
             else:
-                status = fkm_noise_laplace(src, &fv[0], n, x)
+                status = fkm_noise_laplace(rng, &fv[0], n, x)
     elif kind == K_DGAUSS:
         check_status(fkm_dgauss_init(&G, a, b), "discrete Gaussian parameters")
         iv = out
         with nogil:
-            status = fkm_noise_discrete_gaussian(src, &iv[0], n, &G)
+            status = fkm_noise_discrete_gaussian(rng, &iv[0], n, &G)
     elif kind == K_DLAPLACE:
         iv = out
         with nogil:
-            status = fkm_noise_discrete_laplace(src, &iv[0], n, a)
+            status = fkm_noise_discrete_laplace(rng, &iv[0], n, a)
     else:
         bv = out
         with nogil:
-            status = fkm_noise_bernoulli_exp(src, &bv[0], n, a, b)
+            status = fkm_noise_bernoulli_exp(rng, &bv[0], n, a, b)
+    if status == FKM_OK and chacha != NULL and chacha.failed:
+        status = FKM_EOVERFLOW  # the stream ran out under the sampler
     if status == FKM_EOVERFLOW:
         from pyfkm.exceptions import CapacityError
         raise CapacityError("noise stream exhausted: a ChaCha20 stream gives at most "
@@ -93,15 +96,14 @@ cdef class ChaChaStream:
     """A ChaCha20 keystream (RFC 8439) feeding the samplers; successive
     calls continue the stream.  Not thread-safe (one stream per thread)."""
     cdef fkm_chacha_t st
-    cdef fkm_noise_src_t src
+    cdef fkm_rng_t rng
 
     def __cinit__(self, const uint8_t[::1] key, const uint8_t[::1] nonce,
                   uint32_t counter=0):
         if key.shape[0] != 32 or nonce.shape[0] != 12:
             raise ValueError("key must have 32 bytes and nonce 12")
         fkm_chacha_init(&self.st, &key[0], &nonce[0], counter)
-        self.src.chacha = &self.st
-        self.src.rng = NULL
+        fkm_chacha_rng(&self.rng, &self.st)
 
     def words(self, fkm_index_t n):
         """The next n keystream words (little-endian 8-byte chunks)."""
@@ -119,7 +121,7 @@ cdef class ChaChaStream:
     def sample(self, int kind, out, double x=0.0, uint64_t a=0, uint64_t b=0):
         """Fill `out` with sampler `kind` (0 gaussian, 1 laplace, 2 discrete
         Gaussian P/Q = a/b, 3 discrete Laplace t = a, 4 Bernoulli(exp(-a/b)))."""
-        _run(&self.src, kind, out, x, a, b)
+        _run(&self.rng, &self.st, kind, out, x, a, b)
         return out
 
 
@@ -128,10 +130,7 @@ def sample_generator(generator, int kind, out, double x=0.0, uint64_t a=0,
     """As ChaChaStream.sample, drawing from a numpy Generator (holds its lock)."""
     cdef bitgen_t *bg = bitgen_of(generator)
     cdef fkm_rng_t rng
-    cdef fkm_noise_src_t src
     rng_from_bitgen(&rng, bg)
-    src.chacha = NULL
-    src.rng = &rng
     with generator.bit_generator.lock:
-        _run(&src, kind, out, x, a, b)
+        _run(&rng, NULL, kind, out, x, a, b)
     return out
