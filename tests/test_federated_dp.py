@@ -284,7 +284,7 @@ def test_noise_changes_the_fit_and_differs_across_iterations(noise):
 def test_noise_differs_across_rounds(where):
     # distributed noise (the clients' shares) and the baselines' server
     # noise are both fresh every round
-    from pyfkm.secagg._msa import msa_round, setup_msa
+    from pyfkm.secagg.msa import msa_round, setup_msa
     seg = ((4, 1.0, b"SUM"), (2, 1.0, b"CNT"))
     server, clients = setup_msa(2, 6, noise=None if where == "clients" else "gaussian")
     outs = []
@@ -402,7 +402,8 @@ def test_server_only_sees_masked_words(monkeypatch):
     # client's plaintext encoding, and the broadcast is not the noisy sum
     # (it is still under the output mask)
     import pyfkm.dp._lloyd_base as F
-    import pyfkm.secagg._msa as M
+    import pyfkm.secagg.msa as M
+    from pyfkm.secagg.msa._fixed import encode_fixed
     received, plain, sent = [], [], []
     orig_receive, orig_finish, orig_stats = (M.MsaServer.receive, M.MsaServer.finish_round,
                                              F._LocalData.stats)
@@ -418,7 +419,7 @@ def test_server_only_sees_masked_words(monkeypatch):
 
     def stats(self, *args):
         v = orig_stats(self, *args)
-        plain.append(M.encode_fixed(v))
+        plain.append(encode_fixed(v))
         return v
 
     monkeypatch.setattr(M.MsaServer, "receive", receive)
@@ -437,7 +438,7 @@ def test_server_only_sees_masked_words(monkeypatch):
 def test_baseline_noise_scales_follow_their_formulas(monkeypatch):
     # capture the per-round noise segments the server is asked for and
     # compare with the baselines' formulas written out here (rho = 0.225)
-    import pyfkm.secagg._msa as M
+    import pyfkm.secagg.msa as M
     from pyfkm.dp import calibrate_analytic_gaussian
     seen = []
     orig = M.MsaServer.finish_round
@@ -470,12 +471,13 @@ def test_baseline_noise_scales_follow_their_formulas(monkeypatch):
 
 def test_fastlloyd_noise_per_iteration_scales_with_the_radius(monkeypatch):
     # the private mode's noise is distributed: capture the segments each
-    # client's share is drawn for (pyfkm.secagg._msa.client_noise) and the
+    # client's share is drawn for (pyfkm.secagg.msa._noise.client_noise) and the
     # server's (none), and compare with FastLloyd's formulas written out here
-    import pyfkm.secagg._msa as M
+    import pyfkm.secagg.msa as M
+    from pyfkm.secagg.msa import _client     # MsaClient.respond looks client_noise up there
     from pyfkm.dp import calibrate_analytic_gaussian
     shares, at_server = [], []
-    orig_noise, orig_finish = M.client_noise, M.MsaServer.finish_round
+    orig_noise, orig_finish = _client.client_noise, M.MsaServer.finish_round
 
     def client_noise(segments, n_words, threshold, *args):
         shares.append((tuple(segments), n_words, threshold))
@@ -485,7 +487,7 @@ def test_fastlloyd_noise_per_iteration_scales_with_the_radius(monkeypatch):
         at_server.append(tuple(segments))
         return orig_finish(self, segments)
 
-    monkeypatch.setattr(M, "client_noise", client_noise)
+    monkeypatch.setattr(_client, "client_noise", client_noise)
     monkeypatch.setattr(M.MsaServer, "finish_round", finish)
     n, d, k, eps, delta, T, alpha, L = 300, 4, 3, 0.8, 1e-5, 4, 0.8, 3
     DPFederatedKMeans(k, epsilon=eps, delta=delta, max_iter=T, random_state=0).fit(

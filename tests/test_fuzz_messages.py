@@ -79,7 +79,7 @@ from pyfkm.secagg import (
     UnmaskMessage,
     UnmaskRequest,
 )
-from pyfkm.secagg._messages import VERSION
+from pyfkm.secagg._framing import VERSION
 
 P = DEFAULT_PRIME
 P31 = 2**31 - 1

@@ -32,10 +32,9 @@ from pyfkm.exceptions import (
     PyfkmError,
 )
 from pyfkm.secagg import _masking
-from pyfkm.secagg import _msa as M
-from pyfkm.secagg._masking import mac, raw_private, raw_public
+from pyfkm.secagg._framing import VERSION
+from pyfkm.secagg._keys import mac, raw_private, raw_public
 from pyfkm.secagg._messages import (
-    VERSION,
     InputRequest,
     RoundMessage,
     ShareBundle,
@@ -43,22 +42,25 @@ from pyfkm.secagg._messages import (
     UnmaskMessage,
     UnmaskRequest,
 )
-from pyfkm.secagg._msa import (
-    MSA_TAG,
-    OUTPUT_TAG,
-    SELF_TAG,
+from pyfkm.secagg.msa import (
     AggregateMessage,
     GroupKeyMessage,
     MaskedVectorMessage,
     MsaClient,
     MsaRosterMessage,
     MsaServer,
+    msa_round,
+    setup_msa,
+)
+from pyfkm.secagg.msa import _client, _fixed
+from pyfkm.secagg.msa._fixed import (
+    MSA_TAG,
+    OUTPUT_TAG,
+    SELF_TAG,
     decode_fixed,
     encode_fixed,
     encoding_limit,
     mask_stream,
-    msa_round,
-    setup_msa,
 )
 
 M64 = 1 << 64
@@ -702,18 +704,19 @@ def chi2_power(n, ratio):
 
 class ShareSpy:
     """Records each client's noise share (int64 fixed-point words) as
-    :func:`pyfkm.secagg._msa.client_noise` returns it."""
+    :func:`pyfkm.secagg.msa._noise.client_noise` returns it (patched where
+    :meth:`MsaClient.respond` looks it up)."""
 
     def __init__(self, monkeypatch):
         self.last = None
-        orig = M.client_noise
+        orig = _client.client_noise
 
         def spy(*args, **kwargs):
             out = orig(*args, **kwargs)
             self.last = out.view(np.int64).copy()
             return out
 
-        monkeypatch.setattr(M, "client_noise", spy)
+        monkeypatch.setattr(_client, "client_noise", spy)
 
 
 N_WORDS, N_ROUNDS = 2000, 3      # 6000 noise words per variance test
@@ -987,8 +990,8 @@ def test_laplace_noise_scale():
 def test_mask_stream_fallback_is_the_same_keystream(monkeypatch):
     key = bytes(range(7, 39))
     fast = [int(v) for v in mask_stream(key, 3, OUTPUT_TAG, 11)]
-    monkeypatch.setattr(M, "_ChaChaStream", None)
-    slow = [int(v) for v in M.mask_stream(key, 3, OUTPUT_TAG, 11)]
+    monkeypatch.setattr(_fixed, "_ChaChaStream", None)
+    slow = [int(v) for v in _fixed.mask_stream(key, 3, OUTPUT_TAG, 11)]
     assert fast == slow == oracle_stream(key, 3, OUTPUT_TAG, 11)
 
 

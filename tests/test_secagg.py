@@ -11,7 +11,7 @@ come from
     ``pyfkm.lattice`` flatten convention, ``b_0`` most significant),
     ``S_i = sum_j q_j j**i mod p`` and, when the parameters carry a check
     word (``n_check_words``, issue 19), ``R = sum_j q_j / (t - j)`` at the
-    public point ``t`` of ``pyfkm.secagg._codec.index_check_point``
+    public point ``t`` of ``pyfkm.secagg.scma._codec.index_check_point``
     (``index_encoding``); hashed mode ``S_i = sum_j q_j h_j**i``,
     ``T_{t,i} = sum_j q_j v_{j,t} h_j**i`` with the affine hash
     ``h(b) = a_0 + sum_t a_t b_t`` whose coefficients are *measured* from
@@ -53,7 +53,7 @@ from scipy import stats
 
 import pyfkm.exceptions
 import pyfkm.secagg
-import pyfkm.secagg._params
+import pyfkm.secagg.scma._params
 from pyfkm.exceptions import InvalidInputError
 from pyfkm.field import DEFAULT_PRIME
 from pyfkm.secagg import (
@@ -70,18 +70,18 @@ from pyfkm.secagg import (
     UnmaskRequest,
     secure_sum_sparse,
 )
-from pyfkm.secagg import _crypto
-from pyfkm.secagg._roles import delta_params
+from pyfkm.secagg.scma import _crypto
+from pyfkm.secagg.scma._params import delta_params
 
 try:
-    from pyfkm.secagg._codec import index_check_point
+    from pyfkm.secagg.scma._codec import index_check_point
 except ImportError:          # parameters without the index-mode check word
     index_check_point = None
 
 P = DEFAULT_PRIME
 P31 = 2**31 - 1          # prime; hashed mode with d = 3, B = 2000 (c = 2, 2 rows)
 P20 = 1000003            # prime; hashed mode with d = 1 or 2, B > 1000 (c = 1)
-INDEX_CHECK_WORDS = getattr(pyfkm.secagg._params, "INDEX_CHECK_WORDS", 0)
+INDEX_CHECK_WORDS = getattr(pyfkm.secagg.scma._params, "INDEX_CHECK_WORDS", 0)
 
 
 # ---------------------------------------------------------------------------
@@ -2061,7 +2061,7 @@ def test_single_bin_decode_equals_the_general_decode(d, B, M, p):
     # removal), with one word replaced by another value (every position),
     # and on random messages of linear complexity 1 (S_1 = x S_0 with
     # random payload words).
-    from pyfkm.secagg._codec import Codec
+    from pyfkm.secagg.scma._codec import Codec
     rng = np.random.default_rng(d * 1000 + M)
     params = make_params(d, B, M, modulus=p, mode="hashed")
     assert params.mode == "hashed"
@@ -2099,7 +2099,7 @@ def test_small_encode_equals_the_kernel_encode(d, B, M, p):
     # Oracle: the kernel encode (power sums of the nodes, the HashedOracle
     # tests pin its layout), word for word, for 1-3 bins with counts 1,
     # random and p - 1; a bin hashing to 0 raises the same error both ways.
-    from pyfkm.secagg._codec import _SMALL_ENCODE, Codec
+    from pyfkm.secagg.scma._codec import _SMALL_ENCODE, Codec
     rng = np.random.default_rng(d + 10 * M)
     params = make_params(d, B, M, modulus=p, mode="hashed")
     codec = Codec(params)

@@ -61,8 +61,9 @@ from pyfkm.secagg import (
     UnmaskRequest,
     secure_sum_sparse,
 )
-from pyfkm.secagg import _crypto, _masking, _shamir
-from pyfkm.secagg._driver import RoundTrip, setup_in_process
+from pyfkm.secagg import _keys, _shamir
+from pyfkm.secagg.scma import _crypto
+from pyfkm.secagg.scma._driver import RoundTrip, setup_in_process
 
 B_SHARE, SK_SHARE = 0, 1          # the kinds of share, as on the wire
 AUTH = "authentication"           # what a failed tag check says
@@ -161,7 +162,7 @@ def kinds_revealed(answers):
 
 
 def raw_private(key):
-    return _masking.raw_private(key)
+    return _keys.raw_private(key)
 
 
 def server_leaves(obj):
@@ -304,7 +305,7 @@ def test_subset_rounds_with_unchanged_data_are_refused_before_anything_decodes()
 
 
 def test_bug_difference_round_then_subset_full_round_isolates_a_client():
-    # BUG (pyfkm/secagg/_roles.py, ScmaClient.unmask: the same-data digest
+    # BUG (pyfkm/secagg/scma/_client.py, ScmaClient.unmask: the same-data digest
     # is recorded for full rounds only, ``digest = ... if full else None``;
     # pyfkm/secagg/_masking.py, MaskingClient.unmask then records nothing
     # for a difference round).  Round 1: full over {0, 1, 2}.  Clients
@@ -427,10 +428,10 @@ def test_a_substituted_roster_fails_the_round_never_a_wrong_sum(change):
         server.receive_key(wire(c.key_message(params.run_id)))
     roster = server.roster()
     if change == "peer key":
-        bad = _substituted_roster(roster, 1, _masking.raw_public(X25519PrivateKey.generate()))
+        bad = _substituted_roster(roster, 1, _keys.raw_public(X25519PrivateKey.generate()))
     elif change == "server key":
         bad = dataclasses.replace(roster,
-                                  server_key=_masking.raw_public(X25519PrivateKey.generate()))
+                                  server_key=_keys.raw_public(X25519PrivateKey.generate()))
     elif change == "threshold":
         bad = dataclasses.replace(roster, threshold=2)
     else:
@@ -537,7 +538,7 @@ def _set(data, offset, value):
     return bytes(b)
 
 
-ROUND_AT, SENDER_AT = 24, 32          # header offsets (pyfkm.secagg._messages)
+ROUND_AT, SENDER_AT = 24, 32          # header offsets (pyfkm.secagg._framing)
 
 
 def _refused(parse, receive, data, match=None):
@@ -757,7 +758,7 @@ def test_issue_case_over_full_aggregate_raises_decode_error():
     # Issue 19: counts 1, 1 at bins 10 and 30 (nodes 11, 31) with M = 1 have
     # the power sums S = (2, 42) of count 2 at node 21 (bin 20): without a
     # check the server would decode a wrong aggregate.  (Needs the index
-    # mode's check word of pyfkm.secagg._codec.)
+    # mode's check word of pyfkm.secagg.scma._codec.)
     assert (1 + 1, 11 + 31) == (2, 2 * 21)
     with pytest.raises(DecodeError):
         secure_sum_sparse([([[10]], [1]), ([[30]], [1])], 100, max_nonzeros=1)
@@ -1015,8 +1016,8 @@ def test_no_client_secret_is_held_by_the_server():
     digest = clients[0]._m.digest
     pub = dict(zip(roster.client_ids, roster.public_keys))
     for a, b in itertools.combinations(range(n), 2):
-        secrets[f"channel {a}-{b}"] = _masking.channel_key(
-            _masking.exchange(chan[a], pub[b], "peer"), digest, a, b)
+        secrets[f"channel {a}-{b}"] = _keys.channel_key(
+            _keys.exchange(chan[a], pub[b], "peer"), digest, a, b)
     assert_absent(secrets, server_leaves(server), "the server after the roster")
     data = give_data(clients, 15)
     for drop in ((), (3,)):
@@ -1120,7 +1121,7 @@ def test_a_difference_round_on_an_older_base_cannot_isolate_a_client():
     # *named base* held (everyone), not the subset it was summed over: they
     # refuse, and too few shares remain to unmask.
     from pyfkm.secagg import ScmaParams
-    from pyfkm.secagg._driver import RoundTrip, setup_in_process
+    from pyfkm.secagg.scma._driver import RoundTrip, setup_in_process
     from pyfkm.secagg._messages import InputRequest, UnmaskMessage, UnmaskRequest
     from pyfkm.exceptions import ProtocolError as PE
 

@@ -27,12 +27,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import pyfkm.secagg._params as params_module
+import pyfkm.secagg.scma._params as params_module
 from pyfkm.exceptions import CapacityError, DecodeError, InvalidInputError
 from pyfkm.field import DEFAULT_PRIME
 from pyfkm.secagg import ScmaParams, secure_sum_sparse
-from pyfkm.secagg._codec import Codec
-from pyfkm.secagg._params import MAX_MESSAGE_WORDS
+from pyfkm.secagg.scma._codec import Codec
+from pyfkm.secagg.scma._params import MAX_MESSAGE_WORDS
 
 P = DEFAULT_PRIME
 

@@ -28,8 +28,8 @@ short:
   range-checked; parameters whose messages exceed a documented cap are
   refused.
 
-SCMA (secure compressed multiset aggregation, Pan et al., ICLR 2023, Alg.
-2).  ``L`` clients each hold a sparse count vector over a huge bin space
+SCMA (:mod:`.scma`; secure compressed multiset aggregation, Pan et al.,
+ICLR 2023, Alg. 2).  ``L`` clients each hold a sparse count vector over a huge bin space
 (``B**d`` bins); each sends ``2M`` power sums of its counts over F_p (``M``
 bounds the aggregate's nonzero bins) under masks that cancel in the sum; the
 server decodes the aggregate with :mod:`pyfkm.field` (Berlekamp-Massey,
@@ -48,9 +48,17 @@ Offline work.  Key sharing involves no data, so a driver can run it ahead
 of time; a client can then precompute its mask for the round
 (``ScmaClient.precompute_mask``), so answering is one addition.
 
-MSA (:mod:`._msa`): fixed point in Z_2^64 for FastLloyd, with an output
+MSA (:mod:`.msa`): fixed point in Z_2^64 for FastLloyd, with an output
 mask so the server never sees the sum in the clear, and distributed
 discrete Gaussian noise added by the clients.
+
+Layout.  This package holds what both protocols share: the masking
+protocol's two halves (:mod:`._masking`), its keys, derivations and graph
+(:mod:`._keys`), Shamir sharing (:mod:`._shamir`), the message framing
+(:mod:`._framing`), the shared messages (:mod:`._messages`) and the
+server's shared round steps (:mod:`._steps`).  Each protocol's parameters,
+messages, roles and drivers are in its subpackage, :mod:`.scma` and
+:mod:`.msa`, which import from here and never from each other.
 
 >>> from pyfkm.secagg import secure_sum_sparse
 >>> bins, counts, report = secure_sum_sparse(
@@ -61,15 +69,14 @@ discrete Gaussian noise added by the clients.
 """
 from ..exceptions import (CapacityError, DecodeError, InvalidInputError,
                           MessageFormatError, ProtocolError)
-from ._driver import RoundTrip, secure_sum_sparse, setup_in_process
-from ._masking import default_threshold, sparse_degree
-from ._msa import (DEFAULT_SCALE_BITS, AggregateMessage, GroupKeyMessage, MaskedVectorMessage,
-                   MsaClient, MsaRosterMessage, MsaServer, check_discrete_sigma, msa_round,
-                   setup_msa)
-from ._messages import (InputRequest, KeyMessage, RosterMessage, RoundMessage, ShareBundle,
-                        ShareMessage, SyndromeMessage, UnmaskMessage, UnmaskRequest)
-from ._params import ScmaParams
-from ._roles import ScmaClient, ScmaReport, ScmaResult, ScmaServer
+from ._keys import default_threshold, sparse_degree
+from ._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
+                        UnmaskMessage, UnmaskRequest)
+from .msa import (DEFAULT_SCALE_BITS, AggregateMessage, GroupKeyMessage, MaskedVectorMessage,
+                  MsaClient, MsaRosterMessage, MsaServer, check_discrete_sigma, msa_round,
+                  setup_msa)
+from .scma import (RosterMessage, RoundTrip, ScmaClient, ScmaParams, ScmaReport, ScmaResult,
+                   ScmaServer, SyndromeMessage, secure_sum_sparse, setup_in_process)
 
 __all__ = [
     "ScmaParams",
@@ -107,3 +114,13 @@ __all__ = [
     "CapacityError",
     "InvalidInputError",
 ]
+
+
+def __getattr__(name):
+    # ``pyfkm.mufc`` reads ``secagg._roles.delta_params``, its address before
+    # the split into scma/ and msa/; kept until it uses the public
+    # ``pyfkm.secagg.scma.delta_params``
+    if name == "_roles":
+        from .scma import _params
+        return _params
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,8 +6,9 @@ dict with ``step``, ``st``, ``got`` and ``req``)."""
 import numpy as np
 
 from ..exceptions import InvalidInputError, ProtocolError
-from ._masking import default_threshold
-from ._messages import ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest, _built
+from ._framing import _built
+from ._keys import default_threshold
+from ._messages import ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest
 
 
 def client_id(v):

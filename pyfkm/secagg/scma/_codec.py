@@ -70,10 +70,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.kernels import lattice as _lattice
-from ..field import kernels as _field
-from ..exceptions import DecodeError
-from ..core.lattice import row_keys
+from ...core.kernels import lattice as _lattice
+from ...field import kernels as _field
+from ...exceptions import DecodeError
+from ...core.lattice import row_keys
 from ._crypto import hash_coefficients
 
 

@@ -2,13 +2,15 @@
 
 import numpy as np
 
-from .._progress import progress_bar
-from ..exceptions import InvalidInputError, ProtocolError
-from ..field import DEFAULT_PRIME
-from ._messages import (InputRequest, KeyMessage, RosterMessage, RoundMessage, ShareBundle,
-                        ShareMessage, SyndromeMessage, UnmaskMessage, UnmaskRequest)
+from ..._progress import progress_bar
+from ...exceptions import InvalidInputError, ProtocolError
+from ...field import DEFAULT_PRIME
+from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
+                         UnmaskMessage, UnmaskRequest)
+from ._client import ScmaClient
+from ._messages import RosterMessage
 from ._params import ScmaParams
-from ._roles import ScmaClient, ScmaServer
+from ._server import ScmaServer
 
 
 def setup_in_process(params, n_clients, client_ids=None, *, threshold=None, degree=0):

@@ -7,20 +7,21 @@ parameter it was given (a roster read from the network included).  The
 parameters of difference rounds derive from the run's by
 ``dataclasses.replace`` and pass the same check.
 """
+import dataclasses
 import functools
 import math
 import operator
 import os
 from dataclasses import dataclass
 
-from ..exceptions import CapacityError, InvalidInputError
-from ..field import DEFAULT_PRIME, is_prime
+from ...exceptions import CapacityError, InvalidInputError
+from ...field import DEFAULT_PRIME, is_prime
 
 MODES = ("index", "hashed")
 MAX_NONZEROS_LIMIT = 1 << 22   # 4M distinct bins
 MAX_DIMS = 1 << 20
 MAX_MESSAGE_WORDS = 1 << 23    # 64 MiB of 8-byte words per message
-INDEX_CHECK_WORDS = 1          # check words of the index mode (see pyfkm.secagg._codec)
+INDEX_CHECK_WORDS = 1          # check words of the index mode (see pyfkm.secagg.scma._codec)
 
 
 def _int(value, name, lo, hi=None):
@@ -183,7 +184,7 @@ class ScmaParams:
     def n_check_words(self):
         """Words after the syndromes that only verify a decode: 1 in index
         mode (``sum_j q_j / (t - x_j)`` at a public point ``t``, see
-        :mod:`pyfkm.secagg._codec`), 0 in hashed mode (its check row is a
+        :mod:`pyfkm.secagg.scma._codec`), 0 in hashed mode (its check row is a
         payload row)."""
         return INDEX_CHECK_WORDS if self.mode == "index" else 0
 
@@ -205,3 +206,20 @@ class ScmaParams:
         """Field elements per client message: ``2M + n_check_words + rows * M``
         (at most :data:`MAX_MESSAGE_WORDS`)."""
         return self.n_syndromes + self.n_check_words + self.n_payload_rows * self.max_nonzeros
+
+
+@functools.lru_cache(maxsize=64)
+def delta_params(params, m):
+    """Parameters of the difference rounds with at most ``m`` changed bins:
+    the run's, with ``max_nonzeros = m``, always in the hashed layout.  Its
+    payload rows and squared check hash make a change of more than ``m``
+    bins fail to decode (probability ~1/p of slipping through), which the
+    index layout's ``2m`` power sums alone cannot promise.  Memoized: every
+    role and driver of a run asks for the same few sizes."""
+    return dataclasses.replace(params, max_nonzeros=m, max_client_nonzeros=m, mode="hashed")
+
+
+def count_budget(p, n_clients):
+    """Largest total count one of ``n_clients`` clients may send modulo ``p``."""
+    return (int(p) - 1) // (2 * max(int(n_clients), 1))
+

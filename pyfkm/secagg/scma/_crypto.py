@@ -1,17 +1,18 @@
-"""Mask streams over F_p and the public hash of the hashed mode.
+"""SCMA's mask streams over F_p and the public hash of the hashed mode.
 
-Keys, pair keys and self seeds are made by :mod:`._masking` (fresh from the
-OS for every run and round).  A mask stream is the ChaCha20 keystream under
-such a 32-byte key with a nonce made of the round number and a purpose tag,
-mapped to F_p by rejection sampling (uniform, no modulo bias).  Every key is
-used for one round only, so no keystream is ever used twice.
+Keys, pair keys and self seeds are made by :mod:`pyfkm.secagg._masking`
+(fresh from the OS for every run and round).  A mask stream is the ChaCha20
+keystream under such a 32-byte key with a nonce made of the round number
+and a purpose tag, mapped to F_p by rejection sampling (uniform, no modulo
+bias).  Every key is used for one round only, so no keystream is ever used
+twice.  (MSA's streams, over Z_2^64, are :mod:`pyfkm.secagg.msa._fixed`.)
 """
 import hashlib
 import struct
 
 import numpy as np
-from ..core.kernels import noise as _noise
-from ..field import kernels as _field
+from ...core.kernels import noise as _noise
+from ...field import kernels as _field
 
 _ChaChaStream = _noise.ChaChaStream
 

@@ -1,0 +1,277 @@
+"""The MSA client: a real vector in, a masked fixed-point vector out.
+
+Its keys, shares and unmasking are a
+:class:`~pyfkm.secagg._masking.MaskingClient`'s; on top of them the lowest
+client id (the *leader*) draws a 32-byte group key and sends it to every
+other client encrypted under their channel's group-key AEAD key (relayed by
+the server); the ``OUTPUT_BEARERS`` lowest ids each add ``PRG(H(group key,
+id), round)`` (tag ``b"MSAO"``), every client subtracts the surviving
+bearers' output masks from the broadcast (a constant number of streams),
+and clients refuse to unmask a round with no surviving bearer, so the
+server only ever holds uniformly masked words.
+"""
+import dataclasses
+import hashlib
+import os
+import struct
+
+import numpy as np
+from cryptography.exceptions import InvalidTag
+
+from ...exceptions import InvalidInputError, ProtocolError
+from .._framing import _check_id, _check_run_id
+from .._keys import data_digest
+from .._masking import MaskingClient
+from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
+                         UnmaskMessage, UnmaskRequest)
+from ._fixed import (MSA_TAG, OUTPUT_TAG, SELF_TAG, decode_fixed, encode_fixed, encoding_limit,
+                     mask_stream)
+from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
+from ._noise import client_noise
+
+OUTPUT_BEARERS = 8            # clients (lowest ids) that add an output mask
+
+
+def _group_nonce(recipient):
+    return struct.pack("<4sI4s", b"MSAG", recipient, b"\0\0\0\0")
+
+
+class MsaClient:
+    """One client of an MSA run.
+
+    Parameters
+    ----------
+    client_id : int
+        In ``[0, 2**32 - 1)``, unique in the run.
+
+    Every key comes from the operating system (a fresh channel key per run,
+    a fresh round key and self seed per round, the leader's group key);
+    none follows a user seed.  One round, in message order::
+
+        share_keys(RoundMessage)          -> ShareMessage
+        receive_shares(ShareBundle)
+        respond(InputRequest, x, noise)   -> MaskedVectorMessage
+        unmask_shares(UnmaskRequest)      -> UnmaskMessage
+        unmask(AggregateMessage)          -> the decoded sum (float64)
+
+    ``noise`` (a sequence of ``(length, sigma, tag)``) makes the client add
+    its share of the round's distributed discrete Gaussian noise: variance
+    ``sigma**2 / threshold`` on each entry, drawn from a ChaCha20 stream
+    keyed by the OS (:class:`pyfkm.core.NoiseStream`).  The survivors'
+    shares (at least ``threshold``) sum to variance at least ``sigma**2``,
+    which no party can remove: see ``docs/threat_model.md``.
+
+    The same refusals as :class:`ScmaClient`: rounds below the threshold,
+    repeated rounds, both kinds of share of one peer.
+    """
+
+    def __init__(self, client_id):
+        self.client_id = _check_id(client_id, "client_id")
+        self._m = MaskingClient(self.client_id)
+        self._run_id = None
+        self._group_key = None
+        self.n_words = self.scale_bits = self.leader = None
+        self._sent = None
+        self._input_round = None
+        self._answered = None
+
+    def key_message(self, run_id):
+        """The :class:`KeyMessage` opening run ``run_id`` (16 bytes): a fresh
+        channel key."""
+        rid = _check_run_id(run_id)
+        pk = self._m.open_run(rid)
+        self._run_id = rid
+        self._group_key = None
+        self.n_words = self.scale_bits = self.leader = None
+        return KeyMessage(rid, self.client_id, pk)
+
+    def receive_roster(self, roster):
+        """Check the roster and derive the channel keys; the leader (the
+        lowest id) draws the group key of the output masks."""
+        if not isinstance(roster, MsaRosterMessage):
+            raise ProtocolError("expected an MsaRosterMessage")
+        if self._run_id is None or roster.run_id != self._run_id:
+            raise ProtocolError("roster of another run")
+        leader = roster.client_ids[0]
+        extra = roster.client_ids if leader == self.client_id else (leader,)
+        self._m.join(roster.params_bytes(), roster.threshold, roster.degree,
+                     roster.server_key, roster.client_ids, roster.public_keys,
+                     extra_peers=extra)
+        self.n_words, self.scale_bits = roster.n_words, roster.scale_bits
+        self.participants = tuple(roster.client_ids)
+        self.threshold = roster.threshold
+        self.leader = leader
+        # the output mask is carried by a few clients (the lowest ids): a
+        # client removes those of the surviving bearers, O(1) streams
+        self._bearers = frozenset(roster.client_ids[:OUTPUT_BEARERS])
+        if self.leader == self.client_id:
+            self._group_key = os.urandom(32)
+
+    @property
+    def is_leader(self):
+        return self.leader == self.client_id
+
+    def _group_ad(self, recipient):
+        return b"pyfkm/msa/group-key/v3" + self._m.digest + struct.pack(
+            "<II", self.leader, recipient)
+
+    def group_key_messages(self):
+        """Leader only: the group key encrypted for each other client."""
+        if not self.is_leader or self._group_key is None:
+            raise ProtocolError("only the leader, after the roster, sends group keys")
+        out = []
+        for other in self.participants:
+            if other == self.client_id:
+                continue
+            nonce = _group_nonce(other)
+            ct = self._m.channel(other).encrypt(nonce, self._group_key, self._group_ad(other))
+            out.append(GroupKeyMessage(self._run_id, self.client_id, other, nonce, ct))
+        return out
+
+    def receive_group_key(self, msg):
+        if not isinstance(msg, GroupKeyMessage):
+            raise ProtocolError("expected a GroupKeyMessage")
+        if self.leader is None or msg.run_id != self._run_id or \
+                msg.recipient != self.client_id or msg.sender != self.leader or self.is_leader:
+            raise ProtocolError("group key message of another run, recipient or sender")
+        if self._group_key is not None:
+            raise ProtocolError("the group key was already received")
+        try:
+            key = self._m.channel(msg.sender).decrypt(msg.nonce, msg.ciphertext,
+                                                      self._group_ad(self.client_id))
+        except InvalidTag:
+            raise ProtocolError("group key message fails authentication") from None
+        self._group_key = key
+
+    def _check_ready(self):
+        if self.n_words is None:
+            raise ProtocolError("receive the roster first")
+        if self._group_key is None:
+            raise ProtocolError("the group key has not been received")
+
+    def share_keys(self, round_msg):
+        """Step 1: a fresh round key and self seed, shared among this
+        client's neighbours (:class:`ShareMessage`)."""
+        if not isinstance(round_msg, RoundMessage):
+            raise ProtocolError("expected a RoundMessage")
+        self._check_ready()
+        if round_msg.run_id != self._run_id:
+            raise ProtocolError("round of another run")
+        pk, commit, items = self._m.share(round_msg.round, round_msg.participants)
+        self._input_round = self._sent = self._answered = None
+        msg = ShareMessage(self._run_id, round_msg.round, self.client_id, pk, commit,
+                           tuple(h for h, _ in items), tuple(c for _, c in items))
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+
+    def receive_shares(self, bundle):
+        """Step 2: neighbours' shares and round keys; derives the pair keys."""
+        if not isinstance(bundle, ShareBundle):
+            raise ProtocolError("expected a ShareBundle")
+        if bundle.run_id != self._run_id or bundle.recipient != self.client_id:
+            raise ProtocolError("share bundle of another run or for another client")
+        self._m.receive_shares(bundle.round, bundle.sharers,
+                               zip(bundle.owners, bundle.round_keys, bundle.ciphertexts))
+        self._input_round = bundle.round
+
+    def mask(self, round_):
+        """This client's mask of its open round: self stream, signed pair
+        streams and its output mask."""
+        if self._input_round is None or int(round_) != self._input_round:
+            raise ProtocolError(f"round {round_}: shares not received")
+        b, keys = self._m.mask_keys(round_)
+        acc = mask_stream(b, round_, SELF_TAG, self.n_words).copy()
+        for other, key in keys.items():
+            s = mask_stream(key, round_, MSA_TAG, self.n_words)
+            if self.client_id < other:
+                acc += s
+            else:
+                acc -= s
+        if self.client_id in self._bearers:
+            acc += self._output_mask(round_, self.client_id)
+        return acc
+
+    def _output_mask(self, round_, client_id):
+        key = hashlib.sha256(b"pyfkm/msa/output/v3" + self._group_key
+                             + struct.pack("<I", client_id)).digest()
+        return mask_stream(key, round_, OUTPUT_TAG, self.n_words)
+
+    def respond(self, req, x, noise=()):
+        """Step 3: encode ``x`` (``n_words`` reals), add this client's noise
+        share (``noise``: ``(length, sigma, tag)`` segments covering the
+        vector, see the class notes) and mask it.
+
+        Raises :class:`CapacityError` (before anything changes) when an
+        entry does not fit in one share of the ring.
+        """
+        if not isinstance(req, InputRequest):
+            raise ProtocolError("expected an InputRequest")
+        self._check_ready()
+        if req.run_id != self._run_id or req.delta_nonzeros:
+            raise ProtocolError("input request of another run, or a difference round")
+        if self._input_round is None or req.round != self._input_round:
+            raise ProtocolError(f"round {req.round}: this client has not received its shares")
+        x = np.asarray(x, dtype=np.float64).ravel()
+        if x.size != self.n_words:
+            raise InvalidInputError(f"vector has {x.size} entries, the run uses {self.n_words}")
+        limit = encoding_limit(2 * len(self.participants))
+        enc = encode_fixed(x, self.scale_bits, limit)
+        digest = data_digest(self._m.data_key, enc.tobytes())
+        noise = tuple(noise)
+        if noise:
+            enc = enc + client_noise(noise, self.n_words, self.threshold, self.scale_bits,
+                                     req.round, limit)
+        mask = self.mask(req.round)
+        self._m.mark_sent(req.round)
+        enc += mask
+        self._sent = (req.round, digest)
+        self._input_round = None
+        msg = MaskedVectorMessage(self._run_id, req.round, self.client_id, enc)
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()
+                                                        + self._m.view(req.round)))
+
+    def unmask_shares(self, req):
+        """Step 4: the shares this client reveals for the round's survivors."""
+        if not isinstance(req, UnmaskRequest):
+            raise ProtocolError("expected an UnmaskRequest")
+        if req.run_id != self._run_id or self._sent is None or self._sent[0] != req.round:
+            raise ProtocolError(f"unmask request for round {req.round}, not this client's "
+                                "last input")
+        # the same vector summed over two survivor sets would reveal the
+        # difference: refused (a FastLloyd iteration that repeats its stats
+        # over the same clients is fine)
+        if not self._bearers.intersection(req.survivors):
+            raise ProtocolError(f"round {req.round}: no client carrying the output mask "
+                                "survived; the sum would be in the clear: refused")
+        items = self._m.unmask(req.round, req.survivors, self._sent[1])
+        self._sent = None
+        self._answered = (req.round, tuple(req.survivors))
+        msg = UnmaskMessage(self._run_id, req.round, self.client_id,
+                            tuple(o for o, _, _ in items), tuple(k for _, k, _ in items),
+                            tuple(s for _, _, s in items))
+        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+
+    def unmask(self, agg):
+        """Remove the survivors' output masks from the broadcast and decode
+        (float64).  Every client of the run may decode it."""
+        if not isinstance(agg, AggregateMessage):
+            raise ProtocolError("expected an AggregateMessage")
+        self._check_ready()
+        if agg.run_id != self._run_id:
+            raise ProtocolError("aggregate of another run")
+        if agg.payload.size != self.n_words:
+            raise ProtocolError(f"aggregate of {agg.payload.size} words, expected {self.n_words}")
+        if len(agg.survivors) < self.threshold or \
+                not set(agg.survivors) <= set(self.participants):
+            raise ProtocolError("aggregate over fewer than threshold clients or unknown ones")
+        # the broadcast carries no tag: it must be the round this client
+        # took part in, over the survivors it revealed shares for (a client
+        # that dropped before the unmask request can only check the round)
+        ans = self._answered
+        if ans is not None and (agg.round, tuple(agg.survivors)) != ans:
+            raise ProtocolError("aggregate of another round or survivor set than this client's")
+        if ans is None and agg.round != self._m._last:
+            raise ProtocolError("aggregate of another round than this client's last")
+        w = agg.payload.copy()
+        for u in self._bearers.intersection(agg.survivors):
+            w -= self._output_mask(agg.round, u)
+        return decode_fixed(w, self.scale_bits)

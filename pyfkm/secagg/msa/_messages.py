@@ -1,0 +1,264 @@
+"""Wire format of MSA's own messages: roster, group key, masked vectors, aggregate.
+
+Framing and field checks are :mod:`pyfkm.secagg._framing`; the messages MSA
+shares with SCMA (keys, rounds, shares, unmasking) are
+:mod:`pyfkm.secagg._messages`.
+"""
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...exceptions import InvalidInputError, MessageFormatError
+from .._framing import (_AGGREGATE, _GROUP_KEY, _MASKED, _MSA_ROSTER, HEADER_BYTES, SERVER_ID,
+                        TAG_BYTES, _check_id, _check_roster_extras, _check_run_id, _expect_len,
+                        _pack_header, _unpack_header)
+
+MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
+
+
+def _check_words(payload, name="payload"):
+    w = np.ascontiguousarray(payload)
+    if w.dtype != np.uint64:
+        if w.dtype.kind not in "iu":
+            raise InvalidInputError(f"{name} must be uint64 words")
+        w = w.astype(np.uint64)
+    if w.ndim != 1:
+        raise InvalidInputError(f"{name} must be 1-D")
+    w = w.copy()
+    w.setflags(write=False)
+    return w
+
+
+def _check_round(r):
+    if not isinstance(r, (int, np.integer)) or isinstance(r, bool) or not 1 <= int(r) < 1 << 64:
+        raise InvalidInputError(f"round must be an int in [1, 2**64), got {r!r}")
+    return int(r)
+
+
+def _words_body(payload):
+    return struct.pack("<I", payload.size) + payload.astype("<u8").tobytes()
+
+
+def _parse_words(data, what, trailer=0):
+    if len(data) < HEADER_BYTES + 4:
+        raise MessageFormatError(f"truncated {what} message")
+    (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
+    _expect_len(data, HEADER_BYTES + 4 + 8 * n + trailer)
+    return np.frombuffer(data, dtype="<u8", count=n, offset=HEADER_BYTES + 4).astype(np.uint64)
+
+
+class _WordsEq:
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+                   for a, b in zip(self._key(), other._key()))
+
+    __hash__ = None
+
+
+@dataclass(frozen=True)
+class MsaRosterMessage:
+    """Server -> clients: vector length, fixed-point scale, threshold, graph
+    degree, the server's channel key and every client's channel key.
+
+    Body: n_words u32, scale_bits u8, threshold u32, degree u32, server key
+    32s, count u32, then per client id u32 and X25519 key 32s (ids strictly
+    increasing; the first is the leader).
+    """
+
+    run_id: bytes
+    n_words: int
+    scale_bits: int
+    client_ids: tuple
+    public_keys: tuple
+    threshold: int = 1
+    degree: int = 0
+    server_key: bytes = bytes(32)
+
+    def __post_init__(self):
+        object.__setattr__(self, "run_id", _check_run_id(self.run_id))
+        nw, sb = self.n_words, self.scale_bits
+        if not isinstance(nw, (int, np.integer)) or not 1 <= int(nw) <= MAX_WORDS:
+            raise InvalidInputError(f"n_words must be an int in [1, {MAX_WORDS}], got {nw!r}")
+        if not isinstance(sb, (int, np.integer)) or not 0 <= int(sb) <= 48:
+            raise InvalidInputError(f"scale_bits must be an int in [0, 48], got {sb!r}")
+        ids = tuple(_check_id(i, "client id") for i in self.client_ids)
+        keys = tuple(bytes(k) for k in self.public_keys)
+        if not ids or len(ids) != len(keys) or any(len(k) != 32 for k in keys):
+            raise InvalidInputError("one 32-byte key per client id, at least one client")
+        if any(a >= b for a, b in zip(ids, ids[1:])):
+            raise InvalidInputError("client ids must be strictly increasing")
+        object.__setattr__(self, "n_words", int(nw))
+        object.__setattr__(self, "scale_bits", int(sb))
+        object.__setattr__(self, "client_ids", ids)
+        object.__setattr__(self, "public_keys", keys)
+        _check_roster_extras(self)
+
+    def params_bytes(self):
+        """What the roster digest binds of the run's parameters."""
+        return b"MSA" + struct.pack("<IB", self.n_words, self.scale_bits)
+
+    def to_bytes(self):
+        body = [struct.pack("<IBII", self.n_words, self.scale_bits, self.threshold,
+                            self.degree), self.server_key,
+                struct.pack("<I", len(self.client_ids))]
+        body += [struct.pack("<I", i) + k for i, k in zip(self.client_ids, self.public_keys)]
+        return _pack_header(_MSA_ROSTER, self.run_id, 0, SERVER_ID, 0) + b"".join(body)
+
+    @classmethod
+    def from_bytes(cls, data):
+        data, run_id, round_, sender, modulus = _unpack_header(data, _MSA_ROSTER)
+        off = HEADER_BYTES
+        if len(data) < off + 13 + 32 + 4:
+            raise MessageFormatError("truncated MSA roster message")
+        nw, sb, t, deg = struct.unpack_from("<IBII", data, off)
+        off += 13
+        skey = data[off:off + 32]
+        off += 32
+        (n,) = struct.unpack_from("<I", data, off)
+        off += 4
+        _expect_len(data, off + 36 * n)
+        if sender != SERVER_ID or round_ != 0 or modulus != 0:
+            raise MessageFormatError("MSA roster not from the server, or with a round/modulus")
+        ids = [struct.unpack_from("<I", data, off + 36 * j)[0] for j in range(n)]
+        keys = [data[off + 36 * j + 4: off + 36 * j + 36] for j in range(n)]
+        try:
+            return cls(run_id, nw, sb, tuple(ids), tuple(keys), t, deg, skey)
+        except InvalidInputError as e:
+            raise MessageFormatError(f"invalid MSA roster: {e}") from None
+
+
+@dataclass(frozen=True)
+class GroupKeyMessage:
+    """Leader -> (server relays) -> one client: the group key encrypted for
+    the recipient.  Body: recipient u32, nonce 12s, ciphertext 48s
+    (ChaCha20-Poly1305 of the 32-byte key under the pair's channel key,
+    bound to the roster digest; 16-byte AEAD tag)."""
+
+    run_id: bytes
+    sender: int
+    recipient: int
+    nonce: bytes
+    ciphertext: bytes
+
+    def __post_init__(self):
+        object.__setattr__(self, "run_id", _check_run_id(self.run_id))
+        object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
+        object.__setattr__(self, "recipient", _check_id(self.recipient, "recipient"))
+        if self.sender == self.recipient:
+            raise InvalidInputError("a group key message to its own sender")
+        if not isinstance(self.nonce, (bytes, bytearray)) or len(self.nonce) != 12:
+            raise InvalidInputError("nonce must be 12 bytes")
+        if not isinstance(self.ciphertext, (bytes, bytearray)) or len(self.ciphertext) != 48:
+            raise InvalidInputError("ciphertext must be 48 bytes")
+        object.__setattr__(self, "nonce", bytes(self.nonce))
+        object.__setattr__(self, "ciphertext", bytes(self.ciphertext))
+
+    def to_bytes(self):
+        return (_pack_header(_GROUP_KEY, self.run_id, 0, self.sender, 0)
+                + struct.pack("<I", self.recipient) + self.nonce + self.ciphertext)
+
+    @classmethod
+    def from_bytes(cls, data):
+        data, run_id, round_, sender, modulus = _unpack_header(data, _GROUP_KEY)
+        _expect_len(data, HEADER_BYTES + 4 + 12 + 48)
+        if sender == SERVER_ID or round_ != 0 or modulus != 0:
+            raise MessageFormatError("group key message from the server id or with a round")
+        (rec,) = struct.unpack_from("<I", data, HEADER_BYTES)
+        o = HEADER_BYTES + 4
+        try:
+            return cls(run_id, sender, rec, data[o:o + 12], data[o + 12:o + 60])
+        except InvalidInputError as e:
+            raise MessageFormatError(f"invalid group key message: {e}") from None
+
+
+@dataclass(frozen=True, eq=False)
+class MaskedVectorMessage(_WordsEq):
+    """Client -> server: one round's masked fixed-point vector (body: count
+    u32, then that many u64 words; any word is a valid ring element), then
+    the 16-byte tag authenticating every byte before it to the server."""
+
+    run_id: bytes
+    round: int
+    sender: int
+    payload: np.ndarray = field(repr=False)
+    tag: bytes = field(default=bytes(TAG_BYTES), repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "run_id", _check_run_id(self.run_id))
+        object.__setattr__(self, "round", _check_round(self.round))
+        object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
+        object.__setattr__(self, "payload", _check_words(self.payload))
+        if not isinstance(self.tag, (bytes, bytearray)) or len(self.tag) != TAG_BYTES:
+            raise InvalidInputError(f"tag must be {TAG_BYTES} bytes")
+        object.__setattr__(self, "tag", bytes(self.tag))
+
+    def _key(self):
+        return (self.run_id, self.round, self.sender, self.payload, self.tag)
+
+    def signed_bytes(self):
+        return (_pack_header(_MASKED, self.run_id, self.round, self.sender, 0)
+                + _words_body(self.payload))
+
+    def to_bytes(self):
+        return self.signed_bytes() + self.tag
+
+    @classmethod
+    def from_bytes(cls, data):
+        data, run_id, round_, sender, modulus = _unpack_header(data, _MASKED)
+        payload = _parse_words(data, "masked vector", TAG_BYTES)
+        if sender == SERVER_ID or modulus != 0:
+            raise MessageFormatError("masked vector from the server id or with a modulus")
+        try:
+            return cls(run_id, round_, sender, payload, data[-TAG_BYTES:])
+        except InvalidInputError as e:
+            raise MessageFormatError(f"invalid masked vector message: {e}") from None
+
+
+@dataclass(frozen=True, eq=False)
+class AggregateMessage(_WordsEq):
+    """Server -> clients: the survivors' sum, still under the output masks
+    (body: survivor count u32 and ids u32, then count u32 and u64 words)."""
+
+    run_id: bytes
+    round: int
+    payload: np.ndarray = field(repr=False)
+    survivors: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "run_id", _check_run_id(self.run_id))
+        object.__setattr__(self, "round", _check_round(self.round))
+        object.__setattr__(self, "payload", _check_words(self.payload))
+        ids = tuple(_check_id(i, "survivor") for i in self.survivors)
+        if not ids or any(a >= b for a, b in zip(ids, ids[1:])):
+            raise InvalidInputError("survivors must be non-empty and strictly increasing")
+        object.__setattr__(self, "survivors", ids)
+
+    def _key(self):
+        return (self.run_id, self.round, self.payload, self.survivors)
+
+    def to_bytes(self):
+        return (_pack_header(_AGGREGATE, self.run_id, self.round, SERVER_ID, 0)
+                + struct.pack("<I", len(self.survivors))
+                + np.asarray(self.survivors, dtype="<u4").tobytes()
+                + _words_body(self.payload))
+
+    @classmethod
+    def from_bytes(cls, data):
+        data, run_id, round_, sender, modulus = _unpack_header(data, _AGGREGATE)
+        if sender != SERVER_ID or modulus != 0:
+            raise MessageFormatError("aggregate message not from the server")
+        if len(data) < HEADER_BYTES + 4:
+            raise MessageFormatError("truncated aggregate message")
+        (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
+        off = HEADER_BYTES + 4 + 4 * n
+        if len(data) < off:
+            raise MessageFormatError("truncated aggregate message")
+        ids = struct.unpack_from(f"<{n}I", data, HEADER_BYTES + 4)
+        payload = _parse_words(data[:HEADER_BYTES] + data[off:], "aggregate")
+        try:
+            return cls(run_id, round_, payload, ids)
+        except InvalidInputError as e:
+            raise MessageFormatError(f"invalid aggregate message: {e}") from None

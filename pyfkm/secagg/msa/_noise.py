@@ -1,0 +1,79 @@
+"""Noise of MSA: the clients' shares of distributed discrete Gaussian noise.
+
+Private fits use *distributed* discrete Gaussian noise: each client adds its
+share (:func:`client_noise`, scale ``sigma / sqrt(threshold)``) from a
+ChaCha20 stream under a fresh OS key; no party holds the noise and neither
+the server nor fewer than ``threshold`` clients can remove it (the
+guarantee and its accounting are in ``docs/threat_model.md``).  The
+server's own noise modes (``noise="gaussian"`` or ``"laplace"`` of
+:class:`~pyfkm.secagg.MsaServer`) serve the trusted-curator baselines only.
+"""
+import os
+
+import numpy as np
+
+from ...exceptions import CapacityError, InvalidInputError
+from ._fixed import DEFAULT_SCALE_BITS
+
+SERVER_NOISE_MODES = ("gaussian", "laplace", None)
+MIN_SHARE_SCALE = 2.0         # smallest per-client noise scale, fixed-point units
+NOISE_MODES = ("discrete_gaussian", "gaussian", "laplace", None)
+DISCRETE_SIGMA_RANGE = (2.0 ** -10, 2.0 ** 30)   # of pyfkm.core.noise's discrete sampler
+
+
+def check_discrete_sigma(scales, scale_bits=DEFAULT_SCALE_BITS):
+    """Raise :class:`CapacityError` unless every positive real standard
+    deviation in ``scales``, in fixed-point units (``* 2**scale_bits``), is
+    within the discrete Gaussian sampler's range ``[2**-10, 2**30]``."""
+    lo, hi = DISCRETE_SIGMA_RANGE
+    for s in scales:
+        s = float(s)
+        if s > 0 and not lo <= np.ldexp(s, int(scale_bits)) <= hi:
+            raise CapacityError(
+                f"noise sigma {s:.6g} is {np.ldexp(s, int(scale_bits)):.4g} in fixed-point "
+                f"units, outside the discrete Gaussian sampler's range [2**-10, 2**30]; "
+                "use a larger epsilon, noise='gaussian', or smaller scale_bits")
+
+
+def client_noise(segments, n_words, threshold, scale_bits, round_, limit):
+    """One client's share of distributed discrete Gaussian noise: for each
+    ``(length, sigma, tag)`` segment, ``length`` samples of the discrete
+    Gaussian of scale ``sigma * 2**scale_bits / sqrt(threshold)`` (fixed-point
+    units), from a ChaCha20 stream under a fresh OS key.  As int64 words of
+    Z_2^64; raises :class:`CapacityError` if a sample reaches ``limit``."""
+    from ...core.noise import NoiseStream
+    segments = tuple(segments)
+    if sum(int(sg[0]) for sg in segments) != n_words:
+        raise InvalidInputError("noise segments must cover the vector exactly")
+    tags = [bytes(sg[2]) for sg in segments]
+    if len(set(tags)) != len(tags) or any(not 1 <= len(t) <= 4 for t in tags):
+        raise InvalidInputError("segment tags must be distinct, 1 to 4 bytes")
+    scales = []
+    for sg in segments:
+        sigma = float(sg[1])
+        if not (sigma >= 0 and np.isfinite(sigma)):
+            raise InvalidInputError("noise scales must be finite and >= 0")
+        scales.append(sigma / np.sqrt(threshold))
+    check_discrete_sigma(scales, scale_bits)
+    for sc in scales:
+        # the distributed accounting (a sum of discrete Gaussians as one
+        # Gaussian, Kairouz, Liu and Steinke 2021) needs shares of at least
+        # 2 grid units: its error term is then below 1e-15 per client
+        if 0 < sc and np.ldexp(sc, scale_bits) < MIN_SHARE_SCALE:
+            raise CapacityError(
+                f"a client's noise share of scale {np.ldexp(sc, scale_bits):.3g} fixed-point "
+                f"units is below {MIN_SHARE_SCALE}: the distributed noise accounting would not "
+                "hold; use a smaller epsilon or a larger scale_bits")
+    key = os.urandom(32)
+    parts = []
+    for (length, _, tag), sc in zip(segments, scales):
+        if sc == 0:
+            parts.append(np.zeros(int(length), dtype=np.int64))
+            continue
+        ns = NoiseStream.secure(key, round_, bytes(tag))
+        v = np.asarray(ns.discrete_gaussian(int(length), float(np.ldexp(sc, scale_bits))),
+                       dtype=np.int64)
+        if v.size and int(np.abs(v).max()) >= limit:
+            raise CapacityError("a noise sample reaches the capacity of one share")
+        parts.append(v)
+    return np.concatenate(parts).view(np.uint64)

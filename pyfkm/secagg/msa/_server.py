@@ -1,0 +1,216 @@
+"""The MSA server: relays keys, shares and the group key, sums masked vectors.
+
+Steps 1, 2 and 4 of a round are the shared
+:class:`~pyfkm.secagg._steps.RoundSteps`; this module adds the roster, the
+group-key relay, the inputs and the sum with the masks of the dropped
+removed (and, for the trusted-curator baselines only, the server's noise).
+"""
+import numpy as np
+
+from ...exceptions import CapacityError, InvalidInputError, ProtocolError
+from .._framing import _check_run_id
+from .._masking import MaskingServer
+from .._messages import InputRequest, RoundMessage, check_key_message
+from .._steps import RoundSteps
+from ._fixed import _RING_HALF, DEFAULT_SCALE_BITS, MSA_TAG, SELF_TAG, mask_stream
+from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
+from ._noise import SERVER_NOISE_MODES
+
+class MsaServer(RoundSteps):
+    """The MSA server: relays keys and shares, sums masked vectors.
+
+    Parameters
+    ----------
+    run_id : bytes (16)
+    n_words : int
+        Length of every vector.
+    scale_bits : int
+        Fixed-point scale ``2**scale_bits`` (default 16).
+    threshold : int, optional
+        Fewest clients of any round (default a strict majority).
+    degree : int, default=0
+        Neighbours per client (even; 0 is the complete graph).
+    noise : {None, "gaussian", "laplace"}, default=None
+        Noise the *server* adds to the sum: only for the baselines that
+        model a trusted curator (GLloyd, SuLloyd).  Private fits use the
+        clients' distributed noise instead (:meth:`MsaClient.respond`),
+        which the server cannot remove.
+    noise_key : bytes (32), optional
+        Key of the server's noise streams (default: OS randomness).
+
+    It never holds a client's vector or the aggregate in the clear: only
+    masked words.  A rejected message or call leaves the server unchanged.
+    """
+
+    def __init__(self, run_id, n_words, *, scale_bits=DEFAULT_SCALE_BITS, threshold=None,
+                 degree=0, noise=None, noise_key=None):
+        self.run_id = _check_run_id(run_id)
+        if noise not in SERVER_NOISE_MODES:
+            raise InvalidInputError(f"noise must be one of {SERVER_NOISE_MODES}, got {noise!r}")
+        if noise_key is None and noise is not None:
+            from ...core.noise import new_noise_key
+            noise_key = new_noise_key()
+        if noise_key is not None and (not isinstance(noise_key, (bytes, bytearray))
+                                      or len(noise_key) != 32):
+            raise InvalidInputError("noise_key must be 32 bytes")
+        if not isinstance(degree, (int, np.integer)) or isinstance(degree, bool) \
+                or degree < 0 or degree % 2:
+            raise InvalidInputError(f"degree must be 0 or an even int >= 2, got {degree!r}")
+        self._noise_key = None if noise_key is None else bytes(noise_key)
+        self.noise = noise
+        self._m = MaskingServer()
+        self._keys = {}
+        self._roster = None
+        self._pending_keys = {}
+        self._round = 0
+        self._open = None
+        self._n_words, self._scale_bits = n_words, scale_bits
+        if threshold is not None and (isinstance(threshold, bool)
+                                      or not isinstance(threshold, (int, np.integer))
+                                      or threshold < 1):
+            raise InvalidInputError(f"threshold must be None or an int >= 1, got {threshold!r}")
+        self._threshold, self._degree = threshold, int(degree)
+        MsaRosterMessage(self.run_id, n_words, scale_bits, (0,), (bytes(32),))  # validate
+
+    def receive_key(self, msg):
+        check_key_message(msg, self.run_id, self._keys, self._roster is not None)
+        self._keys[msg.sender] = msg.public_key
+
+    def roster(self):
+        """Close key collection; the roster every client receives."""
+        if not self._keys:
+            raise ProtocolError("no client keys received")
+        if self._roster is None:
+            ids, keys, t, deg = self._roster_fields()
+            r = MsaRosterMessage(self.run_id, self._n_words, self._scale_bits, ids, keys,
+                                 t, deg, self._m.server_key)
+            self._m.close_roster(self.run_id, r.params_bytes(), t, deg, ids, keys)
+            self._roster = r
+        return self._roster
+
+    def relay_group_key(self, msg):
+        """Accept the leader's encrypted group key for one client."""
+        if not isinstance(msg, GroupKeyMessage):
+            raise ProtocolError("expected a GroupKeyMessage")
+        if self._roster is None or msg.run_id != self.run_id:
+            raise ProtocolError("group key before the roster or of another run")
+        ids = self._roster.client_ids
+        if msg.sender != ids[0] or msg.recipient not in ids[1:]:
+            raise ProtocolError("group keys come from the leader to roster clients")
+        self._pending_keys[msg.recipient] = msg
+
+    def group_key_for(self, client_id):
+        """The relayed group key message for ``client_id``."""
+        if client_id not in self._pending_keys:
+            raise ProtocolError(f"no group key message for client {client_id}")
+        return self._pending_keys[client_id]
+
+    def start_round(self, participants=None):
+        """Open the next round (default: every roster client)."""
+        if self._roster is None:
+            raise ProtocolError("send the roster before starting a round")
+        if participants is None:
+            ids = self._roster.client_ids
+        else:
+            try:
+                ids = tuple(sorted(participants))
+            except TypeError:
+                raise InvalidInputError("participants must be client ids") from None
+            if any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids):
+                raise InvalidInputError("participants must be int client ids")
+            ids = tuple(int(i) for i in ids)
+        if not set(ids) <= set(self._roster.client_ids) or len(set(ids)) != len(ids):
+            raise ProtocolError("participants must be distinct roster clients")
+        st = self._m.new_round(self._round + 1, ids)
+        msg = RoundMessage(self.run_id, self._round + 1, ids)
+        self._round += 1
+        self._open = {"step": "shares", "st": st, "got": {}, "req": None}
+        return msg
+
+    def request_inputs(self):
+        o = self._open
+        if o is None or o["step"] not in ("shares", "bundles"):
+            raise ProtocolError("no round is ready for inputs")
+        if o["step"] == "shares":
+            self._m.close_shares(o["st"])
+        req = InputRequest(self.run_id, o["st"]["round"])
+        o["step"], o["req"] = "inputs", req
+        return req
+
+    def receive(self, msg):
+        o = self._need("inputs")
+        if not isinstance(msg, MaskedVectorMessage):
+            raise ProtocolError("expected a MaskedVectorMessage")
+        if msg.run_id != self.run_id:
+            raise ProtocolError("MaskedVectorMessage of another run")
+        if msg.round != o["st"]["round"]:
+            raise ProtocolError(f"message for round {msg.round}, the open round is "
+                                f"{o['st']['round']}")
+        if msg.sender not in o["st"]["u2"]:
+            raise ProtocolError(f"client {msg.sender} did not share keys in round {msg.round}")
+        if msg.sender in o["got"]:
+            raise ProtocolError(f"duplicate message from client {msg.sender}")
+        if msg.payload.size != self._n_words:
+            raise ProtocolError(f"client {msg.sender}: {msg.payload.size} words, "
+                                f"expected {self._n_words}")
+        self._m.check_tag(msg.sender, msg.signed_bytes() + self._m.view(o["st"]), msg.tag)
+        o["got"][msg.sender] = msg.payload
+
+    def _noise_words(self, round_, segments):
+        from ...core.noise import NoiseStream
+        parts = []
+        for length, scale, tag in segments:
+            if self.noise is None or scale == 0:
+                parts.append(np.zeros(length, dtype=np.int64))
+                continue
+            ns = NoiseStream.secure(self._noise_key, round_, tag)
+            draw = ns.gaussian if self.noise == "gaussian" else ns.laplace
+            v = np.rint(np.ldexp(np.asarray(draw(length, float(scale))), self._scale_bits))
+            # strictly below 2**62: with the clients' sum at most 2**62 in
+            # magnitude the noisy sum stays within int64 (found by review)
+            if v.size and not float(np.abs(v).max()) < _RING_HALF:
+                raise CapacityError("noise sample reaches 2**62 in fixed point")
+            parts.append(v.astype(np.int64))
+        return np.concatenate(parts).view(np.uint64) if parts else np.zeros(0, np.uint64)
+
+    def finish_round(self, segments=()):
+        """Remove the survivors' self masks and their pair masks with the
+        dropped, add the server's baseline noise (``segments``: ``(length,
+        scale, tag)`` triples covering the vector; only with a ``noise``
+        mode), and return the broadcast.
+
+        Raises :class:`ProtocolError` when too few shares arrived (the
+        round stays open for more unmask answers).
+        """
+        o = self._need("unmask")
+        st = o["st"]
+        segments = tuple(segments)
+        if segments:
+            if self.noise is None:
+                raise InvalidInputError("this server adds no noise (noise=None): private "
+                                        "fits add the clients' distributed noise")
+            if sum(int(sg[0]) for sg in segments) != self._n_words:
+                raise InvalidInputError("noise segments must cover the vector exactly")
+            tags = [bytes(sg[2]) for sg in segments]
+            if len(set(tags)) != len(tags) or any(not 1 <= len(t) <= 4 for t in tags):
+                raise InvalidInputError("segment tags must be distinct, 1 to 4 bytes")
+            if any(not (float(sg[1]) >= 0 and np.isfinite(float(sg[1]))) for sg in segments):
+                raise InvalidInputError("noise scales must be finite and >= 0")
+        selfs, pair_keys, neg, dropped = self._m.recover(st)
+        rnd = st["round"]
+        agg = np.zeros(self._n_words, dtype=np.uint64)
+        for u in st["u3"]:
+            agg += o["got"][u]
+        for key in selfs:
+            agg -= mask_stream(key.tobytes(), rnd, SELF_TAG, self._n_words)
+        for key, ng in zip(pair_keys, neg):
+            s = mask_stream(key.tobytes(), rnd, MSA_TAG, self._n_words)
+            if ng:
+                agg -= s
+            else:
+                agg += s
+        if segments:
+            agg += self._noise_words(rnd, segments)
+        self._open = None
+        self.last_dropped = tuple(dropped)
+        return AggregateMessage(self.run_id, rnd, agg, st["u3"])
