@@ -114,13 +114,3 @@ __all__ = [
     "CapacityError",
     "InvalidInputError",
 ]
-
-
-def __getattr__(name):
-    # ``pyfkm.mufc`` reads ``secagg._roles.delta_params``, its address before
-    # the split into scma/ and msa/; kept until it uses the public
-    # ``pyfkm.secagg.scma.delta_params``
-    if name == "_roles":
-        from .scma import _params
-        return _params
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
