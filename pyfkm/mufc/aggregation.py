@@ -213,7 +213,7 @@ class _SecureAggregator:
         except ProtocolError:
             return 0
         m = max(m, 1)
-        words = self.secagg._roles.delta_params(self.params, m).message_words
+        words = self.secagg.scma.delta_params(self.params, m).message_words
         return m if 2 * words <= self.params.message_words else 0
 
     def _trip(self, parts, silent):
