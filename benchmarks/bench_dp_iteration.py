@@ -26,9 +26,13 @@ import argparse
 import numpy as np
 from _timing import interleave, measure, single_thread
 
-from pyfkm.federated import DPFederatedKMeans, _LocalData, _update_centers, step_radius
+from pyfkm.dp import DPFederatedKMeans, step_radius
+from pyfkm.dp._lloyd_base import _LocalData
+from pyfkm.dp.steps import _update_centers
 from pyfkm.secagg._messages import InputRequest, RoundMessage, ShareBundle, ShareMessage
-from pyfkm.secagg._msa import client_noise, encoding_limit, msa_round, setup_msa
+from pyfkm.secagg import msa_round, setup_msa
+from pyfkm.secagg.msa._fixed import encoding_limit
+from pyfkm.secagg.msa._noise import client_noise
 
 
 def data(n, d, k, seed=0):

@@ -8,12 +8,12 @@ Groups, at (n, d, k) = (1e5, 10, 10), (1e5, 50, 10), (6e4, 784, 10) and
 sides single-threaded (BLAS and OpenMP capped at one thread):
 
 * ``lloyd step``: one assignment + accumulation pass.  pyfkm's
-  ``_LloydWorkspace.step(centers, distances=False)`` (buffers and packed
+  ``LloydWorkspace.step(centers, distances=False)`` (buffers and packed
   points built once, outside the timing; returns per-cluster sums and
   weights) against scikit-learn's private ``lloyd_iter_chunked_dense`` with
   ``n_threads=1`` (which also divides the sums into new centers and computes
   the center shift, O(k d) more work) and, for d <= 10 only because it is
-  slow, the numpy twin ``pyfkm._reference.lloyd`` (``assign`` then
+  slow, the numpy twin ``tests/oracles/lloyd.py`` (``assign`` then
   ``update_centers``).  All start from the same centers, k rows of X.
 * ``kmeans fit``: ``pyfkm.KMeans(k, init=init, max_iter=10, tol=0).fit(X)``
   against ``sklearn.cluster.KMeans(k, init=init, n_init=1, max_iter=10,
@@ -32,8 +32,8 @@ from compare_sklearn import make_data
 from sklearn.cluster import KMeans as SkKMeans
 
 import pyfkm
-from pyfkm._reference import lloyd as ref
-from pyfkm.kmeans import _LloydWorkspace
+from oracles import lloyd as ref
+from pyfkm.core.kmeans import LloydWorkspace
 
 try:  # private scikit-learn API: it may move between versions
     from sklearn.cluster._k_means_lloyd import lloyd_iter_chunked_dense
@@ -63,7 +63,7 @@ class TestLloydStep:
     @pytest.fixture(scope="class", params=shapes, ids=_shape_id)
     def data(self, request):
         X, init = _blobs_and_init(request.param)
-        ws = _LloydWorkspace(X, None, init.shape[0], 1)
+        ws = LloydWorkspace(X, None, init.shape[0], 1)
         yield X, init, ws
         ws.close()
 

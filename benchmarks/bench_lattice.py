@@ -2,14 +2,14 @@
 
 Run with ``python -m pytest benchmarks/bench_lattice.py --benchmark-only``.
 Each group puts the public method (validation included), the bare Cython
-kernel and the numpy reference (pyfkm._reference.lattice) side by side.
+kernel and the numpy reference (tests/oracles/lattice.py) side by side.
 """
 import numpy as np
 import pytest
 
 from pyfkm._core import _lattice
-from pyfkm._reference import lattice as ref
-from pyfkm.lattice import Lattice
+from oracles import lattice as ref
+from pyfkm.core import Lattice
 
 
 class TestQuantize:

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from _timing import measure, single_thread
 
-from pyfkm.privacy import NoiseStream, new_noise_key
+from pyfkm.core.noise import NoiseStream, new_noise_key
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -59,8 +59,7 @@ from compare_scma import bins_per_dim, make_clients, plain_sum
 
 from pyfkm.field import DEFAULT_PRIME
 from pyfkm.secagg import (InputRequest, RoundTrip, ScmaParams, SyndromeMessage, UnmaskMessage,
-                          UnmaskRequest)
-from pyfkm.secagg._driver import setup_in_process
+                          UnmaskRequest, setup_in_process)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -47,14 +47,14 @@ from pyfkm.secagg import (InputRequest, KeyMessage, MsaClient, MsaRosterMessage,
                           MsaServer, RosterMessage, RoundMessage, ScmaClient, ScmaParams,
                           ScmaServer, ShareBundle, ShareMessage, SyndromeMessage,
                           UnmaskMessage, UnmaskRequest)
-from pyfkm.secagg._msa import (AggregateMessage, GroupKeyMessage,  # noqa: E402
-                               MaskedVectorMessage)
+from pyfkm.secagg import (AggregateMessage, GroupKeyMessage,  # noqa: E402
+                          MaskedVectorMessage)
 
 
 def auto_degree(L):
     """The sparse graph's degree of FederatedKMeans's "auto"; 0 (the complete graph, which
     "auto" is up to 64 clients) where it has none."""
-    from pyfkm.mufc import resolve_neighbors
+    from pyfkm.mufc.aggregation import resolve_neighbors
     return resolve_neighbors("auto", L)
 
 

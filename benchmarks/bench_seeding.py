@@ -9,7 +9,7 @@ Groups:
   included), the bare Cython kernel ``_seeding.seed``, scikit-learn's
   ``kmeans_plusplus`` with ``n_local_trials=1`` (the same algorithm, one
   candidate per step) and, at d = 10 only because it is slow, the numpy twin
-  ``pyfkm._reference.seeding.d2_seeding``.  Every call uses the next seed
+  ``tests/oracles/seeding.py``'s ``d2_seeding``.  Every call uses the next seed
   0, 1, 2, ... so that seed-dependent work is averaged the same way on all
   sides.
 * ``remove non-center``: ``RemovableSeeding.remove`` of one point that is not
@@ -34,7 +34,7 @@ from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
 
 import pyfkm
 from pyfkm._core import _seeding
-from pyfkm._reference import seeding as ref
+from oracles import seeding as ref
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

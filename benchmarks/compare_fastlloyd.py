@@ -20,7 +20,7 @@ import numpy as np
 from _timing import Stopwatch
 from sklearn import datasets
 
-from pyfkm.federated import DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd
+from pyfkm.dp import DPFederatedKMeans, FederatedLloyd, GLloyd, SuLloyd
 
 EPSILONS = (0.1, 0.25, 0.5, 1.0)
 DATASETS = {"iris": (datasets.load_iris, 3), "wine": (datasets.load_wine, 3),

@@ -11,8 +11,8 @@ import functools
 import numpy as np
 from _timing import measure, single_thread
 
-from pyfkm._core import _lloyd, _seeding
-from pyfkm.kmeans import _tolerance
+from pyfkm.core.kernels import lloyd as _lloyd, seeding as _seeding
+from pyfkm.core.kmeans import absolute_tolerance
 from pyfkm.rng import as_generator
 
 
@@ -43,7 +43,7 @@ def main():
         P = np.ascontiguousarray(P, dtype=np.float64)
         rng = as_generator(0)
         seeds = [P[_seeding.seed(P, w, 10, rng)[0]].astype(np.float64) for _ in range(40)]
-        tol = _tolerance(P, 1e-4)
+        tol = absolute_tolerance(P, 1e-4)
         full, its = time_runs(P, w, seeds, tol, False)
         bnd, _ = time_runs(P, w, seeds, tol, True)
         print(f"server n={P.shape[0]} d=10 k=10 (iterations median {np.median(its):.0f}, "
@@ -55,7 +55,7 @@ def main():
             X = cent[g.integers(0, 5, n)] + g.normal(size=(n, 25))
             seeds = [X[np.random.default_rng(r).choice(n, 5, replace=False)].copy()
                      for r in range(15)]
-            tol = _tolerance(X, 1e-4)
+            tol = absolute_tolerance(X, 1e-4)
             full, its = time_runs(X, None, seeds, tol, False, reps=1)
             bnd, _ = time_runs(X, None, seeds, tol, True, reps=1)
             print(f"DC-like n={n} d=25 k=5 (iterations median {np.median(its):.0f}): "

@@ -115,7 +115,7 @@ import numpy as np
 from _timing import Stopwatch, call_cpu_wall, single_thread, timed_calls
 
 import pyfkm
-from pyfkm.baselines import FederatedDCKMeans, KFed
+from pyfkm.mufc import FederatedDCKMeans, KFed
 from pyfkm.datasets import make_gaussian_mixture, split_non_iid
 from pyfkm.metrics import best_kmeans_objective, federated_objective
 from pyfkm.mufc import FederatedKMeans, scale_to_box
@@ -180,9 +180,9 @@ def load(name, seed, args):
 # --------------------------------------------------------------------------- timing helpers
 
 def _secure_aggregator(mufc):
-    """The (private) class whose ``precompute`` is the offline mask step, found in the module
-    ``pyfkm.mufc`` or, now that it is a package, in its ``estimator`` module; None if gone."""
-    for where in (mufc, getattr(mufc, "estimator", None)):
+    """The (private) class whose ``precompute`` is the offline mask step, in
+    ``pyfkm.mufc.aggregation``; None if gone."""
+    for where in (getattr(mufc, "aggregation", None), mufc):
         cls = getattr(where, "_SecureAggregator", None)
         if cls is not None:
             return cls
@@ -191,14 +191,14 @@ def _secure_aggregator(mufc):
 
 def instrument_offline():
     """The CPU seconds of every call of the (private)
-    ``pyfkm.mufc._SecureAggregator.precompute`` -- the offline mask precomputation that runs
+    ``pyfkm.mufc.aggregation._SecureAggregator.precompute`` -- the offline mask precomputation that runs
     at the end of every secure round -- while the ``with`` block runs (``_timing.timed_calls``;
     restored on exit).  Nothing else changes.  If the method is gone the list stays empty
     (offline CPU then counts as online)."""
     from pyfkm import mufc
     times = timed_calls(_secure_aggregator(mufc), "precompute")
     if not times.wrapped:
-        log("pyfkm.mufc._SecureAggregator.precompute not found: the offline CPU is not "
+        log("pyfkm.mufc.aggregation._SecureAggregator.precompute not found: the offline CPU is not "
             "measured (reported as 0, counted as online)")
     return times
 
@@ -509,17 +509,19 @@ def profile_noncenter(ds, args, n):
         st.sort_stats("cumulative").print_stats(top)
         texts.append(s.getvalue())
     # per-step rows of the online profile: (where, calls per removal, cumulative per removal)
-    wanted = [("mufc.py", "remove"), ("mufc.py", "_finish"), ("seeding.py", "remove"),
-              ("mufc.py", "round"), ("_roles.py", "set_data"), ("_roles.py", "start_round"),
-              ("_roles.py", "respond"), ("_messages.py", "to_bytes"),
-              ("_messages.py", "from_bytes"), ("_roles.py", "receive_many"),
-              ("_roles.py", "finish_round"), ("_codec.py", "decode"), ("mufc.py", "update"),
-              ("kmeans.py", "fit"), ("kmeans.py", "lloyd"), ("kmeans.py", "step")]
+    wanted = [("mufc/estimator.py", "remove"), ("mufc/client.py", "_finish"),
+              ("core/seeding.py", "remove"), ("mufc/aggregation.py", "round"),
+              ("scma/_client.py", "set_data"), ("scma/_server.py", "start_round"),
+              ("scma/_client.py", "respond"), ("_messages.py", "to_bytes"),
+              ("_messages.py", "from_bytes"), ("scma/_server.py", "receive_many"),
+              ("scma/_server.py", "finish_round"), ("scma/_codec.py", "decode"),
+              ("mufc/server.py", "update"), ("core/kmeans.py", "fit"),
+              ("core/kmeans.py", "lloyd"), ("core/kmeans.py", "step")]
     stats = pstats.Stats(on).stats
     rows = []
     for fname, func in wanted:
         for (f, line, name), (_, nc, _, ct, _) in sorted(stats.items()):
-            if f.endswith(os.sep + fname) and name == func:
+            if f.endswith(os.sep + fname.replace("/", os.sep)) and name == func:
                 rows.append((f"{fname}:{line}({name})", nc / len(reps), ct / len(reps)))
     return texts[0], texts[1], rows, reps, med(off_cpu)
 

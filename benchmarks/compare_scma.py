@@ -124,7 +124,7 @@ from pyfkm.secagg import (InputRequest, KeyMessage, RosterMessage, RoundMessage,
                           ScmaClient, ScmaParams, ScmaServer, ShareBundle, ShareMessage,
                           SyndromeMessage, UnmaskMessage, UnmaskRequest)
 # checks only, never timed: FLINT's roots against the hash nodes, the decoder's input
-from pyfkm.secagg._codec import Codec  # noqa: E402
+from pyfkm.secagg.scma._codec import Codec  # noqa: E402
 
 CASES = [(10, 100, 10), (10, 100, 784), (62, 100, 784)]
 QUICK_CASES = [(10, 20, 10)]

@@ -3,9 +3,15 @@
 Benchmarks are not in ``testpaths``; run a file explicitly, e.g.
 ``python -m pytest benchmarks/bench_seeding.py --benchmark-only``.
 """
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 from _timing import single_thread
+
+# The numpy twins of the kernels are the tests' oracles (tests/oracles/).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 
 
 @pytest.fixture(scope="module")
