@@ -2,7 +2,13 @@
 
 The C sources are compiled once into a static library with their own flags
 (C11, -Wall -Wextra), then every Cython module links it.  Set DEBUG=1 in the
-environment for an unoptimised build with assertions (-O0 -g -DFKM_DEBUG).
+environment for an unoptimised build with assertions (-O0 -g -DFKM_DEBUG
+-UNDEBUG): every FKM_ASSERT of csrc/ (the documented preconditions of the
+kernels) is then live and aborts the process when violated.  FKM_ASSERT does
+not rely on assert(), so the -DNDEBUG of Python's own CFLAGS cannot silence
+it; -UNDEBUG is added anyway for any plain assert().  The Cython modules get
+-DFKM_DEBUG too (the inline functions of the headers).
+``pyfkm._core._field.debug_build()`` says which build is loaded.
 
 Set SANITIZE=1 for a build under AddressSanitizer and UndefinedBehaviorSanitizer
 (GCC or Clang): the library and the extensions get -fsanitize=address,undefined
@@ -59,7 +65,7 @@ if MSVC:
     c_flags = ["/O2"]
 else:
     c_flags = ["-std=c11", "-Wall", "-Wextra", "-ffp-contract=off"]
-    c_flags += opt_flags + (["-DFKM_DEBUG"] if DEBUG else []) + san_compile
+    c_flags += opt_flags + (["-DFKM_DEBUG", "-UNDEBUG"] if DEBUG else []) + san_compile
 
 csrc = sorted(glob(os.path.join("csrc", "*.c")))
 headers = sorted(glob(os.path.join("csrc", "*.h")))
@@ -68,7 +74,7 @@ headers = sorted(glob(os.path.join("csrc", "*.h")))
 libraries = [("fkm", {"sources": csrc, "include_dirs": ["csrc"],
                       "cflags": c_flags, "obj_deps": {"": headers}})]
 
-ext_flags = opt_flags + san_compile
+ext_flags = opt_flags + (["-DFKM_DEBUG"] if DEBUG and not MSVC else []) + san_compile
 extensions = [
     Extension(
         name=path[:-4].replace(os.sep, "."),

@@ -53,6 +53,7 @@ static uint32_t load_le32(const uint8_t *p)
 
 void fkm_chacha_block(uint32_t out[16], const uint32_t input[16])
 {
+    FKM_ASSERT(out != NULL && input != NULL);
     uint32_t x[16];
     memcpy(x, input, sizeof x);
     for (int r = 0; r < 10; r++) {
@@ -72,6 +73,7 @@ void fkm_chacha_block(uint32_t out[16], const uint32_t input[16])
 void fkm_chacha_init(fkm_chacha_t *st, const uint8_t key[32],
                      const uint8_t nonce[12], uint32_t counter)
 {
+    FKM_ASSERT(st != NULL && key != NULL && nonce != NULL);
     st->input[0] = 0x61707865u; /* "expa" */
     st->input[1] = 0x3320646eu; /* "nd 3" */
     st->input[2] = 0x79622d32u; /* "2-by" */
@@ -300,6 +302,8 @@ static void chacha_blocks(uint64_t *restrict buf, const uint32_t *restrict in)
 void fkm_chacha_first_blocks(const uint8_t *keys, fkm_index_t nk, const uint8_t nonce[12],
                              uint32_t nb, uint64_t *out)
 {
+    FKM_ASSERT(nk >= 0 && nb >= 1 && nonce != NULL);
+    FKM_ASSERT(nk == 0 || (keys != NULL && out != NULL));
 #if FKM_CHACHA_AVX2
     if (have_avx2()) {
         first_blocks_avx2(keys, nk, nonce, nb, out);
@@ -354,6 +358,7 @@ static void chacha_blocks(uint64_t *restrict buf, const uint32_t *restrict in)
 
 void fkm_chacha_refill(fkm_chacha_t *st)
 {
+    FKM_ASSERT(st != NULL);
     uint32_t ctr = st->input[12];
     st->pos = 0;
     if (st->last || ctr > UINT32_MAX - (FKM_CHACHA_NBLK - 1)) {
@@ -386,6 +391,7 @@ static double chacha_next_double(void *st)
 
 void fkm_chacha_rng(fkm_rng_t *rng, fkm_chacha_t *st)
 {
+    FKM_ASSERT(rng != NULL && st != NULL);
     fkm_rng_set(rng, st, chacha_next_uint64, chacha_next_double);
     rng->words = st->buf; /* the buffer view: words[pos..) not drawn yet */
     rng->pos = &st->pos;
@@ -394,6 +400,7 @@ void fkm_chacha_rng(fkm_rng_t *rng, fkm_chacha_t *st)
 
 int fkm_chacha_words(fkm_chacha_t *st, uint64_t *out, fkm_index_t n)
 {
+    FKM_ASSERT(st != NULL && n >= 0 && (n == 0 || out != NULL));
     /* the buffered words in runs (the same words fkm_chacha_u64 returns) */
     for (fkm_index_t i = 0; i < n;) {
         if (st->pos >= FKM_CHACHA_NWORDS)
@@ -413,6 +420,8 @@ FKM_HOT
 void fkm_chacha_first_blocks(const uint8_t *keys, fkm_index_t nk, const uint8_t nonce[12],
                              uint32_t nb, uint64_t *out)
 {
+    FKM_ASSERT(nk >= 0 && nb >= 1 && nonce != NULL);
+    FKM_ASSERT(nk == 0 || (keys != NULL && out != NULL));
     uint32_t nw[3];
     for (int i = 0; i < 3; i++)
         nw[i] = load_le32(nonce + 4 * i);

@@ -31,13 +31,43 @@ enum {
 /* Index type for point, center and coordinate positions. */
 typedef int64_t fkm_index_t;
 
-/* Debug-only assertion: compiled out unless FKM_DEBUG is defined. */
+/* FKM_ASSERT(cond): a documented precondition of a kernel (what its header
+ * says the caller guarantees without checking), asserted at the kernel's
+ * entry.  Live only when FKM_DEBUG is defined (DEBUG=1 builds, see
+ * setup.py): a false condition prints the file, line, function and
+ * condition to stderr and aborts the process.  Elsewhere it compiles to
+ * nothing and its argument is not evaluated.  It does not depend on NDEBUG
+ * (Python's CFLAGS define it).  Conditions must be cheap: O(1), or a pass
+ * over an array the kernel reads anyway (FKM_ASSERT_EACH). */
 #ifdef FKM_DEBUG
-#include <assert.h>
-#define FKM_ASSERT(x) assert(x)
+void fkm_assert_fail(const char *cond, const char *file, int line,
+                     const char *func);
+#define FKM_ASSERT(cond) \
+    ((cond) ? (void)0 : fkm_assert_fail(#cond, __FILE__, __LINE__, __func__))
+/* FKM_ASSERT(cond) for every i in [0, n). */
+#define FKM_ASSERT_EACH(i, n, cond)                                          \
+    do {                                                                      \
+        for (fkm_index_t i = 0; i < (fkm_index_t)(n); i++)                    \
+            FKM_ASSERT(cond);                                                 \
+    } while (0)
 #else
-#define FKM_ASSERT(x) ((void)0)
+#define FKM_ASSERT(cond) ((void)0)
+#define FKM_ASSERT_EACH(i, n, cond) ((void)0)
 #endif
+
+/* 1 when the library was built with FKM_DEBUG (assertions live), else 0. */
+int fkm_debug_build(void);
+
+/* The first position j < m with ids[j] == id, or m (for assertions that
+ * indices are distinct: fkm_first_index(ids, a, ids[a]) == a). */
+static inline fkm_index_t fkm_first_index(const fkm_index_t *ids, fkm_index_t m,
+                                          fkm_index_t id)
+{
+    fkm_index_t j = 0;
+    while (j < m && ids[j] != id)
+        j++;
+    return j;
+}
 
 /* Runtime dispatch between a generic build and an AVX2+FMA build of a hot
  * kernel (GCC/clang function multiversioning on x86-64 ELF targets).  Wheels

@@ -3,6 +3,7 @@
 
 int fkm_field_init(fkm_field_t *F, uint64_t p)
 {
+    FKM_ASSERT(F != NULL);
     if (p < 2 || p >= ((uint64_t)1 << 63))
         return FKM_EDOM;
     F->p = p;

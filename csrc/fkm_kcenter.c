@@ -66,6 +66,10 @@ int fkm_kcenter_sqdist(double *D, const double *X, fkm_index_t lo,
                        fkm_index_t hi, const double *Y, fkm_index_t m,
                        fkm_index_t d)
 {
+    FKM_ASSERT(hi <= lo || m <= 0 || (D != NULL && X != NULL && Y != NULL));
+    FKM_ASSERT_EACH(t, d >= 1 && lo >= 0 && hi > lo ? (hi - lo) * d : 0,
+                    isfinite(X[lo * d + t]));
+    FKM_ASSERT_EACH(t, d >= 1 && m > 0 ? m * d : 0, isfinite(Y[t]));
     if (d < 1 || m < 0 || lo < 0 || hi < lo)
         return FKM_EDOM;
     if (hi == lo || m == 0)
@@ -90,6 +94,7 @@ int fkm_kcenter_nearest(double *mind, fkm_index_t *arg, const double *X,
                         fkm_index_t n, const double *C, fkm_index_t k,
                         fkm_index_t d)
 {
+    FKM_ASSERT(n <= 0 || (mind != NULL && X != NULL && C != NULL));
     if (k < 1 || d < 1 || n < 0)
         return FKM_EDOM;
     for (fkm_index_t i = 0; i < n; ++i) {
@@ -304,6 +309,7 @@ static int scan_pick(fkm_rows_t *R, fkm_index_t p, fkm_thr_t h, double tw,
 int fkm_kcenter_sqdist_f32(float *F, const double *X, fkm_index_t n,
                            fkm_index_t d)
 {
+    FKM_ASSERT(n <= 0 || (F != NULL && X != NULL));
     if (n < 0 || d < 1)
         return FKM_EDOM;
     if (n == 0)
@@ -370,6 +376,8 @@ int fkm_kcenter_aggregate(fkm_index_t *reps, int64_t *weights,
                           fkm_index_t d, double t2, double t4, double y,
                           fkm_index_t max_reps)
 {
+    FKM_ASSERT(n_reps != NULL && (n <= 0 || X != NULL));
+    FKM_ASSERT(n <= 0 || max_reps <= 0 || (reps != NULL && weights != NULL));
     *n_reps = 0;
     /* t2, y >= 0: every pick then removes at least itself, so there are at
      * most n picks (the caller's buffers hold min(n, max_reps)) */
@@ -435,6 +443,8 @@ int fkm_kcenter_greedy(fkm_index_t *centers, fkm_index_t *n_centers,
                        fkm_index_t n, fkm_index_t d, double t_small,
                        double t_large, fkm_index_t k)
 {
+    FKM_ASSERT(n_centers != NULL && uncovered_weight != NULL);
+    FKM_ASSERT(n <= 0 || (X != NULL && (k < 1 || centers != NULL)));
     *n_centers = 0;
     *uncovered_weight = 0;
     if (k < 1 || n < 0 || d < 1 || isnan(t_small) || isnan(t_large) ||
@@ -497,6 +507,7 @@ int fkm_kcenter_greedy(fkm_index_t *centers, fkm_index_t *n_centers,
 int fkm_kcenter_nn(double *nn, const float *F, const double *X,
                    fkm_index_t n, fkm_index_t d)
 {
+    FKM_ASSERT(n <= 0 || (nn != NULL && X != NULL));
     if (n < 0 || d < 1)
         return FKM_EDOM;
     if (n == 0)
@@ -689,6 +700,8 @@ void fkm_kctree_free(fkm_kctree_t *T)
 int fkm_kctree_build(fkm_kctree_t **out, const double *X, fkm_index_t n,
                      fkm_index_t d)
 {
+    FKM_ASSERT(out != NULL && (n < 1 || X != NULL));
+    FKM_ASSERT_EACH(t, n >= 1 && d >= 1 ? n * d : 0, isfinite(X[t]));
     *out = NULL;
     if (n < 1 || d < 1)
         return FKM_EDOM;
@@ -769,6 +782,7 @@ static void tree_nn_node(const fkm_kctree_t *T, fkm_index_t v, fkm_index_t i,
 
 int fkm_kctree_nn(double *nn, const fkm_kctree_t *T)
 {
+    FKM_ASSERT(nn != NULL && T != NULL);
     for (fkm_index_t i = 0; i < T->n; ++i) {
         double best = HUGE_VAL;
         tree_nn_node(T, 0, i, &best);
@@ -970,6 +984,8 @@ int fkm_kctree_aggregate(fkm_index_t *reps, int64_t *weights,
                          const fkm_kctree_t *T, double t2, double t4,
                          double y, fkm_index_t max_reps)
 {
+    FKM_ASSERT(n_reps != NULL && T != NULL);
+    FKM_ASSERT(max_reps <= 0 || (reps != NULL && weights != NULL));
     *n_reps = 0;
     /* t2, y >= 0: at most n picks (see fkm_kcenter_aggregate) */
     if (max_reps < 0 || !(t2 >= 0.0) || isnan(t4) || !(y >= 0.0) || t2 > t4)

@@ -57,6 +57,15 @@ floor_to_int64_fast(double t, int64_t *bad)
 }
 
 /* Error path of quantize: decide which status to report. */
+/* The common preconditions (fkm_lattice.h): n, d >= 0, the n x d arrays
+ * present when nonempty, phase NULL or d finite values. */
+#define LATTICE_ASSERT_ARGS(out, in)                                          \
+    do {                                                                      \
+        FKM_ASSERT(n >= 0 && d >= 0);                                         \
+        FKM_ASSERT(n == 0 || d == 0 || ((out) != NULL && (in) != NULL));      \
+        FKM_ASSERT_EACH(j_, phase ? d : 0, isfinite(phase[j_]));              \
+    } while (0)
+
 static int quantize_failure(const void *X, int f32, fkm_index_t nd)
 {
     for (fkm_index_t k = 0; k < nd; ++k)
@@ -113,6 +122,7 @@ int fkm_lattice_quantize_f64(int64_t *bins, const double *X,
                              const double *phase, fkm_index_t n,
                              fkm_index_t d, double step)
 {
+    LATTICE_ASSERT_ARGS(bins, X);
     return quantize_rows(bins, X, 0, phase, n, d, step);
 }
 
@@ -121,6 +131,7 @@ int fkm_lattice_quantize_f32(int64_t *bins, const float *X,
                              const double *phase, fkm_index_t n,
                              fkm_index_t d, double step)
 {
+    LATTICE_ASSERT_ARGS(bins, X);
     return quantize_rows(bins, X, 1, phase, n, d, step);
 }
 
@@ -128,6 +139,7 @@ FKM_HOT
 int fkm_lattice_centers(double *out, const int64_t *bins, const double *phase,
                         fkm_index_t n, fkm_index_t d, double step)
 {
+    LATTICE_ASSERT_ARGS(out, bins);
     if (!step_ok(step))
         return FKM_EDOM;
     for (fkm_index_t i = 0; i < n; ++i) {
@@ -176,6 +188,8 @@ int fkm_lattice_sample(fkm_rng_t *rng, double *out, const int64_t *bins,
                        const double *phase, fkm_index_t n, fkm_index_t d,
                        double step)
 {
+    FKM_ASSERT(rng != NULL);
+    LATTICE_ASSERT_ARGS(out, bins);
     if (!step_ok(step))
         return FKM_EDOM;
     if (!sample_in_range(bins, phase, n, d, step))
@@ -200,6 +214,7 @@ int fkm_lattice_sample(fkm_rng_t *rng, double *out, const int64_t *bins,
 
 int fkm_lattice_grid_size(int64_t *size, fkm_index_t d, int64_t n_bins)
 {
+    FKM_ASSERT(size != NULL);
     if (n_bins < 1 || d < 0)
         return FKM_EDOM;
     int64_t g = 1;
@@ -220,6 +235,7 @@ int fkm_lattice_grid_size(int64_t *size, fkm_index_t d, int64_t n_bins)
 int fkm_lattice_flatten(int64_t *index, const int64_t *bins, fkm_index_t n,
                         fkm_index_t d, int64_t n_bins)
 {
+    FKM_ASSERT(n >= 0 && (n == 0 || index != NULL) && (n == 0 || d <= 0 || bins != NULL));
     int64_t grid;
     int status = fkm_lattice_grid_size(&grid, d, n_bins);
     if (status != FKM_OK)
@@ -245,6 +261,7 @@ int fkm_lattice_flatten(int64_t *index, const int64_t *bins, fkm_index_t n,
 int fkm_lattice_unflatten(int64_t *bins, const int64_t *index, fkm_index_t n,
                           fkm_index_t d, int64_t n_bins)
 {
+    FKM_ASSERT(n >= 0 && (n == 0 || index != NULL) && (n == 0 || d <= 0 || bins != NULL));
     int64_t grid;
     int status = fkm_lattice_grid_size(&grid, d, n_bins);
     if (status != FKM_OK)

@@ -33,6 +33,9 @@ typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
 void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
                             const double *shift, fkm_index_t k, fkm_index_t d)
 {
+    FKM_ASSERT(k >= 0 && d >= 1);
+    FKM_ASSERT(k == 0 || (ct != NULL && hnorm != NULL && centers != NULL && shift != NULL));
+    FKM_ASSERT_EACH(t, k * d, isfinite(centers[t]));
     const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
     for (fkm_index_t p = 0; p < np; ++p) {
         for (fkm_index_t l = 0; l < FKM_LLOYD_PANEL; ++l) {
@@ -52,6 +55,8 @@ void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
 void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
                                fkm_index_t hi, fkm_index_t d)
 {
+    FKM_ASSERT(0 <= lo && lo % 4 == 0 && d >= 1);
+    FKM_ASSERT(hi - lo < 4 || (P != NULL && X != NULL));
     for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
         for (fkm_index_t j = 0; j < d; ++j)
             for (fkm_index_t l = 0; l < 4; ++l)
@@ -61,6 +66,8 @@ void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
 void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
                                fkm_index_t hi, fkm_index_t d)
 {
+    FKM_ASSERT(0 <= lo && lo % 4 == 0 && d >= 1);
+    FKM_ASSERT(hi - lo < 4 || (P != NULL && X != NULL));
     for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
         for (fkm_index_t j = 0; j < d; ++j)
             for (fkm_index_t l = 0; l < 4; ++l)
@@ -72,6 +79,9 @@ void fkm_lloyd_merge(double *sums, double *wsums, double *inertia,
                      const double *part_inertia, fkm_index_t n_parts,
                      fkm_index_t k, fkm_index_t d)
 {
+    FKM_ASSERT(n_parts >= 0 && k >= 0 && d >= 0);
+    FKM_ASSERT(sums != NULL && wsums != NULL && inertia != NULL);
+    FKM_ASSERT(n_parts == 0 || (part_sums != NULL && part_wsums != NULL && part_inertia != NULL));
     const fkm_index_t kd = k * d;
     memset(sums, 0, (size_t)kd * sizeof(double));
     memset(wsums, 0, (size_t)k * sizeof(double));

@@ -53,6 +53,10 @@ FKM_HOT void fkm_lloyd_accumulate_f64(double *sums, double *wsums, double *scrat
                                       const int32_t *labels, fkm_index_t n, fkm_index_t d,
                                       fkm_index_t k, const unsigned char *dirty)
 {
+    FKM_ASSERT(n >= 0 && d >= 1 && k >= 1);
+    FKM_ASSERT(sums != NULL && wsums != NULL && scratch != NULL);
+    FKM_ASSERT(n == 0 || (X != NULL && labels != NULL));
+    FKM_ASSERT_EACH(i, n, labels[i] >= 0 && labels[i] < k);
     const fkm_index_t ds = acc_stride(d), kd = k * ds;
     fkm_index_t c, j;
     memset(scratch, 0, sizeof(double) * (size_t)(4 * kd));
@@ -105,6 +109,17 @@ FKM_HOT void fkm_lloyd_accumulate_members_f64(double *sums, double *wsum, double
                                               const int32_t *ids, const int32_t *off,
                                               fkm_index_t d)
 {
+    FKM_ASSERT(d >= 1 && sums != NULL && wsum != NULL && scratch != NULL);
+    FKM_ASSERT(X != NULL && ids != NULL && off != NULL && off[0] >= 0);
+#ifdef FKM_DEBUG
+    /* ids[off[r] .. off[r+1]): increasing point ids i with i mod 4 = r */
+    for (int r = 0; r < 4; r++) {
+        FKM_ASSERT(off[r] <= off[r + 1]);
+        FKM_ASSERT_EACH(t, off[r + 1] - off[r],
+                        ids[off[r] + t] >= 0 && ids[off[r] + t] % 4 == r &&
+                        (t == 0 || ids[off[r] + t - 1] < ids[off[r] + t]));
+    }
+#endif
 #define FKM_ACCM(D) acc_members(sums, wsum, scratch, X, w, ids, off, D)
     FKM_WITH_CONST_D(d, FKM_ACCM)
 #undef FKM_ACCM
@@ -156,6 +171,9 @@ FKM_HOT double fkm_lloyd_distances_f64(double *mind, const double *X, const doub
                                        const double *w, const int32_t *labels,
                                        const double *centers, fkm_index_t n, fkm_index_t d)
 {
+    FKM_ASSERT(n >= 0 && d >= 1);
+    FKM_ASSERT(n == 0 || (mind != NULL && X != NULL && labels != NULL && centers != NULL));
+    FKM_ASSERT_EACH(i, n, labels[i] >= 0);
     double inert = 0.0;
 #define FKM_DIST(D) inert = dist_rows(mind, X, P, w, labels, centers, n, D)
     FKM_WITH_CONST_D(d, FKM_DIST)

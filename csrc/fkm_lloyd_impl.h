@@ -375,6 +375,13 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
     const double *hnorm, const double *centers, fkm_index_t k,
     const unsigned char *need)
 {
+    FKM_ASSERT(0 <= lo && lo <= hi && d >= 1 && k >= 1 && k <= INT32_MAX);
+    FKM_ASSERT(labels != NULL && n_changed != NULL && sums != NULL && wsums != NULL);
+    FKM_ASSERT(inertia != NULL && ct != NULL && hnorm != NULL && centers != NULL);
+    FKM_ASSERT(lo == hi || X != NULL);
+    /* unflagged points keep their labels: valid ones (fkm_lloyd.h) */
+    FKM_ASSERT_EACH(t, need ? hi - lo : 0,
+                    need[lo + t] || (labels[lo + t] >= 0 && labels[lo + t] < k));
     const fkm_index_t n4 = P ? hi - hi % 4 : lo;
     if (P && lo % 4 != 0)
         return FKM_EDOM;
@@ -477,6 +484,9 @@ FKM_HOT int FKM_NAME(fkm_lloyd_label)(
     fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
     const double *hnorm, fkm_index_t k, const unsigned char *need)
 {
+    FKM_ASSERT(0 <= lo && lo <= hi && d >= 1 && k >= 1 && k <= INT32_MAX);
+    FKM_ASSERT(labels != NULL && n_changed != NULL && ct != NULL && hnorm != NULL);
+    FKM_ASSERT(lo == hi || X != NULL);
     const fkm_index_t n4 = P ? hi - hi % 4 : lo;
     if (P && lo % 4 != 0)
         return FKM_EDOM;

@@ -365,6 +365,7 @@ static const unsigned char *bnd_before(bnd_ws *b, const int32_t *labels, const l
 
 void fkm_lloyd_trace_free(fkm_lloyd_trace *tr)
 {
+    FKM_ASSERT(tr != NULL);
     free(tr->C);
     free(tr->S);
     free(tr->S2);
@@ -772,6 +773,14 @@ static int loop_run(double *centers, int32_t *labels, double *mind,
                     double tol_abs, int use_bounds, fkm_lloyd_trace *tr,
                     const double *Pext)
 {
+    /* fkm_lloyd_loop.h: n, d, k >= 1, max_iter >= 0, finite X and centers,
+     * nonnegative weights (unchecked in release builds) */
+    FKM_ASSERT(n >= 1 && d >= 1 && k >= 1 && k <= INT32_MAX && max_iter >= 0);
+    FKM_ASSERT(centers != NULL && labels != NULL && mind != NULL && n_iter != NULL);
+    FKM_ASSERT(inertia != NULL && X != NULL);
+    FKM_ASSERT_EACH(t, n * d, isfinite(X[t]));
+    FKM_ASSERT_EACH(t, k * d, isfinite(centers[t]));
+    FKM_ASSERT_EACH(t, w ? n : 0, w[t] >= 0.0);
     fkm_index_t it, i, j, c, q, a = 0, changed;
     double *sums = malloc(sizeof(double) * (size_t)(k * d + k));
     fkm_index_t *taken = malloc(sizeof(fkm_index_t) * (size_t)k);

@@ -181,6 +181,7 @@ static uint64_t isqrt64(uint64_t x)
 
 int fkm_dgauss_init(fkm_dgauss_t *G, uint64_t P, uint64_t Q)
 {
+    FKM_ASSERT(G != NULL);
     if (P == 0 || Q == 0)
         return FKM_EDOM;
     uint64_t t = isqrt64(P / Q) + 1; /* floor(sqrt(P/Q)) = isqrt(floor(P/Q)) */
@@ -203,6 +204,7 @@ int fkm_dgauss_init(fkm_dgauss_t *G, uint64_t P, uint64_t Q)
 int fkm_noise_discrete_gaussian(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
                                 const fkm_dgauss_t *G)
 {
+    FKM_ASSERT(rng != NULL && G != NULL && G->t >= 1 && n >= 0 && (n == 0 || out != NULL));
     bits_t b = {rng, 0, 0};
     const u128 D = 2 * (u128)G->P * G->Q * ((u128)G->t * G->t);
     int err = 0;
@@ -228,6 +230,7 @@ int fkm_noise_discrete_gaussian(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
 int fkm_noise_discrete_laplace(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
                                uint64_t t)
 {
+    FKM_ASSERT(rng != NULL && n >= 0 && (n == 0 || out != NULL));
     if (t == 0 || t > FKM_DLAP_MAX)
         return FKM_EDOM;
     bits_t b = {rng, 0, 0};
@@ -242,6 +245,7 @@ int fkm_noise_discrete_laplace(fkm_rng_t *rng, int64_t *out, fkm_index_t n,
 int fkm_noise_bernoulli_exp(fkm_rng_t *rng, uint8_t *out, fkm_index_t n,
                             uint64_t num, uint64_t den)
 {
+    FKM_ASSERT(rng != NULL && n >= 0 && (n == 0 || out != NULL));
     if (den == 0 || den >= (UINT64_C(1) << 63))
         return FKM_EDOM;
     bits_t b = {rng, 0, 0};
@@ -255,6 +259,7 @@ FKM_HOT
 int fkm_noise_gaussian(fkm_rng_t *rng, double *out, fkm_index_t n,
                        double sigma)
 {
+    FKM_ASSERT(rng != NULL && n >= 0 && (n == 0 || out != NULL));
     if (!(sigma > 0) || !isfinite(sigma))
         return FKM_EDOM;
     fkm_index_t i = 0;
@@ -277,6 +282,7 @@ FKM_HOT
 int fkm_noise_laplace(fkm_rng_t *rng, double *out, fkm_index_t n,
                       double scale)
 {
+    FKM_ASSERT(rng != NULL && n >= 0 && (n == 0 || out != NULL));
     if (!(scale > 0) || !isfinite(scale))
         return FKM_EDOM;
     for (fkm_index_t i = 0; i < n; i++) {

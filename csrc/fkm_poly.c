@@ -17,6 +17,7 @@
 
 void fkm_poly_init(fkm_poly_t *P)
 {
+    FKM_ASSERT(P != NULL);
     P->c = NULL;
     P->len = 0;
     P->cap = 0;
@@ -24,12 +25,14 @@ void fkm_poly_init(fkm_poly_t *P)
 
 void fkm_poly_clear(fkm_poly_t *P)
 {
+    FKM_ASSERT(P != NULL);
     free(P->c);
     fkm_poly_init(P);
 }
 
 int fkm_poly_fit(fkm_poly_t *P, int64_t cap)
 {
+    FKM_ASSERT(P != NULL && P->cap >= 0);
     if (cap <= P->cap)
         return FKM_OK;
     if (cap < 2 * P->cap)
@@ -44,6 +47,7 @@ int fkm_poly_fit(fkm_poly_t *P, int64_t cap)
 
 int fkm_poly_set(fkm_poly_t *P, const uint64_t *a, int64_t la)
 {
+    FKM_ASSERT(P != NULL && la >= 0 && (la == 0 || a != NULL));
     if (fkm_poly_fit(P, la > 0 ? la : 1))
         return FKM_ENOMEM;
     if (la > 0 && P->c != a)
@@ -54,6 +58,7 @@ int fkm_poly_set(fkm_poly_t *P, const uint64_t *a, int64_t la)
 
 void fkm_poly_swap(fkm_poly_t *A, fkm_poly_t *B)
 {
+    FKM_ASSERT(A != NULL && B != NULL);
     fkm_poly_t t = *A;
     *A = *B;
     *B = t;
@@ -64,6 +69,7 @@ void fkm_poly_swap(fkm_poly_t *A, fkm_poly_t *B)
 
 int fkm_pctx_init(fkm_pctx_t *C, uint64_t p)
 {
+    FKM_ASSERT(C != NULL);
     memset(C, 0, sizeof *C);
     C->ntt_log = -1;
     int st = fkm_field_init(&C->F, p);
@@ -85,6 +91,7 @@ int fkm_pctx_init(fkm_pctx_t *C, uint64_t p)
 
 void fkm_pctx_clear(fkm_pctx_t *C)
 {
+    FKM_ASSERT(C != NULL);
     free(C->tw);
     free(C->twpre);
     free(C->itw);
@@ -144,6 +151,7 @@ static int ntt_tables(fkm_pctx_t *C, int L)
 
 int fkm_pctx_reserve(fkm_pctx_t *C, int64_t len)
 {
+    FKM_ASSERT(C != NULL);
     if (!C->two_adicity || len < 2)
         return FKM_OK;
     int L = ceil_log2(len);
@@ -360,6 +368,8 @@ static int mul_trunc(fkm_pctx_t *C, const uint64_t *a, int64_t la,
 int fkm_poly_mul(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                  const uint64_t *b, int64_t lb, uint64_t *out)
 {
+    FKM_ASSERT(C != NULL);
+    FKM_ASSERT(la < 1 || lb < 1 || (a != NULL && b != NULL && out != NULL));
     if (la < 1 || lb < 1)
         return FKM_EDOM;
     return mul_trunc(C, a, la, b, lb, la + lb - 1, out);
@@ -368,6 +378,9 @@ int fkm_poly_mul(fkm_pctx_t *C, const uint64_t *a, int64_t la,
 int fkm_poly_mullow(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                     const uint64_t *b, int64_t lb, int64_t n, uint64_t *out)
 {
+    FKM_ASSERT(C != NULL && la >= 0 && lb >= 0);
+    FKM_ASSERT(n <= 0 || out != NULL);
+    FKM_ASSERT((la == 0 || a != NULL) && (lb == 0 || b != NULL));
     if (n <= 0)
         return FKM_OK;
     if (la < 1 || lb < 1) {
@@ -388,6 +401,7 @@ int fkm_poly_mullow(fkm_pctx_t *C, const uint64_t *a, int64_t la,
 int fkm_poly_inv_series(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                         int64_t n, uint64_t *out)
 {
+    FKM_ASSERT(C != NULL && (la < 1 || a != NULL) && (n <= 0 || out != NULL));
     fkm_field_t F = C->F;
     if (la < 1 || a[0] == 0)
         return FKM_EDOM;
@@ -503,6 +517,7 @@ static int remainder_from_q(fkm_pctx_t *C, const uint64_t *a, const uint64_t *b,
 int fkm_poly_divrem(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                     const uint64_t *b, int64_t lb, uint64_t *q, uint64_t *r)
 {
+    FKM_ASSERT(C != NULL && (la < 1 || a != NULL) && (lb < 1 || b != NULL));
     if (lb < 1 || la < lb || b[lb - 1] == 0)
         return FKM_EDOM;
     int64_t lq = la - lb + 1;
@@ -574,6 +589,8 @@ static int rem_inplace(fkm_pctx_t *C, fkm_poly_t *A, const uint64_t *b,
 int fkm_poly_gcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                  const uint64_t *b, int64_t lb, fkm_poly_t *G)
 {
+    FKM_ASSERT(C != NULL && G != NULL && la >= 0 && lb >= 0);
+    FKM_ASSERT((la == 0 || a != NULL) && (lb == 0 || b != NULL));
     fkm_poly_t R0, R1, T;
     fkm_poly_init(&R0);
     fkm_poly_init(&R1);
@@ -625,6 +642,9 @@ int fkm_poly_xgcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                   const uint64_t *b, int64_t lb, fkm_poly_t *G,
                   fkm_poly_t *S, fkm_poly_t *T)
 {
+    FKM_ASSERT(C != NULL && G != NULL && S != NULL && T != NULL);
+    FKM_ASSERT(G != S && G != T && S != T);
+    FKM_ASSERT(la >= 0 && lb >= 0 && (la == 0 || a != NULL) && (lb == 0 || b != NULL));
     fkm_field_t F = C->F;
     fkm_poly_t R0, R1, S0, S1, T0, T1, Q, R, tmp;
     fkm_poly_t *all[] = {&R0, &R1, &S0, &S1, &T0, &T1, &Q, &R, &tmp};
@@ -843,6 +863,9 @@ int fkm_poly_powmod(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
                     const uint64_t *e, int64_t ne, const uint64_t *f,
                     int64_t lf, uint64_t *out)
 {
+    FKM_ASSERT(C != NULL && lbase >= 0 && ne >= 0 && lf >= 0);
+    FKM_ASSERT((lbase == 0 || base != NULL) && (ne == 0 || e != NULL));
+    FKM_ASSERT((lf == 0 || f != NULL) && out != NULL);
     fkm_field_t F = C->F;
     lf = fkm_poly_normlen(f, lf);
     if (lf < 2)
@@ -949,6 +972,7 @@ done:
 void fkm_poly_derivative(const uint64_t *a, int64_t la, uint64_t *out,
                          fkm_field_t F)
 {
+    FKM_ASSERT(la >= 0 && (la <= 1 || (a != NULL && out != NULL)));
     for (int64_t i = 1; i < la; i++)
         out[i - 1] = fkm_mulmod(a[i], fkm_reduce1((uint64_t)i, F), F);
 }
@@ -956,6 +980,7 @@ void fkm_poly_derivative(const uint64_t *a, int64_t la, uint64_t *out,
 uint64_t fkm_poly_eval(const uint64_t *a, int64_t la, uint64_t x,
                        fkm_field_t F)
 {
+    FKM_ASSERT(la >= 0 && (la == 0 || a != NULL) && x < F.p);
     uint64_t r = 0;
     uint64_t xpre = fkm_shoup_pre(x, F);
     for (int64_t i = la - 1; i >= 0; i--)

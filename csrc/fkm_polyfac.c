@@ -512,6 +512,8 @@ static int export_list(const plist_t *L, fkm_faclist_t *out)
 int fkm_poly_sqf(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
                  fkm_faclist_t *out)
 {
+    FKM_ASSERT(C != NULL && lf >= 0 && (lf == 0 || f != NULL));
+    FKM_ASSERT(out != NULL && out->coef != NULL && out->off != NULL && out->exps != NULL);
     lf = fkm_poly_normlen(f, lf);
     if (lf < 2 || f[lf - 1] != 1)
         return FKM_EDOM;
@@ -532,6 +534,8 @@ int fkm_poly_sqf(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
 int fkm_poly_factor(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
                     fkm_rng_t *rng, fkm_faclist_t *out)
 {
+    FKM_ASSERT(C != NULL && rng != NULL && lf >= 0 && (lf == 0 || f != NULL));
+    FKM_ASSERT(out != NULL && out->coef != NULL && out->off != NULL && out->exps != NULL);
     lf = fkm_poly_normlen(f, lf);
     if (lf < 2 || f[lf - 1] != 1)
         return FKM_EDOM;
@@ -557,6 +561,9 @@ int fkm_poly_roots(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
                    int require_split, fkm_rng_t *rng, uint64_t *roots,
                    int64_t *mult, int64_t *nroots)
 {
+    FKM_ASSERT(C != NULL && lf >= 0 && (lf == 0 || f != NULL) && nroots != NULL);
+    FKM_ASSERT(lf <= 1 || (roots != NULL && mult != NULL));
+    FKM_ASSERT(C->F.p <= EXHAUSTIVE_P || rng != NULL);
     fkm_field_t F = C->F;
     lf = fkm_poly_normlen(f, lf);
     *nroots = 0;

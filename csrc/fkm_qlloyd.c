@@ -65,6 +65,12 @@ FKM_HOT int fkm_qlloyd_assign_f64(int32_t *labels, double *lb, double *mind,
                                   fkm_index_t n, fkm_index_t d, fkm_index_t k, int first,
                                   int lb_holds_dist)
 {
+    /* fkm_qlloyd.h: n, d, k >= 1, k < 2^31, previous labels valid */
+    FKM_ASSERT(n >= 1 && d >= 1 && k >= 1 && k <= INT32_MAX);
+    FKM_ASSERT(labels != NULL && lb != NULL && mind != NULL && sums != NULL);
+    FKM_ASSERT(counts != NULL && loss != NULL && X != NULL && C != NULL);
+    FKM_ASSERT(first || move != NULL);
+    FKM_ASSERT_EACH(i_, first ? 0 : n, labels[i_] >= 0 && labels[i_] < k);
     /* A computed squared distance is within a relative (d + 2) u of the
      * exact one, its square root within (d + 4) u / 2 + u; the moved bounds
      * add a few u more.  e covers all of it with room. */

@@ -25,6 +25,10 @@ static FKM_HOT int FKM_RACE_FN(fkm_index_t *seeds, double *d2, const FKM_RACE_T 
     double *cand = NULL;
     const double *known = NULL; /* distances to the last seed, or NULL */
     int status = FKM_OK;
+    /* fkm_race.h: n, d, k >= 1 (unchecked in release builds) */
+    FKM_ASSERT(n >= 1 && d >= 1 && k >= 1);
+    FKM_ASSERT(seeds != NULL && d2 != NULL && X != NULL && ids != NULL);
+    FKM_ASSERT(cand_out == NULL || pot_out != NULL);
     if (n_trials < 1 || n_trials > FKM_RACE_MAX_TRIALS) return FKM_EDOM;
     if (cand_out)
         for (i = 0; i < k * n_trials; i++) { cand_out[i] = -1; pot_out[i] = NAN; }

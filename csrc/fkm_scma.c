@@ -7,6 +7,9 @@
 int fkm_scma_power_sums(fkm_field_t F, const uint64_t *x, int64_t k,
                         const uint64_t *w, int64_t r, int64_t n, uint64_t *out)
 {
+    FKM_ASSERT(k <= 0 || (x != NULL && (r <= 0 || w != NULL)));
+    FKM_ASSERT(r <= 0 || n <= 0 || out != NULL);
+    FKM_ASSERT_EACH(j, k, x[j] < F.p);
     if (k < 0 || r < 0 || n < 0)
         return FKM_EDOM;
     if (n == 0 || r == 0)
@@ -37,6 +40,8 @@ int fkm_scma_power_sums(fkm_field_t F, const uint64_t *x, int64_t k,
 void fkm_scma_affine_rows(fkm_field_t F, const uint64_t *a, int64_t n, int64_t d,
                           const uint64_t *coef, uint64_t c0, uint64_t *out)
 {
+    FKM_ASSERT(n >= 0 && d >= 0 && (n == 0 || out != NULL));
+    FKM_ASSERT(d == 0 || n == 0 || (a != NULL && coef != NULL));
     for (int64_t i = 0; i < n; i++) {
         fkm_acc_t A = {c0, 0};
         const uint64_t *ai = a + i * d;

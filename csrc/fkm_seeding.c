@@ -180,6 +180,30 @@ static int seeding_fallback(fkm_rng_t *rng, fkm_index_t *out,
     return FKM_OK;
 }
 
+/* The preconditions fkm_seeding.h states (FKM_ASSERT: debug builds only),
+ * but finiteness of X, which the typed entry points check. */
+static void seeding_assert_args(const fkm_rng_t *rng, const fkm_index_t *centers,
+                                const double *mind, const int32_t *labels,
+                                const void *X, const double *w,
+                                const uint8_t *removed, fkm_index_t n,
+                                fkm_index_t d, fkm_index_t k,
+                                fkm_index_t n_prefix, int warm)
+{
+    FKM_ASSERT(n >= 0 && d >= 1 && k >= 0);
+    FKM_ASSERT(0 <= n_prefix && n_prefix <= k);
+    FKM_ASSERT(rng != NULL && (k == 0 || centers != NULL));
+    FKM_ASSERT(n == 0 || (mind != NULL && labels != NULL && X != NULL));
+    FKM_ASSERT_EACH(i, w ? n : 0, w[i] >= 0.0);
+    /* the prefix: active, distinct row ids */
+    FKM_ASSERT_EACH(a, n_prefix, centers[a] >= 0 && centers[a] < n);
+    FKM_ASSERT_EACH(a, removed ? n_prefix : 0, !removed[centers[a]]);
+    FKM_ASSERT_EACH(a, n_prefix, fkm_first_index(centers, a, centers[a]) == a);
+    /* a warm state: labels of a previous run */
+    FKM_ASSERT_EACH(i, warm ? n : 0, labels[i] >= -1 && labels[i] < k);
+    (void)rng, (void)centers, (void)mind, (void)labels, (void)X, (void)w;
+    (void)removed, (void)n, (void)d, (void)k, (void)n_prefix, (void)warm;
+}
+
 #define FKM_REAL double
 #define FKM_SFX f64
 #include "fkm_seeding_impl.h"

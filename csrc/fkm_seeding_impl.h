@@ -321,6 +321,9 @@ int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
                               fkm_index_t n, fkm_index_t d, fkm_index_t k,
                               fkm_index_t n_prefix)
 {
+    seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
+                        n_prefix, 0);
+    FKM_ASSERT_EACH(i, n * d, isfinite(X[i]));
     return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
                                   d, k, n_prefix, 0);
 }
@@ -334,6 +337,9 @@ int FKM_NAME(fkm_seeding_resume)(fkm_rng_t *rng, fkm_index_t *centers,
 {
     if (n_prefix < 1 || n_prefix > k)
         return FKM_EDOM;
+    seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
+                        n_prefix, 1);
+    FKM_ASSERT_EACH(i, n * d, isfinite(X[i]));
     return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
                                   d, k, n_prefix, 1);
 }

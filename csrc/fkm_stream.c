@@ -6,6 +6,9 @@ void fkm_streams_accumulate(fkm_field_t F, const uint64_t *words, int64_t nk, in
                             uint64_t lim, const uint8_t *negate, uint64_t *acc, int64_t n,
                             int64_t *filled)
 {
+    FKM_ASSERT(nk >= 0 && nw >= 0 && n >= 0 && n <= FKM_STREAMS_MAX_N);
+    FKM_ASSERT(nk == 0 || (negate != NULL && filled != NULL && (nw == 0 || words != NULL)));
+    FKM_ASSERT(n == 0 || acc != NULL);
     /* the kept words (each < 2^64) of the added and of the subtracted
      * streams summed without reduction (fewer than 2^64 streams: no
      * overflow), then one reduction per position */
@@ -34,6 +37,8 @@ int64_t fkm_stream_accumulate(fkm_field_t F, const uint64_t *words, int64_t nw,
                               uint64_t lim, int negate, uint64_t *acc,
                               int64_t n, int64_t filled)
 {
+    FKM_ASSERT(nw >= 0 && (nw == 0 || words != NULL));
+    FKM_ASSERT(filled >= 0 && filled <= n && (n == 0 || acc != NULL));
     const uint64_t top = lim - 1; /* the largest word kept (lim = 0: 2^64 - 1) */
     for (int64_t i = 0; i < nw && filled < n; i++) {
         uint64_t w = words[i];

@@ -32,6 +32,7 @@ static int64_t node_points(int64_t m, int k, int64_t i)
 
 void fkm_vdm_clear(fkm_vdm_t *V)
 {
+    FKM_ASSERT(V != NULL);
     if (V->tree)
         for (int k = 0; k < V->levels; k++)
             free(V->tree[k]);
@@ -126,6 +127,8 @@ static int eval_down(const fkm_vdm_t *V, fkm_pctx_t *C, int k, int64_t i,
 int fkm_vdm_eval(const fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *a,
                  int64_t la, uint64_t *out)
 {
+    FKM_ASSERT(V != NULL && V->m >= 1 && V->tree != NULL && C != NULL && out != NULL);
+    FKM_ASSERT(la >= 0 && (la == 0 || a != NULL));
     int64_t m = V->m;
     int top = V->levels - 1;
     int64_t w = ((int64_t)1 << top) + 1;
@@ -152,6 +155,8 @@ int fkm_vdm_eval(const fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *a,
 int fkm_vdm_init(fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *nodes,
                  int64_t m)
 {
+    FKM_ASSERT(V != NULL && C != NULL && (m < 1 || nodes != NULL));
+    FKM_ASSERT_EACH(j, m, nodes[j] < C->F.p);
     fkm_field_t F = C->F;
     memset(V, 0, sizeof *V);
     if (m < 1)
@@ -206,6 +211,8 @@ fail:
 int fkm_vdm_solve(const fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *s,
                   uint64_t *c)
 {
+    FKM_ASSERT(V != NULL && V->m >= 1 && V->inv_df != NULL && C != NULL);
+    FKM_ASSERT(s != NULL && c != NULL);
     int64_t m = V->m;
     uint64_t *r = malloc((size_t)(2 * m) * sizeof *r);
     if (!r)
@@ -227,6 +234,8 @@ int fkm_vdm_solve(const fkm_vdm_t *V, fkm_pctx_t *C, const uint64_t *s,
 int fkm_poly_eval_multi(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                         const uint64_t *x, int64_t n, uint64_t *out)
 {
+    FKM_ASSERT(C != NULL && la >= 0 && (la == 0 || a != NULL));
+    FKM_ASSERT(n <= 0 || (x != NULL && out != NULL));
     if (n <= 0)
         return FKM_OK;
     if (n <= EVAL_LEAF || la <= EVAL_LEAF) {

@@ -12,6 +12,7 @@ cdef extern from "fkm_common.h" nogil:
         FKM_EREPEATED
         FKM_ENOSPLIT_RNG
     ctypedef int64_t fkm_index_t
+    int fkm_debug_build()
 
 cdef extern from "fkm_rng.h" nogil:
     ctypedef struct fkm_rng_t:

@@ -15,7 +15,7 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (
-    fkm_rng_t, FKM_OK, FKM_EDOM, fkm_field_t, fkm_field_init, fkm_is_prime,
+    fkm_rng_t, FKM_OK, FKM_EDOM, fkm_debug_build, fkm_field_t, fkm_field_init, fkm_is_prime,
     fkm_prev_prime, fkm_addmod, fkm_submod, fkm_negmod, fkm_mulmod,
     fkm_powmod, fkm_invmod, fkm_pctx_t, fkm_pctx_init, fkm_pctx_clear,
     fkm_poly_t, fkm_poly_init, fkm_poly_clear, fkm_faclist_t, fkm_vdm_t,
@@ -70,6 +70,12 @@ cdef inline const uint64_t *_ptr(const uint64_t[::1] a) noexcept nogil:
     if a.shape[0] == 0:
         return NULL
     return &a[0]
+
+
+def debug_build():
+    """True when the C library was built with DEBUG=1 (FKM_DEBUG): its
+    FKM_ASSERT preconditions are live and abort the process when violated."""
+    return bool(fkm_debug_build())
 
 
 def is_prime(uint64_t n):
