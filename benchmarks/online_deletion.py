@@ -90,7 +90,7 @@ def online_deletion(X, y, k, *, n_deletions=1000, max_iter=10, checkpoints=(0, 0
                 quality.append((i, _quality(model, X[alive], None if y is None else y[alive],
                                             _kmeans_inertia(X[alive], k, max_iter, seed),
                                             rng)))
-            rep = model.delete(int(victim))
+            rep = model.remove(int(victim))
             alive[victim] = False
             dt.append(rep.seconds)
             retrained += rep.retrained

@@ -1,14 +1,16 @@
-"""Deprecated import paths: modules that moved into subpackages (issue 20).
+"""Deprecated names kept for one release (issue 20): modules that moved
+into subpackages, and methods renamed to the library's one verb.
 
 An old module such as ``pyfkm.kmeans`` stays importable for one release: its
 public names resolve lazily to their new home, with a ``DeprecationWarning``
 that points at the user's line (PEP 562 module ``__getattr__``, the way SciPy
-retires its private modules).
+retires its private modules).  A renamed method (``QKMeans.delete``, now
+``remove``) stays as an alias that warns the same way and calls the new one.
 """
 import importlib
 import warnings
 
-__all__ = ["alias_module"]
+__all__ = ["alias_module", "renamed_method"]
 
 
 def alias_module(old, new, names):
@@ -27,3 +29,34 @@ def alias_module(old, new, names):
         return sorted(names)
 
     return __getattr__, __dir__
+
+
+def renamed_method(old, new):
+    """A method ``old`` that warns (``DeprecationWarning`` pointing at the
+    caller's line) and calls the method ``new`` with the same arguments.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> class Model:
+    ...     def remove(self, ids):
+    ...         return ids
+    ...     delete = renamed_method("delete", "remove")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     Model().delete([3])
+    [3]
+    >>> str(caught[0].message)
+    'Model.delete is deprecated and will be removed in pyfkm 0.3; use Model.remove instead'
+    """
+
+    def method(self, *args, **kwargs):
+        cls = type(self).__name__
+        warnings.warn(f"{cls}.{old} is deprecated and will be removed in pyfkm 0.3; "
+                      f"use {cls}.{new} instead", DeprecationWarning, stacklevel=2)
+        return getattr(self, new)(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = old
+    method.__doc__ = (f"Deprecated alias of :meth:`{new}` (removed in pyfkm 0.3): warns "
+                      f"and calls ``{new}``.")
+    return method

@@ -6,10 +6,10 @@ import numpy as np
 
 from .._base import BaseEstimator
 from .._core import _lloyd, _seeding
-from .._validation import (check_array, check_features, check_n_clusters,
-                          check_sample_weight)
+from .._validation import check_array, check_n_clusters, check_sample_weight
 from ..exceptions import InvalidInputError, NumericalError
 from ..rng import as_generator
+from .base import CenterModelMixin, FitPredictMixin
 
 __all__ = ["KMeans", "lloyd", "nearest_center", "LloydWorkspace", "absolute_tolerance",
            "one_call_limit"]
@@ -263,18 +263,51 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
         ws.close()
 
 
-def nearest_center(X, C):
+def nearest_center(X, C, *, n_threads=1):
     """Squared distance of each row of ``X`` to its nearest row of ``C`` and
-    that row's index (int32); computed around the centers' mean, which keeps
-    the expansion ``|x|^2 - 2 x.c + |c|^2`` accurate far from the origin."""
-    s = C.mean(axis=0)
-    Xs, Cs = X - s, C - s
-    d2 = (Xs * Xs).sum(1)[:, None] - 2 * Xs @ Cs.T + (Cs * Cs).sum(1)[None, :]
-    lab = np.argmin(d2, axis=1)
-    return np.maximum(d2[np.arange(X.shape[0]), lab], 0.0), lab.astype(np.int32)
+    that row's index (no input validation).
+
+    The one nearest-center kernel of the package: the C assignment step of
+    :func:`lloyd` (csrc/fkm_lloyd.h), which scores the centers around a shift
+    near them (accurate far from the origin), gives the lowest index on exact
+    ties of the score and recomputes the squared distance to the chosen
+    center exactly, as ``sum_j (x_j - c_j)^2``.  Results do not depend on
+    ``n_threads``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float32 or float64
+    C : ndarray of shape (n_clusters, n_features), float64, finite
+    n_threads : int, default=1
+
+    Returns
+    -------
+    d2 : ndarray of shape (n_samples,), float64
+    labels : ndarray of shape (n_samples,), int32
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d2, labels = nearest_center(np.array([[0.0, 1.0], [3.0, 0.0]]),
+    ...                             np.array([[0.0, 0.0], [4.0, 0.0]]))
+    >>> d2.tolist(), labels.tolist()
+    ([1.0, 1.0], [0, 1])
+    """
+    X = np.ascontiguousarray(X)
+    if X.dtype not in (np.float64, np.float32):
+        X = X.astype(np.float64)
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    if X.shape[0] == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int32)
+    ws = LloydWorkspace(X, None, C.shape[0], n_threads, pack=X.shape[0] >= 4096)
+    try:
+        ws.step(C)
+        return ws.mind, ws.labels
+    finally:
+        ws.close()
 
 
-class KMeans(BaseEstimator):
+class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
     """Weighted k-means (Lloyd's algorithm) with k-means++ seeding.
 
     Parameters
@@ -409,44 +442,5 @@ class KMeans(BaseEstimator):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def fit_predict(self, X, y=None, sample_weight=None):
-        """Fit and return ``labels_``."""
-        return self.fit(X, sample_weight=sample_weight).labels_
-
-    def _assign(self, X, sample_weight=None):
-        X = self._check_predict_X(X)
-        w = check_sample_weight(sample_weight, X.shape[0])
-        ws = LloydWorkspace(X, w, self.cluster_centers_.shape[0], self.n_threads,
-                             pack=X.shape[0] >= 4096)
-        try:
-            _, _, inertia = ws.step(self.cluster_centers_)
-            return ws.labels.copy(), float(inertia)
-        finally:
-            ws.close()
-
-    def predict(self, X):
-        """Index of the closest center for each row of ``X``."""
-        return self._assign(X)[0]
-
-    def _check_predict_X(self, X):
-        self._check_fitted()
-        C = self.cluster_centers_
-        if not (isinstance(C, np.ndarray) and C.ndim == 2 and C.shape[0] >= 1
-                and C.shape[1] == self.n_features_in_ and C.dtype == np.float64
-                and C.flags.c_contiguous and np.isfinite(C).all()):
-            raise InvalidInputError(
-                "cluster_centers_ must be a finite C-contiguous float64 array of shape "
-                f"(n_clusters, {self.n_features_in_}), got "
-                f"{getattr(C, 'shape', type(C).__name__)}")
-        return check_features(X, self.n_features_in_, self)
-
-    def transform(self, X):
-        """Euclidean distances to every center, shape (n_samples, n_clusters)."""
-        X = self._check_predict_X(X).astype(np.float64, copy=False)
-        C = self.cluster_centers_
-        d2 = (X ** 2).sum(1)[:, None] - 2 * X @ C.T + (C ** 2).sum(1)[None, :]
-        return np.sqrt(np.maximum(d2, 0.0))
-
-    def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) inertia of ``X`` on the fitted centers."""
-        return -self._assign(X, sample_weight)[1]
+    def _nearest_center(self, X, C):
+        return nearest_center(X, C, n_threads=self.n_threads)

@@ -2,7 +2,7 @@
 Q-k-means and DC-k-means, whose deletions equal retraining bit for bit.
 
 Ginart, Guan, Valiant, Zou, "Making AI Forget You: Data Deletion in Machine
-Learning", NeurIPS 2019.  Both estimators support ``delete(ids)``, whose
+Learning", NeurIPS 2019.  Both estimators support ``remove(ids)``, whose
 result is *identical* (bit for bit) to fitting again on the remaining data
 with the same ``random_state`` and the same ``sample_ids``; it is therefore
 distributed exactly as retraining.

@@ -1,5 +1,5 @@
 """Checks of an unpickled QKMeans or DCKMeans state, field by field
-(a pickle is data from outside): what delete, predict and the fitted
+(a pickle is data from outside): what remove, predict and the fitted
 attributes index with or pass to C, and the invariants that deletion relies
 on.  Every failure raises ModelFileError naming the field (see _Fields).
 """
@@ -27,7 +27,7 @@ _Q_FIELDS = ("p", "X", "ids", "eps", "alive", "n_alive", "order", "ids_sorted", 
 
 def _q_check_state(f, s):
     """Check an unpickled _QState ``s`` with the _Fields ``f``: everything
-    that delete, predict and the fitted attributes index with or pass to C,
+    that remove, predict and the fitted attributes index with or pass to C,
     and the invariants that the certification relies on and that are
     cheap to check (counts of the labels, erased rows, bounds and grids)."""
     v = f.attrs(s, _QState, _Q_FIELDS, "_state")

@@ -8,18 +8,20 @@ import contextlib
 import copy
 import math
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._base import BaseEstimator
+from .._deprecated import renamed_method
+from ..core.base import CenterModelMixin
 from ..core.kernels import seeding as _seeding
 from .._validation import check_ids
 from ..exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
 from ..rng import as_generator
 
 _U = 2.0 ** -53  # unit roundoff of float64
-_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 # ----------------------------------------------------------------------------
@@ -74,7 +76,7 @@ def _race_seeding(X, ids, k, key, alive=None, n_trials=1):
 
 @dataclass(frozen=True)
 class DeletionReport:
-    """What a call to ``delete`` did.
+    """What a call to ``remove`` did.
 
     Attributes
     ----------
@@ -203,17 +205,23 @@ def _writable(state, names):
             setattr(state, name, v.copy())
 
 
-class _LockedEstimator(BaseEstimator):
+class _LockedEstimator(CenterModelMixin, BaseEstimator):
     """Base of the deletion estimators: the fitted state lives in one
-    attribute ``_state`` that fit and delete replace as a whole; a per-object
+    attribute ``_state`` that fit and remove replace as a whole; a per-object
     ``threading.RLock`` serializes the calls that change it and the reads of
     the fitted attributes.
+
+    A subclass gives ``_removal(state, pos)`` (the new state after removing
+    the alive rows ``pos``, and why it retrained, "" when certified) and its
+    own ``remove`` docstring over :meth:`_remove`; ``predict``,
+    ``transform`` and ``score`` are :class:`~pyfkm.core.base.CenterModelMixin`'s
+    (on the centers read under the lock).
 
     The lock is not pickled or copied: every instance (constructed,
     unpickled or copied) gets its own.  ``__getstate__`` (used by pickle,
     ``copy.copy`` and ``copy.deepcopy``) takes a copy of ``_state`` under
-    the lock, so a concurrent delete cannot tear it, and ``copy.copy``
-    therefore copies ``_state`` too: a delete overwrites rows in place, so
+    the lock, so a concurrent remove cannot tear it, and ``copy.copy``
+    therefore copies ``_state`` too: a removal overwrites rows in place, so
     a shallow copy sharing the state would be corrupted by the original's
     deletions.  ``__setstate__`` (pickle, ``copy.copy``) checks the state
     field by field first (``_check_state`` of the subclass, see
@@ -260,6 +268,36 @@ class _LockedEstimator(BaseEstimator):
             raise NotFittedError(
                 f"this {type(self).__name__} is not fitted yet; call fit first")
         return state
+
+    def _check_fitted(self, attr=None):
+        with self._lock:
+            self._fitted()
+
+    def _checked(self, X):
+        with self._lock:  # the centers and their width from one fitted state
+            return super()._checked(X)
+
+    @property
+    def sample_ids_(self):
+        with self._lock:
+            s = self._fitted()
+            return s.ids[s.alive].copy()
+
+    def _remove(self, ids):
+        """What ``remove`` does: validate ``ids`` against the alive ones
+        (nothing changes when one is bad), build the new state aside
+        (``_removal``) and install it in one assignment."""
+        t0 = time.perf_counter()
+        with self._lock:
+            s = self._fitted()
+            pos = _IdIndex.lookup(s.ids_sorted, s.order, s.alive, ids, s.n_alive, s.k)
+            if pos.size == 0:
+                return DeletionReport(0, False, "", time.perf_counter() - t0)
+            new, reason = self._removal(s, pos)
+            self._state = new  # the commit
+        return DeletionReport(int(pos.size), bool(reason), reason, time.perf_counter() - t0)
+
+    delete = renamed_method("delete", "remove")
 
 
 # ----------------------------------------------------------------------------

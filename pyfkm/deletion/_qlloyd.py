@@ -73,8 +73,8 @@ class _QParams:
 class _QState:
     """Everything a fitted QKMeans holds: its _QParams ``p`` and the memo of
     one Q-Lloyd run on the stored rows (see QKMeans Notes, "What is kept,
-    what is erased").  fit and a retraining delete build a new one; a
-    certified delete builds a new one that shares the per-row arrays and
+    what is erased").  fit and a retraining removal build a new one; a
+    certified removal builds a new one that shares the per-row arrays and
     overwrites the deleted rows in them last.
 
     The memo of the ``n_run + 1`` computed assignments (``t = 0`` to the
@@ -85,6 +85,10 @@ class _QState:
     ``sums`` (n_run + 1, k, d) and the ``loss`` (n_run + 1,) on their grids
     ``quantum`` (d,) and ``loss_quantum`` (n_run + 1,) (see _q_grid), None
     until the first deletion (see _q_memo)."""
+
+    @property
+    def k(self):
+        return self.p.k
 
 
 def _q_maxabs(C0, maxmind0):

@@ -2,15 +2,14 @@
 al., NeurIPS 2019, Sec. 4.2).
 """
 import math
-import time
 
 import numpy as np
 
 from ._checks import _dc_check_state
-from ._common import (DeletionReport, _IdIndex, _LockedEstimator, _check_sample_ids,
-                      _generator_rollback, _sqdist)
+from ._common import _LockedEstimator, _check_sample_ids, _generator_rollback
 from ._dctree import _dc_deleted, _dc_fit
 from .._validation import check_array, check_int, check_n_clusters
+from ..core.kmeans import nearest_center
 from ..exceptions import InvalidInputError
 
 __all__ = ["DCKMeans", "auto_n_leaves"]
@@ -34,7 +33,7 @@ class DCKMeans(_LockedEstimator):
     their id); every leaf runs k-means (keyed k-means++ + Lloyd) on its
     points; every internal node runs k-means on its children's centroids
     weighted by their cluster masses; the root's centroids are the model.
-    ``delete`` recomputes only the leaves holding deleted points and their
+    ``remove`` recomputes only the leaves holding removed points and their
     paths to the root; the result is identical to a fresh fit on the
     remaining data with the same ``random_state``, ``sample_ids`` and
     ``n_leaves_``.
@@ -98,7 +97,7 @@ class DCKMeans(_LockedEstimator):
     potentials (sums over the leaf's points), whose widths depend on the
     binary exponents of the potentials and the number of deletions only.
     It also holds the model key (no data) and the hyper-parameters of the
-    fit.  ``delete`` erases a deleted row at once: its leaf's arrays are
+    fit.  ``remove`` erases a removed row at once: its leaf's arrays are
     replaced by new ones without it (the old ones are no longer
     reachable); its leaf and every node on the path to the root are
     recomputed from the remaining points, so no centroid or mass keeps
@@ -123,16 +122,16 @@ class DCKMeans(_LockedEstimator):
     keys, the traces' positions, the sizes and masses of the node results;
     :class:`~pyfkm.exceptions.ModelFileError` naming the field).
 
-    Failures and threads.  ``fit`` and ``delete`` build the new state aside
-    (a delete builds new arrays for the touched leaves) and install it at
+    Failures and threads.  ``fit`` and ``remove`` build the new state aside
+    (a removal builds new arrays for the touched leaves) and install it at
     the end (clearing the deleted ids' flags in place is the last step and
     is undone if it fails): a call that raises (bad input, a numerical
     failure, an interrupt) leaves the model exactly as it was, and a
     ``Generator`` given as ``random_state`` gets its state back from a
-    failed ``fit``.  ``delete`` always uses the hyper-parameters of the
+    failed ``fit``.  ``remove`` always uses the hyper-parameters of the
     last successful ``fit``.  The methods that change the model (``fit``,
-    ``delete``, ``set_params``) and the fitted attributes take a
-    per-object ``threading.RLock``, so several threads may delete from one
+    ``remove``, ``set_params``) and the fitted attributes take a
+    per-object ``threading.RLock``, so several threads may remove from one
     model: the calls run one at a time and a reader sees the model before
     or after a deletion, never in between.  The lock is not pickled;
     unpickled and copied models get their own (``copy.copy`` also copies
@@ -144,7 +143,7 @@ class DCKMeans(_LockedEstimator):
     >>> X = np.random.default_rng(0).normal(size=(400, 2))
     >>> X[:200] += 8
     >>> dc = DCKMeans(2, n_leaves=4, random_state=0).fit(X)
-    >>> report = dc.delete(5)
+    >>> report = dc.remove(5)
     >>> report.retrained, dc.n_leaves_
     (True, 4)
     >>> ref = DCKMeans(2, n_leaves=4, random_state=0).fit(
@@ -248,35 +247,22 @@ class DCKMeans(_LockedEstimator):
             return C.copy()
 
     @property
-    def sample_ids_(self):
-        with self._lock:
-            st = self._fitted()
-            return st.ids[st.alive].copy()
-
-    @property
     def inertia_(self):
         with self._lock:
             st = self._fitted()
             if st.inertia is None:
                 X = np.concatenate(st.X)
-                C = self.cluster_centers_
-                d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
-                st.inertia = math.fsum(d2.min(axis=1))
+                st.inertia = math.fsum(nearest_center(X, self.cluster_centers_)[0])
             return st.inertia
 
-    def predict(self, X):
-        """Index of the nearest center for each row of ``X``."""
-        C = self.cluster_centers_
-        X = check_array(X, "X")
-        if X.shape[1] != C.shape[1]:
-            raise InvalidInputError(
-                f"X has {X.shape[1]} features, but DCKMeans was fitted with "
-                f"{C.shape[1]}")
-        d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
-        return np.argmin(d2, axis=1).astype(np.int32)
+    def remove(self, ids):
+        """Remove points by id and recompute their leaves' root paths.
 
-    def delete(self, ids):
-        """Delete points by id and recompute their leaves' root paths.
+        Parameters
+        ----------
+        ids : int or sequence of int
+            Ids (``sample_ids`` given to fit, default row positions) of
+            remaining points, without repeats.
 
         Returns
         -------
@@ -290,11 +276,8 @@ class DCKMeans(_LockedEstimator):
             ``n_clusters`` points would remain.  Nothing is deleted then
             (nor after any other exception).
         """
-        t0 = time.perf_counter()
-        with self._lock:
-            st = self._fitted()
-            pos = _IdIndex.lookup(st.ids_sorted, st.order, st.alive, ids, st.n_alive, st.k)
-            if pos.size == 0:
-                return DeletionReport(0, False, "", time.perf_counter() - t0)
-            self._state = _dc_deleted(st, pos)  # the commit
-        return DeletionReport(int(pos.size), True, "leaf path", time.perf_counter() - t0)
+        return self._remove(ids)
+
+    @staticmethod
+    def _removal(st, pos):
+        return _dc_deleted(st, pos), "leaf path"

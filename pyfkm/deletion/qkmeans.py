@@ -3,21 +3,20 @@ al., NeurIPS 2019, Alg. 2).
 """
 import math
 import numbers
-import time
 
 import numpy as np
 
 from ._checks import _q_check_state
-from ._common import (DeletionReport, _IdIndex, _LockedEstimator, _check_sample_ids,
-                      _generator_rollback, _sqdist)
+from ._common import _LockedEstimator, _check_sample_ids, _generator_rollback
 from ._qlloyd import _QParams, _q_certified, _q_certify, _q_retrained, _q_state
 from .._validation import check_array, check_int, check_n_clusters
+from ..core.base import FitPredictMixin
 from ..exceptions import InvalidInputError
 
 __all__ = ["QKMeans"]
 
 
-class QKMeans(_LockedEstimator):
+class QKMeans(FitPredictMixin, _LockedEstimator):
     """Quantized k-means (Q-k-means) with certified exact deletion.
 
     Parameters
@@ -61,7 +60,7 @@ class QKMeans(_LockedEstimator):
     (sum of squared distances to the new centers) is not smaller than the
     previous one, keeping the previous centers.
 
-    Certification.  ``delete(ids)`` returns without retraining only if it
+    Certification.  ``remove(ids)`` returns without retraining only if it
     proves that a fresh fit on the remaining data (same ``random_state``
     and ids) computes the same epsilon, the same seeds, the same lattice
     cells at every computed iteration and the same stop decisions:
@@ -111,7 +110,7 @@ class QKMeans(_LockedEstimator):
     per-coordinate bound on ``|x|`` over the remaining rows (the largest
     coordinate of a seed plus the largest distance of a remaining point to
     its seed).  It also holds the model key and the lattice phases (random
-    draws, no data) and the hyper-parameters of the fit.  ``delete``
+    draws, no data) and the hyper-parameters of the fit.  ``remove``
     erases a deleted row at once: its coordinates, labels and distances are
     overwritten (0, -1, 0) in every array, its rounded terms are subtracted
     from every memoized sum and loss (exactly) and it leaves every count;
@@ -132,16 +131,16 @@ class QKMeans(_LockedEstimator):
     bounds and grids; :class:`~pyfkm.exceptions.ModelFileError` naming the
     field).
 
-    Failures and threads.  ``fit`` and ``delete`` build the new state aside
+    Failures and threads.  ``fit`` and ``remove`` build the new state aside
     and install it at the end (the in-place erasure of a certified deletion
     is their last step and is undone if it fails): a call that raises
     (bad input, a numerical failure, an interrupt) leaves the model exactly
     as it was, and a ``Generator`` given as ``random_state`` gets its state
-    back from a failed ``fit``.  ``delete`` always uses the hyper-parameters
+    back from a failed ``fit``.  ``remove`` always uses the hyper-parameters
     of the last successful ``fit`` (``set_params`` takes effect at the next
-    ``fit``).  The methods that change the model (``fit``, ``delete``,
+    ``fit``).  The methods that change the model (``fit``, ``remove``,
     ``set_params``) and the fitted attributes take a per-object
-    ``threading.RLock``, so several threads may delete from one model: the
+    ``threading.RLock``, so several threads may remove from one model: the
     calls run one at a time and a reader sees the model before or after a
     deletion, never in between.  The lock is not pickled; unpickled and
     copied models get their own (``copy.copy`` also copies the fitted
@@ -155,7 +154,7 @@ class QKMeans(_LockedEstimator):
     >>> q = QKMeans(2, random_state=0).fit(X)
     >>> q.cluster_centers_.shape
     (2, 2)
-    >>> report = q.delete([3, 200])
+    >>> report = q.remove([3, 200])
     >>> report.n_deleted, q.labels_.shape
     (2, (298,))
     >>> ref = QKMeans(2, random_state=0).fit(np.delete(X, [3, 200], axis=0),
@@ -204,7 +203,7 @@ class QKMeans(_LockedEstimator):
         y : ignored
         sample_ids : array-like of int, shape (n_samples,), optional
             Distinct nonnegative ids of the rows (default ``0..n-1``), used
-            by :meth:`delete` and as the keys of the per-point random draws:
+            by :meth:`remove` and as the keys of the per-point random draws:
             fitting a subset with its ids replays the draws of a full fit.
 
         Returns
@@ -219,7 +218,7 @@ class QKMeans(_LockedEstimator):
             overflow (:class:`NumericalError`).  The model is unchanged then.
         """
         with self._lock:
-            # a private float64 copy, never the caller's buffer: delete
+            # a private float64 copy, never the caller's buffer: remove
             # overwrites rows
             X = np.array(check_array(X, "X"), dtype=np.float64)
             n, d = X.shape
@@ -248,12 +247,6 @@ class QKMeans(_LockedEstimator):
         with self._lock:
             s = self._fitted()
             return s.labels[s.n_iter][s.alive].copy()
-
-    @property
-    def sample_ids_(self):
-        with self._lock:
-            s = self._fitted()
-            return s.ids[s.alive].copy()
 
     @property
     def inertia_(self):
@@ -288,20 +281,9 @@ class QKMeans(_LockedEstimator):
         with self._lock:
             return self._fitted().p.n_features
 
-    def predict(self, X):
-        """Index of the nearest center for each row of ``X``."""
-        C = self.cluster_centers_
-        X = check_array(X, "X")
-        if X.shape[1] != C.shape[1]:
-            raise InvalidInputError(
-                f"X has {X.shape[1]} features, but QKMeans was fitted with "
-                f"{C.shape[1]}")
-        d2 = np.stack([_sqdist(X, c) for c in C], axis=1)
-        return np.argmin(d2, axis=1).astype(np.int32)
-
-    # -- deletion -----------------------------------------------------------
-    def delete(self, ids):
-        """Delete points by id; certify or retrain.
+    # -- removal --------------------------------------------------------------
+    def remove(self, ids):
+        """Remove points by id; certify or retrain.
 
         Parameters
         ----------
@@ -320,16 +302,11 @@ class QKMeans(_LockedEstimator):
             ``n_clusters`` points would remain.  Nothing is deleted then
             (nor after any other exception).
         """
-        t0 = time.perf_counter()
-        with self._lock:
-            s = self._fitted()
-            pos = _IdIndex.lookup(s.ids_sorted, s.order, s.alive, ids, s.n_alive, s.p.k)
-            if pos.size == 0:
-                return DeletionReport(0, False, "", time.perf_counter() - t0)
-            reason, update = _q_certify(s, pos)
-            if reason:
-                new = _q_retrained(s, pos, reason, update)
-            else:
-                new = _q_certified(s, pos, update)
-            self._state = new  # the commit
-        return DeletionReport(int(pos.size), bool(reason), reason, time.perf_counter() - t0)
+        return self._remove(ids)
+
+    @staticmethod
+    def _removal(s, pos):
+        reason, update = _q_certify(s, pos)
+        if reason:
+            return _q_retrained(s, pos, reason, update), reason
+        return _q_certified(s, pos, update), ""

@@ -18,9 +18,10 @@ import numbers
 import numpy as np
 
 from .._base import BaseEstimator
-from .._validation import check_array, check_clients, check_features, check_n_clusters
+from .._validation import check_array, check_clients, check_n_clusters
 from ..exceptions import InvalidInputError
-from ..core.kmeans import LloydWorkspace, nearest_center
+from ..core.base import CenterModelMixin
+from ..core.kmeans import LloydWorkspace
 from ..rng import as_generator
 from ..secagg import msa_round, setup_msa
 from .steps import _update_centers, sphere_packing_init
@@ -61,7 +62,7 @@ class _LocalData:
             sums -= counts[:, None] * centers
         return np.concatenate([sums.ravel(), counts])
 
-class _FederatedLloydBase(BaseEstimator):
+class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
     """Shared driver: validation, MSA setup, the iteration loop."""
 
     _relative = True
@@ -187,26 +188,15 @@ class _FederatedLloydBase(BaseEstimator):
     def _record(self, accountant, step, count):
         pass
 
-    # -- prediction
-    def _check_X(self, X):
-        self._check_fitted()
-        return check_features(X, self.n_features_in_, self)
-
-    def predict(self, X):
-        """Index of the nearest fitted center for each row of ``X``."""
-        X = self._check_X(X)
-        return nearest_center(X.astype(np.float64), self.cluster_centers_)[1]
+    # -- prediction: predict, transform and score are CenterModelMixin's
 
     def nicv(self, X):
         """Normalized intra-cluster variance: k-means objective of ``X`` on
-        the fitted centers divided by ``len(X)`` (lower is better)."""
-        X = self._check_X(X)
-        d2, _ = nearest_center(X.astype(np.float64), self.cluster_centers_)
-        return float(d2.sum() / X.shape[0])
+        the fitted centers divided by ``len(X)`` (lower is better; the
+        FastLloyd paper's metric).  ``score(X) == -nicv(X) * len(X)``."""
+        X, C = self._checked(X)
+        return float(self._nearest_center(X, C)[0].sum() / X.shape[0])
 
-    def score(self, X, y=None):
-        """Opposite of :meth:`nicv` (greater is better, as ``KMeans.score``)."""
-        return -self.nicv(X)
 
 def _check_epsilon(epsilon, allow_inf=True):
     if not isinstance(epsilon, numbers.Real) or isinstance(epsilon, bool) \

@@ -41,9 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._base import BaseEstimator
-from .._validation import check_clients, check_features, check_ids, check_int
+from .._validation import check_clients, check_ids, check_int
 from ..exceptions import InvalidIdError, InvalidInputError, NotFittedError
-from ..core.kmeans import KMeans, nearest_center
+from ..core.base import CenterModelMixin
+from ..core.kmeans import KMeans
 from ..rng import spawn
 
 __all__ = ["BaselineRemovalReport"]
@@ -129,13 +130,14 @@ def _n_distinct(S):
 
 # -- the estimators' base ----------------------------------------------------
 
-class _RetrainingFederatedBase(BaseEstimator):
+class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
     """One-shot federated clustering with a local clustering per client
     (full k-means unless a subclass's ``_local`` says otherwise); removal by
     retraining the affected client and rerunning the server step.
 
     Subclasses give the local number of clusters (``_client_k``) and the
-    server step (``_server``).
+    server step (``_server``); ``predict``, ``transform`` and ``score`` are
+    :class:`pyfkm.core.base.CenterModelMixin`'s.
 
     What is kept, what is erased: a private copy of every client's data
     (the caller's arrays are never referenced), the clients' local models
@@ -349,17 +351,3 @@ class _RetrainingFederatedBase(BaseEstimator):
         return BaselineRemovalReport(
             tuple(sorted(gone)), n_removed, False, True,
             not np.array_equal(old, self.cluster_centers_), 0.0, t1 - t0)
-
-    # -- using the model --------------------------------------------------------
-
-    def _check_X(self, X):
-        self._check_fitted()
-        return check_features(X, self.n_features_in_, self).astype(np.float64, copy=False)
-
-    def predict(self, X):
-        """Index of the nearest server centroid for each row of ``X``."""
-        return nearest_center(self._check_X(X), self.cluster_centers_)[1]
-
-    def score(self, X, y=None):
-        """Negative k-means objective of ``X`` under the server centroids."""
-        return -float(nearest_center(self._check_X(X), self.cluster_centers_)[0].sum())

@@ -60,11 +60,11 @@ from typing import Optional
 import numpy as np
 
 from .._base import BaseEstimator
-from .._validation import check_clients, check_features, check_ids, check_int
+from .._validation import check_clients, check_ids, check_int
 from ..exceptions import (InvalidIdError, InvalidInputError, ModelFileError, NotFittedError,
                          ProtocolError, PyfkmError)
 from ..field import DEFAULT_PRIME
-from ..core.kmeans import nearest_center
+from ..core.base import CenterModelMixin
 from ..rng import as_generator, copy_generator as _copy_generator, spawn_aside as _spawn_aside
 from ._rngstate import _rng_state
 from .aggregation import _ClearAggregator, _SecureAggregator, resolve_neighbors, resolve_threshold
@@ -118,7 +118,7 @@ class FederatedRemovalReport:
     dropped: tuple = ()
 
 
-class FederatedKMeans(BaseEstimator):
+class FederatedKMeans(CenterModelMixin, BaseEstimator):
     """Federated k-means with secure aggregation and exact unlearning (MUFC).
 
     Parameters
@@ -811,17 +811,7 @@ class FederatedKMeans(BaseEstimator):
                                  self.modulus or DEFAULT_PRIME, threshold=self.threshold,
                                  neighbors=self.neighbors, progress=self.progress)
 
-    def _check_X(self, X):
-        self._check_fitted()
-        C = self.cluster_centers_
-        if C.shape[0] == 0:
+    def _fitted_centers(self):
+        if self.cluster_centers_.shape[0] == 0:
             raise InvalidInputError("the model has no centers: every point was removed")
-        return check_features(X, self.n_features_in_, self).astype(np.float64, copy=False), C
-
-    def predict(self, X):
-        """Index of the nearest server centroid for each row of ``X``."""
-        return nearest_center(*self._check_X(X))[1]
-
-    def score(self, X):
-        """Negative k-means objective of ``X`` under the server centroids."""
-        return -float(nearest_center(*self._check_X(X))[0].sum())
+        return super()._fitted_centers()

@@ -8,7 +8,8 @@ import numpy as np
 
 from .._base import BaseEstimator
 from .._core import _kcenter
-from .._validation import check_features, check_int
+from .._validation import check_int
+from ..core.base import CenterModelMixin
 from ..exceptions import InvalidInputError
 
 # Largest point set whose n x n squared-distance matrix (8 n^2 bytes) is kept;
@@ -70,17 +71,22 @@ def _grid_search(lo, hi, ratio, probe):
     return g(b), sol_b, n_probe
 
 
-class _KZBase(BaseEstimator):
-    """predict / outlier flags shared by the (k,z)-center estimators."""
+class _KZBase(CenterModelMixin, BaseEstimator):
+    """predict / outlier flags shared by the (k,z)-center estimators;
+    ``transform`` and ``score`` are :class:`~pyfkm.core.base.CenterModelMixin`'s."""
+
+    def _nearest_center(self, X, C):
+        # deliberate specialization of the shared kernel (CenterModelMixin's
+        # nearest_center): the kernel the fits count outliers with (exact
+        # squared distances from coordinate differences, ties to the lowest
+        # index), so that predict flags exactly the points the fit declared
+        # farther than radius_ (radius_ is often itself such a distance).
+        return _kcenter.nearest(X, C)
 
     def predict(self, X):
         """Index of the nearest center, or -1 for points farther than
         ``radius_`` from every center (declared outliers)."""
-        self._check_fitted()
-        X = check_features(X, self.n_features_in_, self)
-        mind, arg = _kcenter.nearest(np.ascontiguousarray(X, dtype=np.float64),
-                                     self.cluster_centers_)
-        lab = arg.astype(np.int64)
+        mind, lab = self._nearest_center(*self._checked(X))
         lab[np.sqrt(mind) > self.radius_] = -1
         return lab
 
