@@ -1,7 +1,12 @@
-"""Estimator conventions (scikit-learn style, without depending on it)."""
+"""Estimator conventions (scikit-learn style, without depending on it) and
+the base of the reports that operations return."""
 import inspect
+import numbers
+from dataclasses import dataclass, fields
 
 from .exceptions import InvalidInputError, NotFittedError
+
+__all__ = ["BaseEstimator", "Report"]
 
 
 class BaseEstimator:
@@ -42,3 +47,57 @@ class BaseEstimator:
         if not hasattr(self, attr):
             raise NotFittedError(
                 f"this {type(self).__name__} is not fitted yet; call fit first")
+
+
+@dataclass(frozen=True)
+class Report:
+    """Base of the reports that operations return (a removal, a secure
+    aggregation round, the traffic of a fit): a frozen dataclass whose
+    fields are the facts, with :meth:`as_dict` and a readable ``str``.
+
+    A subclass is a ``@dataclass(frozen=True)``; ``_summary`` names the
+    derived properties (totals) that ``str`` shows after the fields.
+    Fields declared with ``repr=False`` (bulky details) are left out of
+    ``str`` but kept by :meth:`as_dict`.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Timing(Report):
+    ...     n_removed: int
+    ...     seconds: float
+    >>> r = Timing(3, 0.25)
+    >>> r.as_dict()
+    {'n_removed': 3, 'seconds': 0.25}
+    >>> print(r)
+    Timing
+      n_removed  3
+      seconds    0.25
+    """
+
+    _summary = ()
+
+    def as_dict(self):
+        """The fields as a dict, in declaration order (values as stored, not
+        copied: ``type(r)(**r.as_dict()) == r``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __str__(self):
+        rows = [(f.name, getattr(self, f.name)) for f in fields(self) if f.repr]
+        rows += [(name, getattr(self, name)) for name in self._summary]
+        width = max((len(name) for name, _ in rows), default=0)
+        lines = [type(self).__name__]
+        lines += [f"  {name:<{width}}  {_cell(value)}" for name, value in rows]
+        return "\n".join(lines)
+
+
+def _cell(value):
+    """One value of a report's table: floats to 6 significant digits, long
+    or nested tuples as their length."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, tuple) and (len(value) > 8 or not all(
+            isinstance(v, (numbers.Number, str)) for v in value)):
+        return f"({len(value)} items)"
+    return str(value)

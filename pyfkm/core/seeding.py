@@ -5,6 +5,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._base import Report
 from .._core import _seeding
 from .._validation import (check_array, check_ids, check_n_clusters, check_sample_weight,
                           raise_if_not_finite)
@@ -90,7 +91,7 @@ def _seed_call(X, fn, *args):
 
 
 @dataclass(frozen=True)
-class RemovalReport:
+class RemovalReport(Report):
     """What a removal did.
 
     Attributes
@@ -344,10 +345,6 @@ class RemovableSeeding:
             self._state.X[...] = 0
         else:
             self._state.X[ids] = 0
-
-    def _erase(self, ids):
-        """Zero the data rows (and weights) of removed ids."""
-        self._state.erase(np.ascontiguousarray(ids, dtype=np.int64))
 
     # -- persistence -----------------------------------------------------------
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._base import BaseEstimator
+from .._base import BaseEstimator, Report
 from .._deprecated import renamed_method
 from ..core.base import CenterModelMixin
 from ..core.kernels import seeding as _seeding
@@ -75,13 +75,14 @@ def _race_seeding(X, ids, k, key, alive=None, n_trials=1):
 
 
 @dataclass(frozen=True)
-class DeletionReport:
+class DeletionReport(Report):
     """What a call to ``remove`` did.
 
     Attributes
     ----------
     n_deleted : int
-        Number of points removed by the call.
+        Number of points removed by the call (also ``n_removed``, the name
+        of the other removal reports).
     retrained : bool
         False when the result was certified from the memoized training
         metadata; True when (part of) the model was recomputed.
@@ -96,6 +97,11 @@ class DeletionReport:
     retrained: bool
     reason: str
     seconds: float
+
+    @property
+    def n_removed(self):
+        """``n_deleted`` under the name every other removal report uses."""
+        return self.n_deleted
 
 
 def _check_sample_ids(sample_ids, n):

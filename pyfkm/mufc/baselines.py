@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._base import BaseEstimator
+from .._base import BaseEstimator, Report
 from .._validation import check_clients, check_ids, check_int
 from ..exceptions import InvalidIdError, InvalidInputError, NotFittedError
 from ..core.base import CenterModelMixin
@@ -51,7 +51,7 @@ __all__ = ["BaselineRemovalReport"]
 
 
 @dataclass(frozen=True)
-class BaselineRemovalReport:
+class BaselineRemovalReport(Report):
     """What a removal from a retraining baseline did and cost.
 
     Attributes
@@ -86,6 +86,8 @@ class BaselineRemovalReport:
     centers_changed: bool
     client_seconds: float
     server_seconds: float
+
+    _summary = ("total_seconds",)
 
     @property
     def total_seconds(self):

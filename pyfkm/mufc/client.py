@@ -11,11 +11,12 @@ covers.
 """
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
 
+from .._base import Report
 from .._validation import check_array, check_ids
 from ..exceptions import InvalidIdError, InvalidInputError
 from ..core.kmeans import lloyd
@@ -49,14 +50,35 @@ def scale_to_box(X, lower, upper, *, box=(-0.5, 0.5)):
 
 
 @dataclass(frozen=True)
-class ClientRemovalReport:
-    """What a removal did on one client."""
+class ClientRemovalReport(Report):
+    """What a removal did on one client.
+
+    Attributes
+    ----------
+    n_removed : int
+        Points removed.
+    reseeded : bool
+        Whether seeding resumed (a removed point was a center).
+    position : int or None
+        First resampled center position (None if none was).
+    refit : bool
+        Whether the client refitted from scratch (fewer points than
+        centers remained); also ``retrained``, the name of the other
+        removal reports.
+    seconds : float
+        Wall time of the removal.
+    """
 
     n_removed: int
     reseeded: bool
     position: Optional[int]
     refit: bool
     seconds: float
+
+    @property
+    def retrained(self):
+        """``refit`` under the name the deletion reports use."""
+        return self.refit
 
 
 class MufcClient:
@@ -254,7 +276,7 @@ class MufcClient:
             rep, _ = new._seeding.remove_without_erasing(self._pos[arr])
             new._finish()
             report = ClientRemovalReport(int(arr.size), rep.reseeded, rep.position, False, 0.0)
-        return new, _replace_seconds(report, time.perf_counter() - t0), arr
+        return new, replace(report, seconds=time.perf_counter() - t0), arr
 
     def _clone(self):
         """A copy with its own generator and state arrays; the data buffers
@@ -298,11 +320,6 @@ def _n_bins(lower, upper, gamma):
     ``ceil((upper - lower) / gamma)`` (a ratio within 1e-12 above an integer
     rounds to it), and at least 1."""
     return max(1, int(np.ceil((upper - lower) / gamma - 1e-12)))
-
-
-def _replace_seconds(report, seconds):
-    return ClientRemovalReport(report.n_removed, report.reseeded, report.position,
-                               report.refit, seconds)
 
 
 def _fit_client_task(X, n_clusters, kw, rng_state):

@@ -59,7 +59,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._base import BaseEstimator
+from .._base import BaseEstimator, Report
 from .._validation import check_clients, check_ids, check_int
 from ..exceptions import (InvalidIdError, InvalidInputError, ModelFileError, NotFittedError,
                          ProtocolError, PyfkmError)
@@ -76,7 +76,7 @@ __all__ = ["FederatedKMeans", "FederatedRemovalReport"]
 
 
 @dataclass(frozen=True)
-class FederatedRemovalReport:
+class FederatedRemovalReport(Report):
     """What a federated removal cost.
 
     Attributes

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._base import Report
 from .._core import _kcenter
 from .._validation import check_array
 from ..exceptions import InvalidInputError, NumericalError
@@ -18,7 +19,7 @@ __all__ = ["DistributedKZCenter", "CommunicationReport"]
 # ---------------------------------------------------------- communication
 
 @dataclass(frozen=True)
-class RoundTraffic:
+class RoundTraffic(Report):
     """Words sent in one round: ``points`` (coordinates), ``weights`` and
     ``scalars``; ``sender`` is "machines" or "coordinator"."""
 
@@ -28,13 +29,15 @@ class RoundTraffic:
     weights: int = 0
     scalars: int = 0
 
+    _summary = ("total",)
+
     @property
     def total(self):
         return self.points + self.weights + self.scalars
 
 
 @dataclass(frozen=True)
-class CommunicationReport:
+class CommunicationReport(Report):
     """Traffic of one fit, in words, round by round.
 
     Attributes
@@ -45,6 +48,8 @@ class CommunicationReport:
     """
 
     rounds: tuple
+
+    _summary = ("n_rounds", "points", "weights", "scalars", "total")
 
     @property
     def points(self):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._base import Report
 from ...exceptions import DecodeError, InvalidInputError, ProtocolError
 from ...field import kernels as _field
 from .._framing import TAG_BYTES, _built
@@ -38,7 +39,7 @@ def _sorted_ids(ids):
 
 
 @dataclass(frozen=True)
-class ScmaReport:
+class ScmaReport(Report):
     """What one aggregation round cost.
 
     ``bytes_per_client`` is the size of one masked input (the key shares and
