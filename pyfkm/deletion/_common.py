@@ -17,7 +17,7 @@ from .._base import BaseEstimator, Report
 from .._deprecated import renamed_method
 from ..core.base import CenterModelMixin
 from ..core.kernels import seeding as _seeding
-from .._validation import check_ids
+from .._validation import check_array, check_ids
 from ..exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
 from ..rng import as_generator
 
@@ -217,11 +217,16 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
     ``threading.RLock`` serializes the calls that change it and the reads of
     the fitted attributes.
 
-    A subclass gives ``_removal(state, pos)`` (the new state after removing
-    the alive rows ``pos``, and why it retrained, "" when certified) and its
-    own ``remove`` docstring over :meth:`_remove`; ``predict``,
-    ``transform`` and ``score`` are :class:`~pyfkm.core.base.CenterModelMixin`'s
-    (on the centers read under the lock).
+    ``fit`` and ``remove`` are here; a subclass gives the steps:
+    ``_check_params(n)`` (the validated hyper-parameters),
+    ``_fitted_state(X, ids, key, params, rng)`` (a new state from checked
+    data, its ids, the model key and the generator), ``_removal(state,
+    pos)`` (the new state after removing the alive rows ``pos``, and why it
+    retrained, "" when certified) and ``_check_state`` (the checks of an
+    unpickled state).  A state has ``ids``, ``ids_sorted``, ``order``,
+    ``alive``, ``n_alive``, ``k`` and ``d``.  ``predict``, ``transform``
+    and ``score`` are :class:`~pyfkm.core.base.CenterModelMixin`'s (on the
+    centers read under the lock).
 
     The lock is not pickled or copied: every instance (constructed,
     unpickled or copied) gets its own.  ``__getstate__`` (used by pickle,
@@ -289,10 +294,70 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
             s = self._fitted()
             return s.ids[s.alive].copy()
 
-    def _remove(self, ids):
-        """What ``remove`` does: validate ``ids`` against the alive ones
-        (nothing changes when one is bad), build the new state aside
-        (``_removal``) and install it in one assignment."""
+    @property
+    def n_features_in_(self):
+        with self._lock:
+            return self._fitted().d
+
+    def fit(self, X, y=None, *, sample_ids=None):
+        """Fit on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        sample_ids : array-like of int, shape (n_samples,), optional
+            Distinct nonnegative ids of the rows (default ``0..n-1``), used
+            by :meth:`remove` and as the keys of the per-point random draws
+            (the seeding races; DC-k-means's leaf assignment): fitting a
+            subset with its ids replays the draws of a full fit.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad parameters or data (NaN, infinity, fewer rows than
+            ``n_clusters``, repeated ids), or data whose squared distances
+            overflow (:class:`NumericalError`).  The model is unchanged then.
+        """
+        with self._lock:
+            X = check_array(X, "X")
+            params = self._check_params(X.shape[0])
+            ids = _check_sample_ids(sample_ids, X.shape[0])
+            with _generator_rollback(self.random_state) as rng:
+                key = int(rng.integers(0, 2 ** 63))
+                state = self._fitted_state(X, ids, key, params, rng)
+            self._state = state  # the commit: one assignment
+        return self
+
+    def remove(self, ids):
+        """Remove points by id; the model becomes, bit for bit, the fit on
+        the remaining points with the same ``random_state`` and ids.
+
+        Q-k-means certifies the removal from its memo or retrains;
+        DC-k-means recomputes the root paths of the touched leaves (see the
+        class Notes).
+
+        Parameters
+        ----------
+        ids : int or sequence of int
+            Ids (``sample_ids`` given to fit, default row positions) of
+            remaining points, without repeats.
+
+        Returns
+        -------
+        DeletionReport
+
+        Raises
+        ------
+        InvalidIdError
+            An id is unknown, repeated or already deleted, or fewer than
+            ``n_clusters`` points would remain.  Nothing is deleted then
+            (nor after any other exception).
+        """
         t0 = time.perf_counter()
         with self._lock:
             s = self._fitted()

@@ -90,6 +90,10 @@ class _QState:
     def k(self):
         return self.p.k
 
+    @property
+    def d(self):
+        return self.p.n_features
+
 
 def _q_maxabs(C0, maxmind0):
     """Per-coordinate bound on ``|x|`` for the certification's rounding

@@ -6,9 +6,9 @@ import math
 import numpy as np
 
 from ._checks import _dc_check_state
-from ._common import _LockedEstimator, _check_sample_ids, _generator_rollback
+from ._common import _LockedEstimator
 from ._dctree import _dc_deleted, _dc_fit
-from .._validation import check_array, check_int, check_n_clusters
+from .._validation import check_int, check_n_clusters
 from ..core.kmeans import nearest_center
 from ..exceptions import InvalidInputError
 
@@ -162,9 +162,7 @@ class DCKMeans(_LockedEstimator):
         self.n_local_trials = n_local_trials
         self.random_state = random_state
 
-    @staticmethod
-    def _check_state(fields, state):
-        _dc_check_state(fields, state)
+    _check_state = staticmethod(_dc_check_state)
 
     def _check_params(self, n):
         """The validated hyper-parameters (changes nothing)."""
@@ -194,48 +192,14 @@ class DCKMeans(_LockedEstimator):
         return dict(k=k, L=L, h=h, w=max(w, 1), max_iter=max_iter, n_init=n_init,
                     n_trials=n_trials)
 
-    def fit(self, X, y=None, *, sample_ids=None):
-        """Fit DC-k-means.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-        sample_ids : array-like of int, optional
-            Distinct nonnegative ids (default ``0..n-1``); they key the
-            leaf assignment and the seeding draws.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        InvalidInputError
-            Bad parameters or data (NaN, infinity, fewer rows than
-            ``n_clusters``, repeated ids), or data whose squared distances
-            overflow (:class:`NumericalError`).  The model is unchanged then.
-        """
-        with self._lock:
-            X = check_array(X, "X")
-            n, d = X.shape
-            params = self._check_params(n)
-            ids = _check_sample_ids(sample_ids, n)
-            with _generator_rollback(self.random_state) as rng:
-                key = int(rng.integers(0, 2 ** 63))
-                state = _dc_fit(X, ids, key, **params)
-            self._state = state  # the commit: one assignment
-        return self
+    @staticmethod
+    def _fitted_state(X, ids, key, params, rng):
+        return _dc_fit(X, ids, key, **params)
 
     @property
     def n_leaves_(self):
         with self._lock:
             return self._fitted().L
-
-    @property
-    def n_features_in_(self):
-        with self._lock:
-            return self._fitted().d
 
     @property
     def cluster_centers_(self):
@@ -254,29 +218,6 @@ class DCKMeans(_LockedEstimator):
                 X = np.concatenate(st.X)
                 st.inertia = math.fsum(nearest_center(X, self.cluster_centers_)[0])
             return st.inertia
-
-    def remove(self, ids):
-        """Remove points by id and recompute their leaves' root paths.
-
-        Parameters
-        ----------
-        ids : int or sequence of int
-            Ids (``sample_ids`` given to fit, default row positions) of
-            remaining points, without repeats.
-
-        Returns
-        -------
-        DeletionReport
-            ``retrained`` is True (the affected path is recomputed).
-
-        Raises
-        ------
-        InvalidIdError
-            An id is unknown, repeated or already deleted, or fewer than
-            ``n_clusters`` points would remain.  Nothing is deleted then
-            (nor after any other exception).
-        """
-        return self._remove(ids)
 
     @staticmethod
     def _removal(st, pos):

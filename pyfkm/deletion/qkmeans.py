@@ -7,9 +7,9 @@ import numbers
 import numpy as np
 
 from ._checks import _q_check_state
-from ._common import _LockedEstimator, _check_sample_ids, _generator_rollback
+from ._common import _LockedEstimator
 from ._qlloyd import _QParams, _q_certified, _q_certify, _q_retrained, _q_state
-from .._validation import check_array, check_int, check_n_clusters
+from .._validation import check_int, check_n_clusters
 from ..core.base import FitPredictMixin
 from ..exceptions import InvalidInputError
 
@@ -171,9 +171,7 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
         self.max_iter = max_iter
         self.random_state = random_state
 
-    @staticmethod
-    def _check_state(fields, state):
-        _q_check_state(fields, state)
+    _check_state = staticmethod(_q_check_state)
 
     # -- parameters ---------------------------------------------------------
     def _check_params(self, n):
@@ -193,47 +191,16 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
             e = float(e)
         return k, max_iter, float(g), e
 
-    # -- fit ----------------------------------------------------------------
-    def fit(self, X, y=None, *, sample_ids=None):
-        """Fit Q-k-means.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-        sample_ids : array-like of int, shape (n_samples,), optional
-            Distinct nonnegative ids of the rows (default ``0..n-1``), used
-            by :meth:`remove` and as the keys of the per-point random draws:
-            fitting a subset with its ids replays the draws of a full fit.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        InvalidInputError
-            Bad parameters or data (NaN, infinity, fewer rows than
-            ``n_clusters``, repeated ids), or data whose squared distances
-            overflow (:class:`NumericalError`).  The model is unchanged then.
-        """
-        with self._lock:
-            # a private float64 copy, never the caller's buffer: remove
-            # overwrites rows
-            X = np.array(check_array(X, "X"), dtype=np.float64)
-            n, d = X.shape
-            k, max_iter, gamma, epsilon = self._check_params(n)
-            ids = _check_sample_ids(sample_ids, n)
-            with _generator_rollback(self.random_state) as rng:
-                key = int(rng.integers(0, 2 ** 63))
-                # the phases of Lattice.random(eps, d, rng), max_iter times:
-                # the generator fills the rows in order, the same draws as
-                # one per call
-                phases = rng.random((max_iter, d)) - 0.5
-                p = _QParams(k, gamma, max_iter, epsilon, key, phases, d)
-                state = _q_state(X, ids, p)
-            self._state = state  # the commit: one assignment
-        return self
+    @staticmethod
+    def _fitted_state(X, ids, key, params, rng):
+        k, max_iter, gamma, epsilon = params
+        # a private float64 copy, never the caller's buffer: remove
+        # overwrites rows
+        X = np.array(X, dtype=np.float64)
+        # the phases of Lattice.random(eps, d, rng), max_iter times: the
+        # generator fills the rows in order, the same draws as one per call
+        phases = rng.random((max_iter, X.shape[1])) - 0.5
+        return _q_state(X, ids, _QParams(k, gamma, max_iter, epsilon, key, phases, X.shape[1]))
 
     # -- fitted attributes --------------------------------------------------
     @property
@@ -275,34 +242,6 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     def n_samples_(self):
         with self._lock:
             return self._fitted().n_alive
-
-    @property
-    def n_features_in_(self):
-        with self._lock:
-            return self._fitted().p.n_features
-
-    # -- removal --------------------------------------------------------------
-    def remove(self, ids):
-        """Remove points by id; certify or retrain.
-
-        Parameters
-        ----------
-        ids : int or sequence of int
-            Ids (``sample_ids`` given to fit, default row positions) of
-            remaining points, without repeats.
-
-        Returns
-        -------
-        DeletionReport
-
-        Raises
-        ------
-        InvalidIdError
-            An id is unknown, repeated or already deleted, or fewer than
-            ``n_clusters`` points would remain.  Nothing is deleted then
-            (nor after any other exception).
-        """
-        return self._remove(ids)
 
     @staticmethod
     def _removal(s, pos):
