@@ -75,6 +75,10 @@ class _KZBase(CenterModelMixin, BaseEstimator):
     """predict / outlier flags shared by the (k,z)-center estimators;
     ``transform`` and ``score`` are :class:`~pyfkm.core.base.CenterModelMixin`'s."""
 
+    def _check_fit_params(self):
+        """Checks of the parameters beyond k and z, run by a distributed fit
+        after those of the machines, k and z (none here)."""
+
     def _nearest_center(self, X, C):
         # deliberate specialization of the shared kernel (CenterModelMixin's
         # nearest_center): the kernel the fits count outliers with (exact

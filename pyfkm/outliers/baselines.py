@@ -10,9 +10,8 @@ import numpy as np
 from .._core import _kcenter
 from ..exceptions import InvalidInputError
 from ..rng import as_generator
-from ._common import _MATRIX_MAX_N, _KZBase, _check_epsilon, _check_kz, _grid_search
-from .distributed import (_Machine, _Traffic, _anchor_extent, _call, _check_executor,
-                          _check_machines, _lower_bound, _run_all)
+from ._common import _MATRIX_MAX_N, _KZBase, _grid_search
+from .distributed import _call, _open, _publish, _run_all, _search_bounds, _SlackBase
 from .kzcenter import _charikar
 
 __all__ = ["MalkomesKZCenter", "GuhaKZCenter", "UniformSamplingKZCenter"]
@@ -48,22 +47,17 @@ class MalkomesKZCenter(_KZBase):
         self.executor = executor
 
     def fit(self, machines, y=None):
-        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
-        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
-        _check_executor(self.executor)
-        mcs = [_Machine(X) for X in arrs]
-        d = arrs[0].shape[1]
-        tr = _Traffic()
+        mcs, n, k, z, tr = _open(self, machines)
         res = _run_all(self.executor, mcs, "gonzalez", k + z)
         Q = np.concatenate([c for c, _ in res])
         w = np.concatenate([c for _, c in res])
         tr.add("weighted centers", "machines", points=Q.size, weights=w.size)
         centers, _ = _charikar(Q, w, k, z)
-        _finish(self, mcs, centers, z, tr, d)
+        _publish(self, self.executor, mcs, centers, _radius_without(mcs, centers, z), tr)
         return self
 
 
-class GuhaKZCenter(_KZBase):
+class GuhaKZCenter(_SlackBase):
     """Baseline with 2z outliers, after Guha, Li & Zhang, "Distributed
     partial clustering" (SPAA 2017).
 
@@ -87,31 +81,13 @@ class GuhaKZCenter(_KZBase):
     True
     """
 
-    def __init__(self, n_clusters, n_outliers, *, epsilon=0.1, random_state=None,
-                 executor=None):
-        self.n_clusters = n_clusters
-        self.n_outliers = n_outliers
-        self.epsilon = epsilon
-        self.random_state = random_state
-        self.executor = executor
-
     def fit(self, machines, y=None):
-        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
-        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
-        eps = _check_epsilon(self.epsilon)
-        _check_executor(self.executor)
-        ex = self.executor
-        mcs = [_Machine(X) for X in arrs]
-        m, d = len(mcs), arrs[0].shape[1]
-        tr = _Traffic()
-        tr.add("sizes", "machines", scalars=m)
-        x0, R = _anchor_extent(ex, mcs, as_generator(self.random_state), tr, d)
+        mcs, n, k, z, tr = _open(self, machines)
+        eps, ex, m = float(self.epsilon), self.executor, len(mcs)
+        x0, R, lo = _search_bounds(ex, mcs, as_generator(self.random_state), tr, n, z, k)
         if R == 0.0:
             L, Lp, centers = 0.0, 0.0, x0[None, :].copy()
         else:
-            lo = _lower_bound(ex, mcs, n, z, k, tr)
-            lo = min(lo, R) if lo > 0 else R * 2.0 ** -32
-
             def probe(L):
                 tr.add(f"guess L={L:.6g}", "coordinator", scalars=m)
                 res = _run_all(ex, mcs, "local_greedy", L, k)
@@ -138,11 +114,11 @@ class GuhaKZCenter(_KZBase):
                 return cen, Lp
 
             L, (centers, Lp), _ = _grid_search(lo, R, 1.0 + eps, probe)
-        _finish(self, mcs, centers, None, tr, d, radius=4.0 * L + 4.0 * Lp)
+        _publish(self, ex, mcs, centers, 4.0 * L + 4.0 * Lp, tr)
         return self
 
 
-class UniformSamplingKZCenter(_KZBase):
+class UniformSamplingKZCenter(_SlackBase):
     """Baseline: every machine sends a uniform sample of a ``sample_fraction``
     of its points; the coordinator runs :class:`KZCenter` on the sample with
     the proportional outlier budget round((1+eps) z s / n).  No guarantee;
@@ -160,25 +136,20 @@ class UniformSamplingKZCenter(_KZBase):
 
     def __init__(self, n_clusters, n_outliers, *, sample_fraction=0.05, epsilon=0.1,
                  random_state=None, executor=None):
-        self.n_clusters = n_clusters
-        self.n_outliers = n_outliers
+        super().__init__(n_clusters, n_outliers, epsilon=epsilon, random_state=random_state,
+                         executor=executor)
         self.sample_fraction = sample_fraction
-        self.epsilon = epsilon
-        self.random_state = random_state
-        self.executor = executor
 
-    def fit(self, machines, y=None):
-        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
-        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
-        eps = _check_epsilon(self.epsilon)
+    def _check_fit_params(self):
+        super()._check_fit_params()
         f = self.sample_fraction
         if not (isinstance(f, numbers.Real) and 0 < f <= 1):
             raise InvalidInputError(f"sample_fraction={f!r} must be in (0, 1]")
-        _check_executor(self.executor)
+
+    def fit(self, machines, y=None):
+        mcs, n, k, z, tr = _open(self, machines)
+        eps, f = float(self.epsilon), self.sample_fraction
         rng = as_generator(self.random_state)
-        mcs = [_Machine(X) for X in arrs]
-        d = arrs[0].shape[1]
-        tr = _Traffic()
         seeds = rng.integers(0, 2 ** 63, size=len(mcs))
         if self.executor is None:
             parts = [mc.sample(max(1, math.ceil(f * mc.X.shape[0])), int(s))
@@ -193,24 +164,14 @@ class UniformSamplingKZCenter(_KZBase):
         kk = min(k, S.shape[0])
         zs = min(int(round((1 + eps) * z * S.shape[0] / n)), S.shape[0] - kk)
         centers, _ = _charikar(S, None, kk, zs)
-        _finish(self, mcs, centers, z, tr, d)
+        _publish(self, self.executor, mcs, centers, _radius_without(mcs, centers, z), tr)
         return self
 
 
-def _finish(est, mcs, centers, z, tr, d, radius=None):
-    """Common end of the baselines: broadcast the centers; radius_ is the
-    given bound, or (radius=None) the radius after discarding z points."""
-    m = len(mcs)
-    if radius is None:
-        dist = np.concatenate([np.sqrt(_kcenter.nearest(mc.X, centers)[0]) for mc in mcs])
-        j = dist.size - 1 - z
-        radius = float(np.partition(dist, j)[j])
-    tr.add("centers broadcast", "coordinator", points=m * centers.size, scalars=m)
-    labels = [mc.labels(centers, radius) for mc in mcs]
-    tr.add("outlier counts", "machines", scalars=m)
-    est.cluster_centers_ = centers
-    est.radius_ = float(radius)
-    est.labels_ = labels
-    est.n_declared_outliers_ = int(sum((lab < 0).sum() for lab in labels))
-    est.communication_ = tr.report()
-    est.n_features_in_ = d
+def _radius_without(mcs, centers, z):
+    """The radius after discarding exactly the z points farthest from the
+    centers (over all machines; a step of the simulation, not counted as
+    traffic)."""
+    dist = np.concatenate([np.sqrt(_kcenter.nearest(mc.X, centers)[0]) for mc in mcs])
+    j = dist.size - 1 - z
+    return float(np.partition(dist, j)[j])

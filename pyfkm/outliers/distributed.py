@@ -268,7 +268,66 @@ def _lower_bound(executor, machines, n, z, k, traffic, n_quantiles=32):
             break
     return best / 2.0
 
-class DistributedKZCenter(_KZBase):
+def _open(est, machines):
+    """The start of every distributed fit: the machines, k and z checked,
+    then the estimator's other parameters (``_check_fit_params``), then the
+    executor; one :class:`_Machine` per machine and an empty traffic
+    record.  Returns (machines, n, k, z, traffic)."""
+    arrs, n = _check_machines(machines, est.n_clusters, est.n_outliers)
+    k, z = _check_kz(est.n_clusters, est.n_outliers, n)
+    est._check_fit_params()
+    _check_executor(est.executor)
+    return [_Machine(X) for X in arrs], n, k, z, _Traffic()
+
+
+def _search_bounds(executor, machines, rng, traffic, n, z, k):
+    """The rounds before a search over guesses: sizes, the anchor and the
+    extent R (an upper bound), the lower bound lo (positive, at most R;
+    R 2^-32 when the nearest-neighbour bound is 0).  Returns (x0, R, lo); R
+    is 0 (and lo too) when all points coincide."""
+    m, d = len(machines), machines[0].X.shape[1]
+    traffic.add("sizes", "machines", scalars=m)
+    x0, R = _anchor_extent(executor, machines, rng, traffic, d)
+    if R == 0.0:
+        return x0, R, 0.0
+    lo = _lower_bound(executor, machines, n, z, k, traffic)
+    return x0, R, (min(lo, R) if lo > 0 else R * 2.0 ** -32)
+
+
+def _publish(est, executor, machines, centers, radius, traffic):
+    """The end of every distributed fit: the coordinator broadcasts the
+    centers, each machine labels its points (-1 beyond ``radius``) and
+    sends its outlier count; then the fitted attributes (set only once
+    everything that can fail has run)."""
+    m = len(machines)
+    traffic.add("centers broadcast", "coordinator", points=m * centers.size, scalars=m)
+    labels = _run_all(executor, machines, "labels", centers, radius)
+    traffic.add("outlier counts", "machines", scalars=m)
+    est.cluster_centers_ = centers
+    est.radius_ = float(radius)
+    est.labels_ = labels
+    est.n_declared_outliers_ = int(sum((lab < 0).sum() for lab in labels))
+    est.communication_ = traffic.report()
+    est.n_features_in_ = machines[0].X.shape[1]
+
+
+class _SlackBase(_KZBase):
+    """The parameters (k, z, the slack epsilon, the seed, the executor) of
+    the distributed estimators with an outlier slack, and their check."""
+
+    def __init__(self, n_clusters, n_outliers, *, epsilon=0.1, random_state=None,
+                 executor=None):
+        self.n_clusters = n_clusters
+        self.n_outliers = n_outliers
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.executor = executor
+
+    def _check_fit_params(self):
+        _check_epsilon(self.epsilon)
+
+
+class DistributedKZCenter(_SlackBase):
     """Distributed (k,z)-center with (1+eps)z outliers (Guo & Li, Algorithm 3).
 
     For a guess L, every machine i runs the aggregating procedure on its
@@ -375,32 +434,14 @@ class DistributedKZCenter(_KZBase):
     (2, True)
     """
 
-    def __init__(self, n_clusters, n_outliers, *, epsilon=0.1, random_state=None,
-                 executor=None):
-        self.n_clusters = n_clusters
-        self.n_outliers = n_outliers
-        self.epsilon = epsilon
-        self.random_state = random_state
-        self.executor = executor
-
     def fit(self, machines, y=None):
         """Run the protocol on ``machines`` (a list of 2-D arrays)."""
-        arrs, n = _check_machines(machines, self.n_clusters, self.n_outliers)
-        k, z = _check_kz(self.n_clusters, self.n_outliers, n)
-        eps = _check_epsilon(self.epsilon)
-        _check_executor(self.executor)
-        rng = as_generator(self.random_state)
-        ex = self.executor
-        mcs = [_Machine(X) for X in arrs]
-        m, d = len(mcs), arrs[0].shape[1]
-        tr = _Traffic()
-        tr.add("sizes", "machines", scalars=m)
-        x0, R = _anchor_extent(ex, mcs, rng, tr, d)
+        mcs, n, k, z, tr = _open(self, machines)
+        eps, ex, m = float(self.epsilon), self.executor, len(mcs)
+        x0, R, lo = _search_bounds(ex, mcs, as_generator(self.random_state), tr, n, z, k)
         if R == 0.0:  # all points coincide
-            L, Lp, centers, lo, n_guess = 0.0, 0.0, x0[None, :].copy(), 0.0, 0
+            L, Lp, centers, n_guess = 0.0, 0.0, x0[None, :].copy(), 0
         else:
-            lo = _lower_bound(ex, mcs, n, z, k, tr)
-            lo = min(lo, R) if lo > 0 else R * 2.0 ** -32
             y_thr = eps * z / (k * m)
             cap = k * m * (1.0 + 1.0 / eps)
             max_reps = int(min(math.floor(cap), n))
@@ -440,18 +481,9 @@ class DistributedKZCenter(_KZBase):
                 return cen, Lp
 
             L, (centers, Lp), n_guess = _grid_search(lo, R, 1.0 + eps, probe)
-        radius = 4.0 * L + 4.0 * Lp
-        tr.add("centers broadcast", "coordinator", points=m * centers.size, scalars=m)
-        labels = _run_all(ex, mcs, "labels", centers, radius)
-        tr.add("outlier counts", "machines", scalars=m)
-        self.cluster_centers_ = centers
-        self.radius_ = float(radius)
+        _publish(self, ex, mcs, centers, 4.0 * L + 4.0 * Lp, tr)
         self.guess_ = float(L)
         self.coordinator_guess_ = float(Lp)
         self.lower_bound_, self.upper_bound_ = float(lo), float(R)
         self.n_guesses_ = int(n_guess)
-        self.labels_ = labels
-        self.n_declared_outliers_ = int(sum((lab < 0).sum() for lab in labels))
-        self.communication_ = tr.report()
-        self.n_features_in_ = d
         return self
