@@ -67,6 +67,18 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
 
     _relative = True
 
+    def __init__(self, n_clusters, *, max_iter, init, postprocess, bounds, random_state,
+                 executor):
+        # the hyper-parameters every federated Lloyd has; a subclass's
+        # constructor states its own signature (defaults) and adds the rest
+        self.n_clusters = n_clusters
+        self.max_iter = max_iter
+        self.init = init
+        self.postprocess = postprocess
+        self.bounds = bounds
+        self.random_state = random_state
+        self.executor = executor
+
     # -- subclasses define _plan(n, k, d) -> list of per-iteration dicts
     #    {"eta": float|None, "sum_scale": float, "count_scale": float} and set
     #    self._privacy_report.
@@ -196,6 +208,40 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
         FastLloyd paper's metric).  ``score(X) == -nicv(X) * len(X)``."""
         X, C = self._checked(X)
         return float(self._nearest_center(X, C)[0].sum() / X.shape[0])
+
+
+class _GaussianLloydBase(_FederatedLloydBase):
+    """What the Gaussian-noise estimators (:class:`~pyfkm.dp.DPFederatedKMeans`,
+    :class:`~pyfkm.dp.GLloyd`) add: the budget (epsilon, delta), the noise
+    kind, their checks and their accounting (T identical releases of
+    sensitivity 1)."""
+
+    def __init__(self, n_clusters, *, epsilon, delta, max_iter, init, postprocess, noise,
+                 bounds, random_state, executor):
+        super().__init__(n_clusters, max_iter=max_iter, init=init, postprocess=postprocess,
+                         bounds=bounds, random_state=random_state, executor=executor)
+        self.epsilon = epsilon
+        self.delta = delta
+        self.noise = noise
+
+    def _check_budget(self, allow_inf):
+        _check_epsilon(self.epsilon, allow_inf=allow_inf)
+        _check_delta(self.delta)
+        _check_max_iter(self.max_iter)
+
+    def _check_noise(self):
+        if self.noise not in ("discrete_gaussian", "gaussian"):
+            raise InvalidInputError(
+                f"noise must be 'discrete_gaussian' or 'gaussian', got {self.noise!r}")
+
+    def _delta(self, n):
+        """delta, "auto" resolved for ``n`` points."""
+        from . import accounting
+        return accounting.default_delta(n) if self.delta == "auto" else float(self.delta)
+
+    def _record(self, accountant, step, count):
+        # T identical releases (R / eta_t, C) of sensitivity 1 and noise sigma
+        accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0, count=count)
 
 
 def _check_epsilon(epsilon, allow_inf=True):

@@ -9,16 +9,15 @@ it.  Their splits of the budget between sums and counts use Su et al.'s
 """
 import math
 
-from ..exceptions import InvalidInputError
 from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma
-from ._lloyd_base import _check_delta, _check_epsilon, _check_max_iter, _FederatedLloydBase
+from ._lloyd_base import _check_epsilon, _check_max_iter, _FederatedLloydBase, _GaussianLloydBase
 
 __all__ = ["GLloyd", "SuLloyd"]
 
 _RHO = 0.225          # Su et al. (2016)'s rho, used by the SuLloyd / GLloyd splits
 
 
-class GLloyd(_FederatedLloydBase):
+class GLloyd(_GaussianLloydBase):
     """Gaussian-noise federated Lloyd without the radius constraint (the
     "GLloyd" baseline of FastLloyd).
 
@@ -43,29 +42,18 @@ class GLloyd(_FederatedLloydBase):
     def __init__(self, n_clusters, *, epsilon, delta="auto", max_iter="auto",
                  init="sphere_packing", postprocess="fold", noise="gaussian", bounds=(-1, 1),
                  random_state=None, executor=None):
-        self.n_clusters = n_clusters
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_iter = max_iter
-        self.init = init
-        self.postprocess = postprocess
-        self.noise = noise
-        self.bounds = bounds
-        self.random_state = random_state
-        self.executor = executor
+        super().__init__(n_clusters, epsilon=epsilon, delta=delta, max_iter=max_iter, init=init,
+                         postprocess=postprocess, noise=noise, bounds=bounds,
+                         random_state=random_state, executor=executor)
 
     def _check_params(self):
-        _check_epsilon(self.epsilon, allow_inf=False)
-        _check_delta(self.delta)
-        _check_max_iter(self.max_iter)
-        if self.noise not in ("discrete_gaussian", "gaussian"):
-            raise InvalidInputError(
-                f"noise must be 'discrete_gaussian' or 'gaussian', got {self.noise!r}")
+        self._check_budget(allow_inf=False)
+        self._check_noise()
 
     def _plan(self, n, k, d, bounds):
         from . import accounting as P
         eps = float(self.epsilon)
-        delta = P.default_delta(n) if self.delta == "auto" else float(self.delta)
+        delta = self._delta(n)
         sigma1 = P.calibrate_analytic_gaussian(eps, delta, 1.0)
         if self.max_iter == "auto":
             t = 0.004 * n ** 2 / (k ** 3 * d * (2 * _RHO + math.sqrt(d)) ** 2 * sigma1 ** 2)
@@ -84,10 +72,6 @@ class GLloyd(_FederatedLloydBase):
         report = {"epsilon": eps, "delta": delta, "iterations": T, "sigma": sigma_it,
                   "noise": self.noise}
         return [step] * T, report, acct, self.noise
-
-    def _record(self, accountant, step, count):
-        # T identical releases (R / eta_t, C) of sensitivity 1 and noise sigma
-        accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0, count=count)
 
 class SuLloyd(_FederatedLloydBase):
     """Laplace-noise federated Lloyd (Su et al. 2016), pure epsilon-DP.
@@ -111,14 +95,9 @@ class SuLloyd(_FederatedLloydBase):
 
     def __init__(self, n_clusters, *, epsilon, max_iter="auto", init="sphere_packing",
                  postprocess="fold", bounds=(-1, 1), random_state=None, executor=None):
-        self.n_clusters = n_clusters
+        super().__init__(n_clusters, max_iter=max_iter, init=init, postprocess=postprocess,
+                         bounds=bounds, random_state=random_state, executor=executor)
         self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.init = init
-        self.postprocess = postprocess
-        self.bounds = bounds
-        self.random_state = random_state
-        self.executor = executor
 
     def _check_params(self):
         _check_epsilon(self.epsilon, allow_inf=False)

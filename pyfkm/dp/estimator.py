@@ -54,13 +54,13 @@ import numpy as np
 
 from ..exceptions import InvalidInputError
 from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma
-from ._lloyd_base import _check_delta, _check_epsilon, _check_max_iter, _FederatedLloydBase
+from ._lloyd_base import _check_max_iter, _FederatedLloydBase, _GaussianLloydBase
 from .steps import step_radius
 
 __all__ = ["DPFederatedKMeans", "FederatedLloyd"]
 
 
-class DPFederatedKMeans(_FederatedLloydBase):
+class DPFederatedKMeans(_GaussianLloydBase):
     """Differentially private federated k-means (FastLloyd).
 
     Parameters
@@ -143,23 +143,14 @@ class DPFederatedKMeans(_FederatedLloydBase):
     def __init__(self, n_clusters, *, epsilon, delta="auto", max_iter="auto", radius="step",
                  alpha=0.8, init="sphere_packing", postprocess="fold",
                  noise="discrete_gaussian", bounds=(-1, 1), random_state=None, executor=None):
-        self.n_clusters = n_clusters
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_iter = max_iter
+        super().__init__(n_clusters, epsilon=epsilon, delta=delta, max_iter=max_iter, init=init,
+                         postprocess=postprocess, noise=noise, bounds=bounds,
+                         random_state=random_state, executor=executor)
         self.radius = radius
         self.alpha = alpha
-        self.init = init
-        self.postprocess = postprocess
-        self.noise = noise
-        self.bounds = bounds
-        self.random_state = random_state
-        self.executor = executor
 
     def _check_params(self):
-        _check_epsilon(self.epsilon)
-        _check_delta(self.delta)
-        _check_max_iter(self.max_iter)
+        self._check_budget(allow_inf=True)
         r = self.radius
         if isinstance(r, str):
             if r != "step":
@@ -169,9 +160,7 @@ class DPFederatedKMeans(_FederatedLloydBase):
         a = self.alpha
         if not isinstance(a, numbers.Real) or isinstance(a, bool) or not (0 < a < math.inf):
             raise InvalidInputError(f"alpha={a!r} must be a positive finite float")
-        if self.noise not in ("discrete_gaussian", "gaussian"):
-            raise InvalidInputError(
-                f"noise must be 'discrete_gaussian' or 'gaussian', got {self.noise!r}")
+        self._check_noise()
 
     def _radius(self, t, k, d, bounds):
         if self.radius == "step":
@@ -182,7 +171,7 @@ class DPFederatedKMeans(_FederatedLloydBase):
         from . import accounting as P
         eps = float(self.epsilon)
         private = math.isfinite(eps)
-        delta = (P.default_delta(n) if self.delta == "auto" else float(self.delta))
+        delta = self._delta(n)
         half = (bounds[1] - bounds[0]) / 2.0
         if not private:
             T = 7 if self.max_iter == "auto" else int(self.max_iter)
@@ -213,10 +202,6 @@ class DPFederatedKMeans(_FederatedLloydBase):
                   "noise": self.noise}
         return plan, report, acct, self.noise
 
-    def _record(self, accountant, step, count):
-        # T identical releases (R / eta_t, C) of sensitivity 1 and noise sigma
-        accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0, count=count)
-
 class FederatedLloyd(_FederatedLloydBase):
     """Non-private federated Lloyd through the same masked aggregation.
 
@@ -236,13 +221,8 @@ class FederatedLloyd(_FederatedLloydBase):
 
     def __init__(self, n_clusters, *, max_iter=300, init="sphere_packing", postprocess="none",
                  bounds=(-1, 1), random_state=None, executor=None):
-        self.n_clusters = n_clusters
-        self.max_iter = max_iter
-        self.init = init
-        self.postprocess = postprocess
-        self.bounds = bounds
-        self.random_state = random_state
-        self.executor = executor
+        super().__init__(n_clusters, max_iter=max_iter, init=init, postprocess=postprocess,
+                         bounds=bounds, random_state=random_state, executor=executor)
 
     def _check_params(self):
         _check_max_iter(self.max_iter, allow_auto=False)

@@ -126,6 +126,12 @@ def _gather(centers, sizes):
     return S, w, device
 
 
+def _centers_and_sizes(locals_):
+    """The clients' local centers and cluster sizes (two lists) from their
+    ``(centers, sizes, n_iter)`` results."""
+    return [c for c, _, _ in locals_], [s for _, s, _ in locals_]
+
+
 def _n_distinct(S):
     return np.unique(S, axis=0).shape[0] if S.shape[0] else 0
 
@@ -138,7 +144,8 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
     retraining the affected client and rerunning the server step.
 
     Subclasses give the local number of clusters (``_client_k``) and the
-    server step (``_server``); ``predict``, ``transform`` and ``score`` are
+    server step (``_server``, on the clients' ``(centers, sizes, n_iter)``:
+    :func:`_centers_and_sizes` splits them); ``predict``, ``transform`` and ``score`` are
     :class:`pyfkm.core.base.CenterModelMixin`'s.
 
     What is kept, what is erased: a private copy of every client's data
@@ -150,6 +157,15 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
     No value of a removed row stays in the object or its pickle.  Calls
     are not serialized: do not remove from several threads at once.
     """
+
+    def __init__(self, n_clusters, *, n_init, max_iter, tol, random_state):
+        # the hyper-parameters of every retraining baseline; a subclass's
+        # constructor states its own signature (defaults) and adds the rest
+        self.n_clusters = n_clusters
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
 
     def _check_common(self):
         K = check_int(self.n_clusters, "n_clusters", 1)

@@ -11,7 +11,7 @@ import numpy as np
 from ..exceptions import InvalidInputError
 from ..core.kmeans import KMeans
 from ..rng import as_generator
-from .baselines import _RetrainingFederatedBase, _gather, _n_distinct
+from .baselines import _RetrainingFederatedBase, _centers_and_sizes, _gather, _n_distinct
 
 __all__ = ["FederatedDCKMeans", "dc_root"]
 
@@ -64,15 +64,13 @@ class FederatedDCKMeans(_RetrainingFederatedBase):
     Attributes
     ----------
     cluster_centers_ : ndarray (n_clusters, n_features)
-    client_centers_, client_sizes_ : list of ndarray, one per client
-        Empty for clients without data or that left.
-    client_n_iter_ : list of int
     inertia_ : float
         Root objective on the (weighted) leaf centroids.
     n_iter_ : int
         Root Lloyd iterations of the best initialisation.
-    n_clients_, n_features_in_ : int
-    fit_seconds_ : dict
+    client_centers_, client_sizes_, client_n_iter_, n_clients_, n_features_in_, fit_seconds_
+        The clients' local models and the fit's sizes and times, as for
+        :class:`KFed`.
 
     Notes
     -----
@@ -106,12 +104,9 @@ class FederatedDCKMeans(_RetrainingFederatedBase):
 
     def __init__(self, n_clusters=8, *, n_init=10, max_iter=300, tol=1e-4, weighted=True,
                  random_state=None):
-        self.n_clusters = n_clusters
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.tol = tol
+        super().__init__(n_clusters, n_init=n_init, max_iter=max_iter, tol=tol,
+                         random_state=random_state)
         self.weighted = weighted
-        self.random_state = random_state
 
     def _check_params(self):
         K = self._check_common()
@@ -120,8 +115,7 @@ class FederatedDCKMeans(_RetrainingFederatedBase):
         return K
 
     def _server(self, locals_, gen, p):
-        centers = [c for c, _, _ in locals_]
-        sizes = [s for _, s, _ in locals_]
+        centers, sizes = _centers_and_sizes(locals_)
         return dc_root(centers, sizes, p["n_clusters"], weighted=bool(p["weighted"]),
                        n_init=p["n_init"], max_iter=p["max_iter"], tol=p["tol"],
                        random_state=self._fresh(gen))

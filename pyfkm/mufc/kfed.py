@@ -14,7 +14,8 @@ from ..exceptions import InvalidInputError
 from ..core.kmeans import lloyd
 from ..core.seeding import kmeans_plusplus
 from ..rng import as_generator
-from .baselines import _RetrainingFederatedBase, _gather, _local_kmeans, _n_distinct
+from .baselines import (_RetrainingFederatedBase, _centers_and_sizes, _gather, _local_kmeans,
+                        _n_distinct)
 
 __all__ = ["KFed", "kfed_server"]
 
@@ -226,13 +227,10 @@ class KFed(_RetrainingFederatedBase):
 
     def __init__(self, n_clusters=8, *, client_clusters=None, local_step="k-means", n_init=10,
                  max_iter=300, tol=1e-4, random_state=None):
-        self.n_clusters = n_clusters
+        super().__init__(n_clusters, n_init=n_init, max_iter=max_iter, tol=tol,
+                         random_state=random_state)
         self.client_clusters = client_clusters
         self.local_step = local_step
-        self.n_init = n_init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.random_state = random_state
 
     def _check_params(self):
         K = self._check_common()
@@ -251,8 +249,7 @@ class KFed(_RetrainingFederatedBase):
                                              tol=p["tol"], rng=self._fresh(gen))
 
     def _server(self, locals_, gen, p):
-        centers = [c for c, _, _ in locals_]
-        sizes = [s for _, s, _ in locals_]
+        centers, sizes = _centers_and_sizes(locals_)
         return kfed_server(centers, sizes, p["n_clusters"], max_iter=p["max_iter"],
                            tol=p["tol"], random_state=self._fresh(gen))
 
