@@ -40,6 +40,8 @@ __all__ = [
     "kmeans_plusplus",
     "RemovableSeeding",
     "RemovalReport",
+    # the errors users catch, re-exported from pyfkm.exceptions (deliberate
+    # repetition: each __all__ is a literal list that tools read)
     "PyfkmError",
     "InvalidInputError",
     "InvalidIdError",

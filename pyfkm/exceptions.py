@@ -6,6 +6,8 @@ which subclasses both :class:`PyfkmError` and :class:`ValueError`, so
 object it was called on unchanged.
 """
 
+# pyfkm re-exports the errors users catch and lists them in its own literal
+# __all__ (deliberate repetition)
 __all__ = [
     "PyfkmError",
     "InvalidInputError",

@@ -98,6 +98,8 @@ __all__ = [
     "secure_sum_sparse",
     "sparse_degree",
     "default_threshold",
+    # MSA's public names again (deliberate: every __all__ is a literal list
+    # that pyflakes, IDEs and Sphinx read; pyfkm.secagg.msa lists them too)
     "msa_round",
     "MsaClient",
     "MsaServer",

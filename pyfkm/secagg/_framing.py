@@ -112,6 +112,31 @@ def _check_roster_extras(r):
     object.__setattr__(r, "server_key", bytes(r.server_key))
 
 
+def _check_roster_clients(r, at_least_one=False):
+    """Client ids (u32, strictly increasing) with one 32-byte key each, at
+    least one client when ``at_least_one``; normalized in place."""
+    ids = tuple(_check_id(i, "client id") for i in r.client_ids)
+    keys = tuple(bytes(k) for k in r.public_keys)
+    if (at_least_one and not ids) or len(ids) != len(keys) or any(len(k) != 32 for k in keys):
+        raise InvalidInputError("one 32-byte key per client id"
+                                + (", at least one client" if at_least_one else ""))
+    if any(a >= b for a, b in zip(ids, ids[1:])):
+        raise InvalidInputError("client ids must be strictly increasing")
+    object.__setattr__(r, "client_ids", ids)
+    object.__setattr__(r, "public_keys", keys)
+
+
+def _counted(data, what, item_bytes, trailer=0):
+    """The item count n (u32) that opens a message's body, after checking
+    that the body holds exactly n items of ``item_bytes`` and ``trailer``
+    bytes (MessageFormatError naming ``what`` otherwise)."""
+    if len(data) < HEADER_BYTES + 4:
+        raise MessageFormatError(f"truncated {what}")
+    (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
+    _expect_len(data, HEADER_BYTES + 4 + item_bytes * n + trailer)
+    return n
+
+
 def _check_tag(msg):
     if not isinstance(msg.tag, (bytes, bytearray)) or len(msg.tag) != TAG_BYTES:
         raise InvalidInputError(f"tag must be {TAG_BYTES} bytes")

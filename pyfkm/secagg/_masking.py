@@ -218,6 +218,18 @@ class MaskingClient:
             raise ProtocolError(f"round {round_} is not this client's open round")
         return st
 
+    def _round_set(self, round_, clients, within, counted, rule):
+        """``clients`` (the set the server announced for a step) as a
+        frozenset; ProtocolError unless it holds this client, lies within
+        ``within`` and reaches the threshold."""
+        u = frozenset(clients)
+        if self.client_id not in u or not u <= within:
+            raise ProtocolError(f"round {round_}: {rule}")
+        if len(u) < self.threshold:
+            raise ProtocolError(f"round {round_}: {len(u)} {counted}, below the threshold "
+                                f"{self.threshold}: refused")
+        return u
+
     # -- step 2: receive shares, derive the round's mask keys
     def receive_shares(self, round_, survivors, items):
         """``survivors``: ``U2`` (clients whose shares the server relays);
@@ -227,13 +239,8 @@ class MaskingClient:
         if st["keys"] is not None:
             raise ProtocolError(f"round {round_}: shares already received")
         me = self.client_id
-        u2 = frozenset(survivors)
-        if me not in u2 or not u2 <= st["participants"]:
-            raise ProtocolError(f"round {round_}: the sharing clients must be participants "
-                                "and include this client")
-        if len(u2) < self.threshold:
-            raise ProtocolError(f"round {round_}: {len(u2)} clients shared keys, below the "
-                                f"threshold {self.threshold}: refused")
+        u2 = self._round_set(round_, survivors, st["participants"], "clients shared keys",
+                             "the sharing clients must be participants and include this client")
         expect = (self._neighbours & u2)
         got = {}
         for owner, pk, ct in items:
@@ -299,14 +306,8 @@ class MaskingClient:
         st = self._state(round_)
         if st["u2"] is None or not st["done"]:
             raise ProtocolError(f"round {round_}: nothing was sent, nothing to unmask")
-        u3 = frozenset(survivors)
-        me = self.client_id
-        if me not in u3 or not u3 <= st["u2"]:
-            raise ProtocolError(f"round {round_}: survivors must be clients that shared "
-                                "keys, this one included")
-        if len(u3) < self.threshold:
-            raise ProtocolError(f"round {round_}: {len(u3)} survivors, below the threshold "
-                                f"{self.threshold}: refused")
+        u3 = self._round_set(round_, survivors, st["u2"], "survivors",
+                             "survivors must be clients that shared keys, this one included")
         over = u3 if summed_over is None else frozenset(summed_over)
         if data_digest is not None:
             seen = self._summed.get(data_digest)

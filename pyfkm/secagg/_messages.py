@@ -20,7 +20,7 @@ import numpy as np
 from ..exceptions import InvalidInputError, MessageFormatError, ProtocolError
 from ._framing import (_BUNDLE, _INPUTS, _KEY, _ROUND, _SHARES, _UNMASK, _UNMASK_REQ,
                        HEADER_BYTES, SERVER_ID, TAG_BYTES, _built, _bytes_field, _check_id,
-                       _check_run_id, _check_tag, _expect_len, _ids_tuple, _pack_header,
+                       _check_run_id, _check_tag, _counted, _expect_len, _ids_tuple, _pack_header,
                        _parsed, _round_field, _unpack_header, _unpack_ids)
 
 
@@ -133,10 +133,7 @@ class RoundMessage:
     @classmethod
     def from_bytes(cls, data):
         data, run_id, round_, sender, modulus = _unpack_header(data, _ROUND)
-        if len(data) < HEADER_BYTES + 4:
-            raise MessageFormatError("truncated round message")
-        (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
-        _expect_len(data, HEADER_BYTES + 4 + 4 * n + 12)
+        n = _counted(data, "round message", 4, 12)
         if sender != SERVER_ID or modulus != 0:
             raise MessageFormatError("round message not from the server")
         ids = struct.unpack_from(f"<{n}I", data, HEADER_BYTES + 4)

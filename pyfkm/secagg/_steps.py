@@ -1,14 +1,17 @@
-"""The server's steps of a round that SCMA and MSA share: key shares,
-bundles and unmasking (:mod:`._masking` does the work; this frames it as
-messages).  A server class mixes this in and keeps ``run_id``, ``_m`` (a
-:class:`~._masking.MaskingServer`) and ``_open`` (the round in progress: a
-dict with ``step``, ``st``, ``got`` and ``req``)."""
+"""The server's steps that SCMA and MSA share: key collection and the
+roster, key shares, bundles and unmasking (:mod:`._masking` does the work;
+this frames it as messages).  A server class mixes this in and keeps
+``run_id``, ``_m`` (a :class:`~._masking.MaskingServer`), ``_keys``,
+``_roster``, ``_threshold``, ``_degree`` and ``_open`` (the round in
+progress: a dict with ``step``, ``st``, ``got`` and ``req``), and gives
+``_roster_message`` (its protocol's roster)."""
 import numpy as np
 
 from ..exceptions import InvalidInputError, ProtocolError
 from ._framing import _built
 from ._keys import default_threshold
-from ._messages import ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest
+from ._messages import (ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest,
+                        check_key_message)
 
 
 def client_id(v):
@@ -19,8 +22,24 @@ def client_id(v):
 
 
 class RoundSteps:
-    """Steps 1, 2 and 4 of a round at the server (step 3, the inputs, and
-    the final sum are each protocol's own)."""
+    """Key collection, the roster, and steps 1, 2 and 4 of a round at the
+    server (step 3, the inputs, and the final sum are each protocol's own)."""
+
+    def receive_key(self, msg):
+        """A client's key message (before the roster closes)."""
+        check_key_message(msg, self.run_id, self._keys, self._roster is not None)
+        self._keys[msg.sender] = msg.public_key
+
+    def roster(self):
+        """Close key collection; the roster every client receives."""
+        if not self._keys:
+            raise ProtocolError("no client keys received")
+        if self._roster is None:
+            ids, keys, t, deg = self._roster_fields()
+            r = self._roster_message(ids, keys, t, deg, self._m.server_key)
+            self._m.close_roster(self.run_id, r.params_bytes(), t, deg, ids, keys)
+            self._roster = r
+        return self._roster
 
     def _roster_fields(self):
         """(ids, keys, threshold, degree) of the roster from the keys

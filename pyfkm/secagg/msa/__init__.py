@@ -39,6 +39,8 @@ from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, M
 from ._noise import check_discrete_sigma
 from ._server import MsaServer
 
+# deliberate repetition: pyfkm.secagg re-exports these names and lists them
+# in its own literal __all__
 __all__ = [
     "MsaClient",
     "MsaServer",

@@ -11,8 +11,8 @@ import numpy as np
 
 from ...exceptions import InvalidInputError, MessageFormatError
 from .._framing import (_AGGREGATE, _GROUP_KEY, _MASKED, _MSA_ROSTER, HEADER_BYTES, SERVER_ID,
-                        TAG_BYTES, _check_id, _check_roster_extras, _check_run_id, _expect_len,
-                        _pack_header, _unpack_header)
+                        TAG_BYTES, _check_id, _check_roster_clients, _check_roster_extras,
+                        _check_run_id, _counted, _expect_len, _pack_header, _unpack_header)
 
 MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
 
@@ -41,10 +41,7 @@ def _words_body(payload):
 
 
 def _parse_words(data, what, trailer=0):
-    if len(data) < HEADER_BYTES + 4:
-        raise MessageFormatError(f"truncated {what} message")
-    (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
-    _expect_len(data, HEADER_BYTES + 4 + 8 * n + trailer)
+    n = _counted(data, f"{what} message", 8, trailer)
     return np.frombuffer(data, dtype="<u8", count=n, offset=HEADER_BYTES + 4).astype(np.uint64)
 
 
@@ -84,16 +81,9 @@ class MsaRosterMessage:
             raise InvalidInputError(f"n_words must be an int in [1, {MAX_WORDS}], got {nw!r}")
         if not isinstance(sb, (int, np.integer)) or not 0 <= int(sb) <= 48:
             raise InvalidInputError(f"scale_bits must be an int in [0, 48], got {sb!r}")
-        ids = tuple(_check_id(i, "client id") for i in self.client_ids)
-        keys = tuple(bytes(k) for k in self.public_keys)
-        if not ids or len(ids) != len(keys) or any(len(k) != 32 for k in keys):
-            raise InvalidInputError("one 32-byte key per client id, at least one client")
-        if any(a >= b for a, b in zip(ids, ids[1:])):
-            raise InvalidInputError("client ids must be strictly increasing")
+        _check_roster_clients(self, at_least_one=True)
         object.__setattr__(self, "n_words", int(nw))
         object.__setattr__(self, "scale_bits", int(sb))
-        object.__setattr__(self, "client_ids", ids)
-        object.__setattr__(self, "public_keys", keys)
         _check_roster_extras(self)
 
     def params_bytes(self):

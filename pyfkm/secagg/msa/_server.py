@@ -10,7 +10,7 @@ import numpy as np
 from ...exceptions import CapacityError, InvalidInputError, ProtocolError
 from .._framing import _check_run_id
 from .._masking import MaskingServer
-from .._messages import InputRequest, RoundMessage, check_key_message
+from .._messages import InputRequest, RoundMessage
 from .._steps import RoundSteps
 from ._fixed import _RING_HALF, DEFAULT_SCALE_BITS, MSA_TAG, SELF_TAG, mask_stream
 from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
@@ -72,21 +72,9 @@ class MsaServer(RoundSteps):
         self._threshold, self._degree = threshold, int(degree)
         MsaRosterMessage(self.run_id, n_words, scale_bits, (0,), (bytes(32),))  # validate
 
-    def receive_key(self, msg):
-        check_key_message(msg, self.run_id, self._keys, self._roster is not None)
-        self._keys[msg.sender] = msg.public_key
-
-    def roster(self):
-        """Close key collection; the roster every client receives."""
-        if not self._keys:
-            raise ProtocolError("no client keys received")
-        if self._roster is None:
-            ids, keys, t, deg = self._roster_fields()
-            r = MsaRosterMessage(self.run_id, self._n_words, self._scale_bits, ids, keys,
-                                 t, deg, self._m.server_key)
-            self._m.close_roster(self.run_id, r.params_bytes(), t, deg, ids, keys)
-            self._roster = r
-        return self._roster
+    def _roster_message(self, ids, keys, threshold, degree, server_key):
+        return MsaRosterMessage(self.run_id, self._n_words, self._scale_bits, ids, keys,
+                                threshold, degree, server_key)
 
     def relay_group_key(self, msg):
         """Accept the leader's encrypted group key for one client."""

@@ -22,7 +22,7 @@ from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, Sh
                          UnmaskMessage, UnmaskRequest)
 from ._codec import Codec
 from ._crypto import SCMA_TAG, _stream_limit, add_mod
-from ._messages import RosterMessage, SyndromeMessage, _request_bytes, params_bytes
+from ._messages import RosterMessage, SyndromeMessage, _request_bytes
 from ._params import count_budget, delta_params
 
 # answered rounds a client remembers as bases of difference rounds (the
@@ -137,7 +137,7 @@ class ScmaClient:
             raise ProtocolError("expected a RosterMessage")
         if self._run_id is None or roster.run_id != self._run_id:
             raise ProtocolError("roster of another run")
-        self._m.join(params_bytes(roster.params), roster.threshold, roster.degree,
+        self._m.join(roster.params_bytes(), roster.threshold, roster.degree,
                      roster.server_key, roster.client_ids, roster.public_keys)
         P = roster.params
         self.params = P

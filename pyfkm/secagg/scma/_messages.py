@@ -13,8 +13,9 @@ import numpy as np
 
 from ...exceptions import InvalidInputError, MessageFormatError
 from .._framing import (_HEADER, _ROSTER, _SYNDROMES, HEADER_BYTES, MAGIC, SERVER_ID, TAG_BYTES,
-                        VERSION, _built, _check_id, _check_roster_extras, _check_run_id,
-                        _check_tag, _expect_len, _pack_header, _unpack_header)
+                        VERSION, _built, _check_id, _check_roster_clients, _check_roster_extras,
+                        _check_run_id, _check_tag, _counted, _expect_len, _pack_header,
+                        _unpack_header)
 from ._params import MODES, ScmaParams
 
 _PARAMS = struct.Struct("<IQIIB32s")
@@ -27,12 +28,8 @@ def _extras_bytes(r):
     return _EXTRAS.pack(r.threshold, r.degree, r.server_key)
 
 
-def params_bytes(P):
-    """The wire form of parameters (bound into the roster digest)."""
-    return _params_bytes(P)
-
-
 def _params_bytes(P):
+    """The wire form of parameters (bound into the roster digest)."""
     return _PARAMS.pack(P.n_dims, P.bins_per_dim, P.max_nonzeros, P.max_client_nonzeros,
                         MODES.index(P.mode), P.hash_seed)
 
@@ -60,14 +57,11 @@ class RosterMessage:
         if not isinstance(self.params, ScmaParams) or self.params.run_id != self.run_id:
             raise InvalidInputError("params must be ScmaParams of the same run")
         _check_roster_extras(self)
-        ids = tuple(_check_id(i, "client id") for i in self.client_ids)
-        keys = tuple(bytes(k) for k in self.public_keys)
-        if len(ids) != len(keys) or any(len(k) != 32 for k in keys):
-            raise InvalidInputError("one 32-byte key per client id")
-        if any(a >= b for a, b in zip(ids, ids[1:])):
-            raise InvalidInputError("client ids must be strictly increasing")
-        object.__setattr__(self, "client_ids", ids)
-        object.__setattr__(self, "public_keys", keys)
+        _check_roster_clients(self)
+
+    def params_bytes(self):
+        """What the roster digest binds of the run's parameters."""
+        return _params_bytes(self.params)
 
     def to_bytes(self):
         P = self.params
@@ -190,10 +184,7 @@ class SyndromeMessage:
     @classmethod
     def from_bytes(cls, data):
         data, run_id, round_, sender, modulus = _unpack_header(data, _SYNDROMES)
-        if len(data) < HEADER_BYTES + 4:
-            raise MessageFormatError("truncated syndrome message")
-        (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
-        _expect_len(data, HEADER_BYTES + 4 + 8 * n + TAG_BYTES)
+        n = _counted(data, "syndrome message", 8, TAG_BYTES)
         if sender == SERVER_ID:
             raise MessageFormatError("syndrome message from the server id")
         # a read-only view of the (immutable) bytes on little-endian hosts

@@ -19,12 +19,11 @@ from ...field import kernels as _field
 from .._framing import TAG_BYTES, _built
 from .._keys import mac
 from .._masking import MaskingServer
-from .._messages import InputRequest, RoundMessage, check_key_message
+from .._messages import InputRequest, RoundMessage
 from .._steps import RoundSteps, client_id
 from ._codec import Codec
 from ._crypto import SCMA_TAG, _stream_limit
-from ._messages import (RosterMessage, SyndromeMessage, _request_bytes, params_bytes,
-                        parse_syndromes)
+from ._messages import RosterMessage, SyndromeMessage, _request_bytes, parse_syndromes
 from ._params import ScmaParams, count_budget, delta_params
 
 def _sorted_ids(ids):
@@ -139,20 +138,8 @@ class ScmaServer(RoundSteps):
     def threshold(self):
         return None if self._roster is None else self._roster.threshold
 
-    def receive_key(self, msg):
-        check_key_message(msg, self.run_id, self._keys, self._roster is not None)
-        self._keys[msg.sender] = msg.public_key
-
-    def roster(self):
-        """Close key collection and return the roster for every client."""
-        if not self._keys:
-            raise ProtocolError("no client keys received")
-        if self._roster is None:
-            ids, keys, t, deg = self._roster_fields()
-            self._m.close_roster(self.run_id, params_bytes(self.params), t, deg, ids, keys)
-            self._roster = RosterMessage(self.run_id, self.params, ids, keys, t, deg,
-                                         self._m.server_key)
-        return self._roster
+    def _roster_message(self, ids, keys, threshold, degree, server_key):
+        return RosterMessage(self.run_id, self.params, ids, keys, threshold, degree, server_key)
 
     def neighbours(self, cid):
         """The neighbours of client ``cid`` in the run's graph."""
