@@ -29,7 +29,7 @@ from pyfkm._core import _seeding
 from pyfkm.exceptions import ProtocolError
 
 from oracles.forensics import patterns, search_file, search_object, search_pickle
-from test_mufc_server import _save_arrays as _read, _write
+from _helpers.saved import read_saved as _read, write_saved as _write
 
 
 def _clients(seed=0, sizes=(60, 50, 70, 40), d=3):

@@ -11,7 +11,7 @@ import pytest
 from pyfkm._core import _lloyd
 
 # the bit-identity checks of the trace tests (tests/ is on sys.path: no package)
-from test_lloyd_trace import _both
+from _helpers.lloyd_trace import both as _both
 
 
 # --- errors first ----------------------------------------------------------------

@@ -22,19 +22,7 @@ from scipy.stats import norm
 from pyfkm.exceptions import InvalidInputError, NotFittedError
 from pyfkm.dp.baselines import GLloyd, SuLloyd
 from pyfkm.dp.estimator import DPFederatedKMeans, FederatedLloyd
-from pyfkm.dp.steps import fold_into_bounds, sphere_packing_init, step_radius
-
-
-def blobs(seed=0, n=240, d=3, k=3, spread=0.12):
-    rng = np.random.default_rng(seed)
-    means = rng.uniform(-0.6, 0.6, (k, d))
-    X = means[rng.integers(0, k, n)] + rng.normal(0, spread, (n, d))
-    return np.clip(X, -1, 1)
-
-
-def split(X, parts=2, seed=0):
-    idx = np.random.default_rng(seed).permutation(len(X))
-    return [X[i] for i in np.array_split(idx, parts)]
+from _helpers.dp import blobs, split
 
 
 # ------------------------------------------------------------ errors first
@@ -78,50 +66,6 @@ def test_not_fitted_and_wrong_width():
     km.fit(split(blobs(d=2)))
     with pytest.raises(InvalidInputError):
         km.predict(np.zeros((2, 3)))
-
-
-@pytest.mark.parametrize("cls,kw", [(GLloyd, {"epsilon": 0}), (SuLloyd, {"epsilon": math.inf}),
-                                    (FederatedLloyd, {"max_iter": "auto"})])
-def test_baselines_bad_parameters(cls, kw):
-    with pytest.raises(InvalidInputError):
-        cls(2, **kw).fit(split(blobs()))
-
-
-# ------------------------------------------------------------ pieces
-
-def test_step_radius_by_hand():
-    # d = 4, k = 3, domain [-1, 1]^4: diag = 4
-    assert step_radius(0, 3, 4) == pytest.approx(2.0)
-    assert step_radius(5, 3, 4, alpha=0.8) == pytest.approx(0.8 * 4 / (2 * 3 ** 0.25))
-    # capped at the diagonal: k = 1, d = 1, alpha = 5 -> 5 * 2 / 2 = 5 > diag = 2
-    assert step_radius(1, 1, 1, alpha=5.0) == pytest.approx(2.0)
-    assert step_radius(0, 2, 2, bounds=(0, 10)) == pytest.approx(10 * math.sqrt(2) / 2)
-
-
-def _reflect_oracle(v, lo, hi):
-    while v < lo or v > hi:
-        v = 2 * lo - v if v < lo else 2 * hi - v
-    return v
-
-
-def test_fold_matches_repeated_reflection():
-    rng = np.random.default_rng(1)
-    v = rng.uniform(-9, 9, 500)
-    got = fold_into_bounds(v, (-1, 2))
-    assert np.allclose(got, [_reflect_oracle(x, -1, 2) for x in v], atol=1e-12)
-
-
-@pytest.mark.parametrize("k,d", [(1, 1), (3, 2), (10, 5), (7, 13)])
-def test_sphere_packing_is_a_packing_and_seeded(k, d):
-    C = sphere_packing_init(k, d, random_state=3)
-    assert np.array_equal(C, sphere_packing_init(k, d, random_state=3))
-    assert not np.array_equal(C, sphere_packing_init(k, d, random_state=4)) or k == 1 and d == 1
-    # some margin a = 2**-m: every center at least a from the boundary and
-    # pairwise at least 2a apart
-    dist = np.sqrt(((C[:, None] - C[None]) ** 2).sum(-1)) + np.eye(k) * 1e9
-    edge = np.minimum(C + 1, 1 - C).min()
-    ok = [m for m in range(60) if edge >= 2.0 ** -m - 1e-12 and dist.min() >= 2 * 2.0 ** -m - 1e-12]
-    assert ok
 
 
 # ------------------------------------------------------------ numpy reference
@@ -363,14 +307,6 @@ def test_noiseless_report_and_auto_iterations():
     assert km.accountant_ is None and km.privacy_["epsilon"] == math.inf and km.n_iter_ == 7
 
 
-def test_baseline_budgets():
-    X = blobs(14, n=300)
-    su = SuLloyd(3, epsilon=0.5, random_state=0).fit(split(X))
-    assert su.privacy_["epsilon"] == pytest.approx(0.5) and 2 <= su.n_iter_ <= 7
-    g = GLloyd(3, epsilon=0.5, random_state=0).fit(split(X))
-    assert g.accountant_.spent()[0] == pytest.approx(0.5, rel=1e-6)
-
-
 # ------------------------------------------------------------ predictions
 
 def test_predict_and_nicv_against_brute_force():
@@ -433,40 +369,6 @@ def test_server_only_sees_masked_words(monkeypatch):
         total = sum(p.astype(np.uint64) for p in plain[3 * t: 3 * t + 3])
         gap = (s - total).view(np.int64)      # noise would be small; a mask is not
         assert np.abs(gap.astype(np.float64)).max() > 2.0 ** 50
-
-
-def test_baseline_noise_scales_follow_their_formulas(monkeypatch):
-    # capture the per-round noise segments the server is asked for and
-    # compare with the baselines' formulas written out here (rho = 0.225)
-    import pyfkm.secagg.msa as M
-    from pyfkm.dp import calibrate_analytic_gaussian
-    seen = []
-    orig = M.MsaServer.finish_round
-
-    def finish(self, segments=()):
-        seen.append(tuple(segments))
-        return orig(self, segments)
-
-    monkeypatch.setattr(M.MsaServer, "finish_round", finish)
-    X = blobs(18, n=500, d=3, k=2)
-    n, d, k, rho, eps = 500, 3, 2, 0.225, 0.7
-    su = SuLloyd(k, epsilon=eps, random_state=0).fit(split(X))
-    T = su.n_iter_
-    c = (4 * d * rho ** 2) ** (1 / 3)
-    want_T = int(min(max(eps / math.sqrt(500 * k ** 3 / n ** 2 * (d + c) ** 3), 2), 7))
-    assert T == want_T
-    (sum_seg, cnt_seg) = seen[0]
-    eps_it = eps / T
-    assert sum_seg[1] == pytest.approx(d * (1 + 2.0 ** -16) / (eps_it * d / (d + c)))
-    assert cnt_seg[1] == pytest.approx(1 / (eps_it * c / (d + c)))
-    seen.clear()
-    g = GLloyd(k, epsilon=eps, max_iter=3, random_state=0).fit(split(X))
-    s = calibrate_analytic_gaussian(eps, 1 / (n * math.log(n))) * math.sqrt(3)
-    (sum_seg, cnt_seg) = seen[0]
-    base = math.sqrt(2 * rho + math.sqrt(d))
-    assert sum_seg[1] == pytest.approx(s * base / d ** 0.25 * math.sqrt(d) * (1 + 2.0 ** -16))
-    assert cnt_seg[1] == pytest.approx(s * base / math.sqrt(2 * rho))
-    assert g.n_iter_ == 3 and len(seen) == 3
 
 
 def test_fastlloyd_noise_per_iteration_scales_with_the_radius(monkeypatch):

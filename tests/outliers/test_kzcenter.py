@@ -1,86 +1,21 @@
-"""Tests of pyfkm.outliers: (k,z)-center kernels, Guo & Li's distributed
-algorithm, the centralized Charikar et al. reference and the baselines.
+"""Tests of pyfkm.outliers.kzcenter: the (k,z)-center kernels and the
+centralized Charikar et al. greedy (KZCenter).
 
 Oracles: pure-numpy twins of the aggregating procedure (Guo & Li,
-Algorithm 2) and of the weighted greedy (Charikar et al.) written below from
-the papers' descriptions; brute force over all center sets on tiny inputs;
-the proven bounds ((1+eps)z discarded, radius <= 24(1+eps) OPT, <= 3 OPT for
-the centralized greedy, 2z for the Guha-type baseline).
+Algorithm 2) and of the weighted greedy (Charikar et al.) written from the
+papers' descriptions; brute force over all center sets on tiny inputs; the
+proven bound (<= 3 OPT for the centralized greedy).
 """
-import itertools
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
 from pyfkm._core import _kcenter
-from pyfkm.exceptions import InvalidInputError, NotFittedError, NumericalError
-from pyfkm.outliers import (DistributedKZCenter, GuhaKZCenter, KZCenter,
-                            MalkomesKZCenter, UniformSamplingKZCenter,
+from pyfkm.exceptions import InvalidInputError, NumericalError
+from pyfkm.outliers import (DistributedKZCenter, GuhaKZCenter, KZCenter, MalkomesKZCenter,
                             count_outliers, kzcenter_radius, make_noisy_blobs)
-
-
-# ------------------------------------------------------------ numpy twins
-
-def ref_sqdist(X, Y):
-    # sequential sum over coordinates, like the kernel (d <= 3 in tests)
-    out = np.zeros((len(X), len(Y)))
-    for t in range(X.shape[1]):
-        out += (X[:, None, t] - Y[None, :, t]) ** 2
-    return out
-
-
-def ref_aggregate(X, L, y):
-    """Algorithm 2: while some p in U has |B_U(p, 2L)| > y, take the p with
-    the largest count (lowest index on ties), weight |B_U(p, 4L)|, remove
-    that ball."""
-    D = ref_sqdist(X, X)
-    t2, t4 = (2.0 * L) ** 2, (4.0 * L) ** 2
-    U = np.ones(len(X), dtype=bool)
-    reps, ws = [], []
-    while True:
-        counts = np.where(U, ((D <= t2) & U[None, :]).sum(axis=1), -1)
-        p = int(np.argmax(counts))
-        if not U.any() or not counts[p] > y:
-            break
-        ball = U & (D[p] <= t4)
-        reps.append(p)
-        ws.append(int(ball.sum()))
-        U &= ~ball
-    return reps, ws, U
-
-
-def ref_greedy(X, w, t_small, t_large, k):
-    """Charikar et al.: k times, the point (any) maximising the uncovered
-    weight within t_small; remove its t_large ball."""
-    D = ref_sqdist(X, X)
-    U = np.ones(len(X), dtype=bool)
-    centers = []
-    for _ in range(k):
-        cover = ((D <= t_small) * (w * U)[None, :]).sum(axis=1)
-        p = int(np.argmax(cover))
-        if cover[p] <= 0:
-            break
-        centers.append(p)
-        U &= ~(D[p] <= t_large)
-    return centers, int((w * U).sum()), U
-
-
-def brute_opt(X, k, z):
-    """Optimal (k,z)-center radius with centers among the points."""
-    n = len(X)
-    D = np.sqrt(ref_sqdist(X, X))
-    best = np.inf
-    for S in itertools.combinations(range(n), k):
-        dist = np.sort(D[:, list(S)].min(axis=1))
-        best = min(best, dist[n - 1 - z])
-    return best
-
-
-def _machines(X, m, rng):
-    perm = rng.permutation(len(X))
-    return [X[perm[i::m]] for i in range(m)]
+from _helpers.outliers import brute_opt, ref_aggregate, ref_greedy, ref_sqdist
 
 
 # ------------------------------------------------------------ bad input first
@@ -93,30 +28,6 @@ def test_bad_k_z(k, z):
             est.fit([X[:10], X[10:]])
     with pytest.raises(InvalidInputError):
         KZCenter(k, z).fit(X)
-
-
-def test_bad_machines():
-    X = np.random.default_rng(0).normal(size=(20, 2))
-    est = DistributedKZCenter(2, 1)
-    with pytest.raises(InvalidInputError, match="empty"):
-        est.fit([X, np.zeros((0, 2))])
-    with pytest.raises(InvalidInputError):
-        est.fit([])
-    with pytest.raises(InvalidInputError):
-        est.fit(X)  # an array, not a list of machines
-    bad = X.copy()
-    bad[3, 1] = np.nan
-    with pytest.raises(InvalidInputError, match="NaN"):
-        est.fit([bad[:10], bad[10:]])
-    with pytest.raises(InvalidInputError, match="features"):
-        est.fit([X[:10], X[10:, :1]])
-    with pytest.raises(InvalidInputError, match="epsilon"):
-        DistributedKZCenter(2, 1, epsilon=0).fit([X])
-    with pytest.raises(InvalidInputError, match="executor"):
-        DistributedKZCenter(2, 1, executor=object()).fit([X])
-    assert not hasattr(est, "cluster_centers_")  # nothing learned on errors
-    with pytest.raises(NotFittedError):
-        est.predict(X)
 
 
 def test_bad_predict_and_costs():
@@ -325,142 +236,10 @@ def test_kzcenter_weighted_equals_repeated_points():
     assert b.radius_ <= 3 * brute_opt(np.repeat(X, w, axis=0), 3, 4) + 1e-12
 
 
-# ------------------------------------------------------------ distributed
-
-@pytest.mark.parametrize("seed", range(40))
-def test_distributed_bicriteria_random_instances(seed):
-    """Never more than (1+eps)z declared outliers; radius within the proven
-    24(1+eps) of the brute-force optimum (centers among points >= the
-    continuous optimum of the analysis)."""
-    rng = np.random.default_rng(300 + seed)
-    m = int(rng.integers(1, 4))
-    n = int(rng.integers(6, 10))
-    k, z = int(rng.integers(1, 3)), int(rng.integers(0, 4))
-    if k + z > n:
-        z = n - k
-    eps = float(rng.choice([0.1, 0.5, 1.0]))
-    X = rng.normal(size=(n, 2)) * rng.uniform(0.2, 5)
-    if seed % 4 == 0:  # heavy noise: far points
-        X[: z] *= 20
-    parts = np.array_split(rng.permutation(n), m)
-    parts = [p for p in parts if len(p)]
-    machines = [X[p] for p in parts]
-    est = DistributedKZCenter(k, z, epsilon=eps, random_state=seed).fit(machines)
-    budget = math.floor((1 + eps) * z + 1e-9)
-    assert est.n_declared_outliers_ <= budget
-    assert count_outliers(X, est.cluster_centers_, est.radius_) == est.n_declared_outliers_
-    opt = brute_opt(X, k, z)
-    assert est.radius_ <= 24 * (1 + eps) * opt * (1 + 1e-9) + 1e-12
-    assert kzcenter_radius(X, est.cluster_centers_, budget) <= est.radius_ * (1 + 1e-12)
-    assert est.lower_bound_ <= opt * (1 + 1e-12)
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_distributed_heavy_noise_quality(seed):
-    X, noise, C = make_noisy_blobs(3000, 3, 4, 300, random_state=seed)
-    machines = _machines(X, 5, np.random.default_rng(seed))
-    est = DistributedKZCenter(4, 300, epsilon=0.1, random_state=seed).fit(machines)
-    assert est.n_declared_outliers_ <= 330
-    planted = kzcenter_radius(X, C, 300)
-    # 24(1+eps) is the proven factor w.r.t. the optimum (<= planted radius)
-    assert kzcenter_radius(X, est.cluster_centers_, 300) <= 24 * 1.1 * planted
-    assert est.radius_ <= 24 * 1.1 * planted
-    # every declared outlier is far: inliers are rarely declared
-    lab = np.concatenate(est.labels_)
-    assert lab.shape == (3000,)
-
-
-def test_distributed_matches_reference_at_final_guess():
-    """At the returned guess, numpy Algorithms 2 + 1 (kzc at 5L) accept."""
-    X, _, _ = make_noisy_blobs(400, 2, 3, 40, random_state=7)
-    machines = _machines(X, 4, np.random.default_rng(7))
-    k, z, eps = 3, 40, 0.2
-    est = DistributedKZCenter(k, z, epsilon=eps, random_state=0).fit(machines)
-    L, m, n = est.guess_, len(machines), len(X)
-    y = eps * z / (k * m)
-    Q, W, total = [], [], 0
-    for P in machines:
-        reps, ws, _ = ref_aggregate(P, L, y)
-        Q.append(P[reps])
-        W += ws
-        total += len(reps)
-    assert total <= k * m * (1 + 1 / eps)
-    Q = np.concatenate(Q)
-    W = np.array(W, dtype=np.int64)
-    zp = (1 + eps) * z + W.sum() - n
-    _, unc, _ = ref_greedy(Q, W, (10 * L) ** 2, (20 * L) ** 2, k)
-    assert unc <= zp
-    # and the refined coordinator radius L' <= 5L also accepts with the
-    # returned centers
-    Lp = est.coordinator_guess_
-    assert Lp <= 5 * L and est.radius_ == 4 * L + 4 * Lp
-    c, unc, _ = ref_greedy(Q, W, (2 * Lp) ** 2, (4 * Lp) ** 2, k)
-    assert unc <= zp
-    assert np.allclose(Q[c], est.cluster_centers_)
-
-
-def test_communication_independent_of_z():
-    rng = np.random.default_rng(11)
-    base, _, _ = make_noisy_blobs(2000, 3, 4, 0, random_state=11)
-    k, m, eps, d = 4, 5, 0.1, 3
-    cap_words = k * m * (1 + 1 / eps) * (d + 1)
-    totals = []
-    for z in (20, 100, 400):
-        noise = rng.uniform(-60, 60, size=(z, d))
-        X = np.concatenate([base, noise])
-        machines = _machines(X, m, rng)
-        est = DistributedKZCenter(k, z, epsilon=eps, random_state=0).fit(machines)
-        rep = est.communication_
-        for r in rep.rounds:
-            if r.name == "weighted points":
-                assert r.points + r.weights <= cap_words
-            else:  # scalars and anchors/centers: independent of z
-                assert r.total <= m * max(32, k * d + 1) + d
-        assert est.n_guesses_ <= 12
-        totals.append(rep.total)
-        # Malkomes et al. send k + z weighted points per machine: grows with z
-        mal = MalkomesKZCenter(k, z).fit(machines).communication_.rounds[0]
-        assert mal.name == "weighted centers"
-        assert mal.points + mal.weights == m * (k + z) * (d + 1)
-    assert max(totals) <= 12 * (3 * m + cap_words) + m * (32 + 2 * d + k * d + 3)
-
-
-def test_executor_gives_same_result():
-    X, _, _ = make_noisy_blobs(900, 2, 3, 60, random_state=3)
-    machines = _machines(X, 3, np.random.default_rng(3))
-    a = DistributedKZCenter(3, 60, random_state=1).fit(machines)
-    with ThreadPoolExecutor(2) as ex:
-        b = DistributedKZCenter(3, 60, random_state=1, executor=ex).fit(machines)
-    assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
-    assert a.radius_ == b.radius_ and a.communication_ == b.communication_
-    assert np.array_equal(a.predict(X), b.predict(X))
-    assert (a.predict(X) < 0).sum() == a.n_declared_outliers_
-    assert np.array_equal(a.is_outlier(X), a.predict(X) < 0)
-
-
 def test_identical_points():
     X = np.ones((10, 2))
     est = DistributedKZCenter(2, 3).fit([X[:5], X[5:]])
     assert est.radius_ == 0 and est.n_declared_outliers_ == 0
-
-
-# ------------------------------------------------------------ baselines, data
-
-@pytest.mark.parametrize("seed", range(6))
-def test_baselines_guarantees(seed):
-    rng = np.random.default_rng(400 + seed)
-    n, k, z = 9, 2, 2
-    X = rng.normal(size=(n, 2))
-    machines = [X[:4], X[4:]]
-    opt = brute_opt(X, k, z)
-    g = GuhaKZCenter(k, z, epsilon=0.5, random_state=0).fit(machines)
-    assert g.n_declared_outliers_ <= 2 * z
-    assert g.radius_ <= 24 * 1.5 * opt + 1e-12
-    mk = MalkomesKZCenter(k, z).fit(machines)
-    # every point is sent (k + z >= n_i): the coordinator solves it exactly
-    assert mk.radius_ <= 3 * opt + 1e-12 and mk.n_declared_outliers_ <= z
-    us = UniformSamplingKZCenter(k, z, sample_fraction=1.0, random_state=0).fit(machines)
-    assert len(us.cluster_centers_) <= k
 
 
 def test_make_noisy_blobs_and_costs():
@@ -475,18 +254,6 @@ def test_make_noisy_blobs_and_costs():
     assert kzcenter_radius([X[:100], X[100:]], C, 50) == np.sort(D)[::-1][50]
     r = float(np.median(D))
     assert count_outliers(X, C, r) == int((D > r).sum())
-
-
-@pytest.mark.parametrize("k, z, eps, machines", [
-    (1, 1, 1.0, [np.array([[0.0], [10.0]])]),
-    (1, 100, 0.01, [np.arange(101.0)[:, None] * 3]),
-])
-def test_nothing_aggregated_at_the_smallest_guess(k, z, eps, machines):
-    # n <= (1+eps)z: the smallest guess can aggregate no point at all (found
-    # by review: crashed); declaring everything an outlier is within budget
-    m = DistributedKZCenter(k, z, epsilon=eps).fit(machines)
-    assert 1 <= m.cluster_centers_.shape[0] <= k
-    assert m.n_declared_outliers_ <= math.floor((1 + eps) * z)
 
 
 def test_aggregate_kernels_refuse_negative_radii_and_threshold():

@@ -1,7 +1,5 @@
 """Tests of the MUFC server's multi-init loop and its coupled update for count
 decrements (pyfkm.mufc.MufcServer with server_points="centers")."""
-import io
-import json
 from collections import Counter
 from itertools import permutations
 
@@ -10,24 +8,15 @@ import pytest
 from scipy import stats
 
 from pyfkm._core import _lloyd
-from pyfkm.datasets import make_gaussian_mixture, split_non_iid
 from pyfkm.exceptions import InvalidInputError, NumericalError
 from pyfkm.core.kmeans import KMeans, absolute_tolerance
-from pyfkm.mufc import FederatedKMeans, MufcServer
-
-GAMMA = 0.125   # a power of two: bin centres (b + 1/2) * GAMMA + LOWER are exact
-LOWER = -0.5
+from pyfkm.mufc import MufcServer
+from _helpers.mufc_server import GAMMA, LOWER, copy_gen, server
 
 
 def centres(bins):
     """Bin centres, computed here from the grid definition."""
     return np.ascontiguousarray((np.asarray(bins, dtype=np.float64) + 0.5) * GAMMA + LOWER)
-
-
-def server(k, d, n_init, seed, max_iter=300, tol=1e-4):
-    return MufcServer(k, gamma=GAMMA, n_features=d, lower=LOWER, server_points="centers",
-                      n_init=n_init, max_iter=max_iter, tol=tol,
-                      random_state=np.random.default_rng(seed))
 
 
 def random_aggregate(rng, n_bins, d, max_count=6):
@@ -39,12 +28,6 @@ def random_aggregate(rng, n_bins, d, max_count=6):
     return bins, rng.integers(1, max_count + 1, size=n_bins).astype(np.int64)
 
 
-def copy_gen(gen):
-    g = np.random.Generator(type(gen.bit_generator)())
-    g.bit_generator.state = gen.bit_generator.state
-    return g
-
-
 # -- bad input first -----------------------------------------------------------
 
 @pytest.mark.parametrize("kw", [{"n_init": 0}, {"max_iter": 0}, {"tol": -1.0},
@@ -54,55 +37,6 @@ def test_bad_parameters_raise(kw):
     args.update(kw)
     with pytest.raises(InvalidInputError):
         MufcServer(3, **args)
-
-
-def _federation(seed=0, L=5, n=600, d=2, K=3):
-    X, y, _ = make_gaussian_mixture(n, d, K, random_state=seed)
-    parts = split_non_iid(X, y, L, 2, random_state=seed)
-    return [np.ascontiguousarray(X[p]) for p in parts]
-
-
-def _non_center_ids(model, client, count, rng):
-    """``count`` active, non-center points of ``client`` whose removal leaves
-    every client center in place (at least one other point in its bin)."""
-    c = model._clients[client]
-    centers = set(c._active[c._seeding.center_ids_].tolist())
-    cand = [i for i in np.flatnonzero(~c.removed_).tolist() if i not in centers]
-    return rng.choice(cand, size=count, replace=False).tolist()
-
-
-def _save_arrays(path):
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    head = json.loads(bytes(arrays.pop("header")).decode())
-    return head, arrays
-
-
-def _write(path, head, arrays):
-    buf = io.BytesIO()
-    np.savez(buf, header=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8), **arrays)
-    path.write_bytes(buf.getvalue())
-
-
-def test_corrupt_seeds_and_unknown_versions_are_refused(tmp_path):
-    m = FederatedKMeans(3, server_points="centers", secure=False, n_init=2,
-                        random_state=0).fit(_federation())
-    m.save(tmp_path / "m.npz")
-    head, arrays = _save_arrays(tmp_path / "m.npz")
-    assert head["version"] == 3 and arrays["s.seeds"].shape == (2, 3)
-    bad = dict(arrays)
-    bad["s.seeds"] = arrays["s.seeds"][:, :2]
-    _write(tmp_path / "a.npz", head, bad)
-    with pytest.raises(InvalidInputError, match="seeds"):
-        FederatedKMeans.load(tmp_path / "a.npz")
-    bad["s.seeds"] = arrays["s.seeds"].copy()
-    bad["s.seeds"][0, 1] = bad["s.seeds"][0, 0]   # a repeated seed
-    _write(tmp_path / "b.npz", head, bad)
-    with pytest.raises(InvalidInputError, match="seeds"):
-        FederatedKMeans.load(tmp_path / "b.npz")
-    _write(tmp_path / "c.npz", dict(head, version=4), arrays)
-    with pytest.raises(InvalidInputError, match="version.*4"):
-        FederatedKMeans.load(tmp_path / "c.npz")
 
 
 @pytest.mark.parametrize("path", ["coupled", "full"])
@@ -383,50 +317,3 @@ def test_coupled_seeds_follow_the_d2_law_of_the_new_counts(case):
     assert chi2_pvalue(after, law_new, N) > 1e-3
     # the wrong coupling (never reseed) keeps the seeds drawn on the old counts
     assert chi2_pvalue(before, law_new, N) < 1e-6
-
-
-# -- persistence ------------------------------------------------------------------
-
-def test_save_load_mid_removals_continues_identically(tmp_path):
-    clients = _federation(seed=3)
-    m = FederatedKMeans(3, server_points="centers", secure=False, n_init=4,
-                        random_state=9).fit(clients)
-    rng = np.random.default_rng(1)
-    m.remove(0, _non_center_ids(m, 0, 1, rng))
-    assert any(t is not None for t in m._server._traces)   # the coupled update ran
-    m.save(tmp_path / "m.npz")
-    m2 = FederatedKMeans.load(tmp_path / "m.npz")
-    assert np.array_equal(m2._server._seeds, m._server._seeds)
-    assert m2._server._traces == [None] * 4
-    steps = [(1, _non_center_ids(m, 1, 1, rng)), (2, _non_center_ids(m, 2, 2, rng)),
-             (0, [int(m._clients[0]._active[m._clients[0]._seeding.center_ids_[0]])]),
-             (3, _non_center_ids(m, 3, 1, rng))]
-    for client, ids in steps:
-        r1, r2 = m.remove(client, ids), m2.remove(client, ids)
-        assert r1.server_reclustered == r2.server_reclustered
-        assert np.array_equal(m.cluster_centers_, m2.cluster_centers_)
-        assert m.n_iter_ == m2.n_iter_
-        assert np.array_equal(m._server._seeds, m2._server._seeds)
-        assert m._server._rng.bit_generator.state == m2._server._rng.bit_generator.state
-
-
-def test_version_1_files_load_and_recluster_from_scratch(tmp_path):
-    clients = _federation(seed=4)
-    m = FederatedKMeans(3, server_points="centers", secure=False, n_init=3,
-                        random_state=2).fit(clients)
-    m.save(tmp_path / "m.npz")
-    head, arrays = _save_arrays(tmp_path / "m.npz")
-    # what version 1 wrote: no seeds
-    del arrays["s.seeds"]
-    del head["server"]["seeds"]
-    head["version"] = 1
-    _write(tmp_path / "v1.npz", head, arrays)
-    m1 = FederatedKMeans.load(tmp_path / "v1.npz")
-    assert np.array_equal(m1.cluster_centers_, m.cluster_centers_)
-    ids = _non_center_ids(m1, 0, 1, np.random.default_rng(0))
-    gen = copy_gen(m1._server._rng)
-    m1.remove(0, ids)
-    P, w = m1._server.points()
-    km = KMeans(3, n_init=3, random_state=gen).fit(P, sample_weight=w)
-    assert np.array_equal(m1.cluster_centers_, km.cluster_centers_)
-    assert m1._server._seeds is not None      # and it couples from then on

@@ -11,24 +11,8 @@ tests/test_lloyd_bounds.py; here it is the oracle.
 import numpy as np
 import pytest
 
+from _helpers.lloyd_trace import assert_same_run as _assert_same, both as _both
 from pyfkm._core import _lloyd, _seeding
-
-
-def _assert_same(ref, got, what=""):
-    Cr, lr, mr, ir, nr = ref
-    Cg, lg, mg, ig, ng = got
-    assert Cr.tobytes() == Cg.tobytes(), f"centers differ {what}"
-    np.testing.assert_array_equal(lr, lg, err_msg=f"labels differ {what}")
-    assert mr.tobytes() == mg.tobytes(), f"mind differs {what}"
-    assert float(ir).hex() == float(ig).hex(), f"inertia differs {what}"
-    assert nr == ng, f"n_iter differs {what}"
-
-
-def _both(tr, X, C0, w, max_iter, tol_abs, what=""):
-    ref = _lloyd.lloyd_loop(X, C0, w, max_iter, tol_abs)
-    got = tr.run(C0, w, max_iter, tol_abs)
-    _assert_same(ref, got, what)
-    return got
 
 
 # --- errors first ----------------------------------------------------------------

@@ -1,0 +1,494 @@
+"""Tests of pyfkm.deletion.QKMeans (Q-k-means with exact deletion) and its
+quantized Lloyd (pyfkm.deletion._qlloyd).
+
+The reference for every deletion is a *replay*: a fresh fit on the
+remaining rows with the same random_state and the remaining sample_ids,
+which uses the same random draws.  A certified deletion must give exactly
+that model (bit for bit); so must a retraining.
+"""
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pyfkm.deletion import _common, _qlloyd, qkmeans
+from pyfkm.deletion import QKMeans
+from pyfkm.exceptions import InvalidIdError
+from pyfkm.core.lattice import Lattice
+from _helpers.state import assert_same_state
+from _helpers.deletion import erasure_check, run_injections, blobs, q_certified_ids, q_position
+
+
+def q_replay(model, X, ids_all, seed, **params):
+    keep = np.isin(ids_all, model.sample_ids_)
+    return QKMeans(random_state=seed, **params).fit(X[keep], sample_ids=ids_all[keep])
+
+
+def assert_same_q(a, b):
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
+    np.testing.assert_array_equal(a.seed_ids_, b.seed_ids_)
+    assert a.n_iter_ == b.n_iter_
+    assert a.epsilon_ == b.epsilon_
+    assert a.inertia_ == b.inertia_
+    sa, sb = a._state, b._state
+    assert sa.n_run == sb.n_run
+    # the whole memo, bit for bit (the sums and losses are exact on their
+    # grids: a certified deletion leaves what a fresh fit computes)
+    memo = [dict(zip(("sums", "loss"), _qlloyd._q_memo(s))) for s in (sa, sb)]
+    for name in ("C", "cells", "counts", "sums", "loss", "quantum", "loss_quantum", "maxmind",
+                 "maxabs"):
+        x, y = (m[name] if name in m else getattr(s, name) for m, s in zip(memo, (sa, sb)))
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), name
+    for name in ("labels", "mind"):
+        x, y = getattr(sa, name)[:, sa.alive], getattr(sb, name)[:, sb.alive]
+        assert x.tobytes() == y.tobytes(), name
+
+
+def test_qassign_errors():
+    from pyfkm._core import _lloyd
+    from pyfkm.exceptions import NumericalError
+    X = np.zeros((4, 2))
+    for bad in (np.zeros((0, 2)), np.zeros((3, 2), np.float32), np.zeros((3, 4))[:, ::2]):
+        with pytest.raises(ValueError):
+            _lloyd.QAssign(bad, 2)
+    qa = _lloyd.QAssign(X, 2)
+    with pytest.raises(ValueError):
+        qa.step(np.zeros((3, 2)))
+    with pytest.raises(ValueError):
+        qa.step(np.zeros((2, 2)), dist=np.zeros((4, 3)))
+    with pytest.raises(NumericalError):
+        qa.step(np.array([[1e300, 0.0], [0.0, 0.0]]) * 1e8)
+
+
+def test_qassign_matches_brute_force_and_is_per_point():
+    """Sequences of centers with large and small moves (the bounds then skip
+    most distances): labels are the nearest centers (a near tie may go
+    either way), distances, sums, counts and loss those of the labels; a
+    subset of the rows run through the same centers gets the same labels
+    and distances bit for bit (what certified deletion relies on)."""
+    from pyfkm._core import _lloyd
+    rng = np.random.default_rng(21)
+    for t in range(12):
+        n, d, k = int(rng.integers(30, 300)), int(rng.integers(1, 11)), int(rng.integers(1, 7))
+        X = rng.normal(size=(n, d)) + rng.integers(0, 4, size=(n, 1)) * 5.0
+        if t % 3 == 0:
+            X = np.round(X)  # exact ties
+        sub = np.sort(rng.choice(n, size=n // 2, replace=False))
+        qa, qs = _lloyd.QAssign(X, k), _lloyd.QAssign(np.ascontiguousarray(X[sub]), k)
+        C = X[rng.choice(n, k, replace=False)].copy()
+        for step in range(8):
+            lab, mind, sums, counts, loss = qa.step(C)
+            D = ((X[:, None, :] - C[None]) ** 2).sum(-1)
+            best = D.min(1)
+            np.testing.assert_allclose(mind, D[np.arange(n), lab], rtol=1e-12, atol=1e-300)
+            assert (D[np.arange(n), lab] <= best * (1 + 1e-9) + 1e-12).all()
+            np.testing.assert_array_equal(counts, np.bincount(lab, minlength=k))
+            ref = np.zeros((k, d))
+            np.add.at(ref, lab, X)
+            np.testing.assert_allclose(sums, ref, rtol=1e-12, atol=1e-9)
+            assert loss == pytest.approx(mind.sum(), rel=1e-12)
+            ls, ms, _, _, _ = qs.step(C)
+            np.testing.assert_array_equal(ls, lab[sub])
+            np.testing.assert_array_equal(ms, mind[sub])
+            # move: mostly small (lattice-like jitter), sometimes a jump
+            C = C + rng.normal(size=C.shape) * (2.0 if step % 3 == 0 else 0.05)
+
+
+def test_race_seeding_dist_feeds_the_first_assignment():
+    """race_seeding_dist: the same seeds as race_seeding, the distances of
+    every row to every seed; given to QAssign they give bit for bit the
+    first assignment QAssign computes itself."""
+    from pyfkm._core import _lloyd, _seeding
+    rng = np.random.default_rng(22)
+    with pytest.raises(ValueError):
+        _seeding.race_seeding_dist(np.zeros((3, 2)), np.arange(2, dtype=np.int64), 1, 0)
+    for t in range(30):
+        n, d, k = int(rng.integers(5, 80)), int(rng.integers(1, 9)), int(rng.integers(1, 6))
+        X = rng.normal(size=(n, d)) * 3
+        if t % 2:
+            X = np.round(X)
+        ids = rng.permutation(10 * n)[:n].astype(np.int64)
+        key = int(rng.integers(0, 2 ** 63))
+        if len(np.unique(X, axis=0)) < k:
+            continue
+        seeds, dist = _seeding.race_seeding_dist(X, ids, k, key)
+        np.testing.assert_array_equal(seeds, _common._race_seeding(X, ids, k, key))
+        np.testing.assert_allclose(dist, ((X[:, None] - X[seeds][None]) ** 2).sum(-1),
+                                   rtol=1e-12, atol=1e-300)
+        C = X[seeds].copy()
+        a = _lloyd.QAssign(X, k).step(C, dist.copy())
+        b = _lloyd.QAssign(X, k).step(C)
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_q_phases_are_lattice_random_draws():
+    X, _ = blobs(3, n=100)
+    q = QKMeans(3, max_iter=4, random_state=9).fit(X)
+    rng = np.random.default_rng(9)
+    rng.integers(0, 2 ** 63)  # the key is drawn first
+    eps = q.epsilon_
+    ref = np.stack([Lattice.random(eps, 3, rng).phase for _ in range(4)])
+    np.testing.assert_array_equal(q._state.p.phases, ref)
+
+
+def test_keyed_seeding_is_d2_sampling():
+    # P(second seed = i | first seed) = D_i^2 / sum D^2: chi-square over keys
+    X = np.array([[0.0], [1.0], [3.0], [6.0]])
+    ids = np.arange(4)
+    counts = np.zeros((4, 4))
+    for key in range(4000):
+        s = _common._race_seeding(X, ids, 2, key)
+        counts[s[0], s[1]] += 1
+    assert stats.chisquare(counts.sum(1)).pvalue > 1e-3  # first seed uniform
+    for f in range(4):
+        D2 = (X[:, 0] - X[f, 0]) ** 2
+        exp = counts[f].sum() * D2 / D2.sum()
+        m = exp > 0
+        assert (counts[f][~m] == 0).all()
+        assert stats.chisquare(counts[f][m], exp[m]).pvalue > 1e-3
+
+
+def test_q_fit_quality_and_predict():
+    X, _ = blobs(3, n=2000, d=4, k=4, spread=10)
+    q = QKMeans(4, random_state=0).fit(X)
+    from pyfkm import KMeans
+    km = KMeans(4, random_state=0, n_init=3).fit(X)
+    assert q.inertia_ <= 1.2 * km.inertia_
+    np.testing.assert_array_equal(q.predict(X), q.labels_)
+    # centers are lattice cell centers
+    s = q._state
+    if q.n_iter_ > 0:
+        lat = Lattice(s.eps, s.p.phases[q.n_iter_ - 1])
+        np.testing.assert_array_equal(lat.centers(lat.quantize(q.cluster_centers_)),
+                                      q.cluster_centers_)
+
+
+def test_q_same_seed_same_model_and_generator_state():
+    X, _ = blobs(4)
+    a = QKMeans(4, random_state=7).fit(X)
+    b = QKMeans(4, random_state=np.random.default_rng(7)).fit(X)
+    assert_same_q(a, b)
+
+
+# ------------------------------------------------------- replay soundness
+
+@pytest.mark.parametrize("data_seed", range(4))
+def test_q_replay_random_deletions(data_seed):
+    """Every deletion (certified or not) equals a fresh fit on the rest."""
+    rng = np.random.default_rng(100 + data_seed)
+    d = [2, 3, 5, 8][data_seed]
+    X, _ = blobs(data_seed, n=400, d=d, k=4)
+    ids = np.arange(400) * 3 + 11  # arbitrary distinct ids
+    params = dict(n_clusters=4, gamma=[0.2, 0.0, 0.5, 0.2][data_seed],
+                  epsilon=["auto", 0.5, 2.0, 1.0][data_seed])
+    q = QKMeans(random_state=data_seed, **params).fit(X, sample_ids=ids)
+    n_cert = n_retrain = 0
+    for step in range(60):
+        alive = q.sample_ids_
+        size = 1 if step % 3 else 3
+        victims = rng.choice(alive, size=size, replace=False)
+        rep = q.delete(victims)
+        n_cert += not rep.retrained
+        n_retrain += rep.retrained
+        assert_same_q(q, q_replay(q, X, ids, data_seed, **params))
+    assert n_cert > 0
+
+
+def test_q_replay_many_small_instances():
+    """Hundreds of deletions on tiny instances, where certification often
+    fails: the model must equal the replay every time."""
+    total = certified = 0
+    for seed in range(25):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(12, 40))
+        X = np.round(rng.normal(size=(n, 2)) * 3, 1)  # ties and duplicates
+        ids = np.arange(n)
+        params = dict(n_clusters=3, epsilon=float(rng.choice([0.25, 1.0, 4.0])),
+                      gamma=float(rng.choice([0.0, 0.2, 0.6])), max_iter=6)
+        q = QKMeans(random_state=seed, **params).fit(X)
+        while q.n_samples_ > 3:
+            victim = rng.choice(q.sample_ids_)
+            rep = q.delete(victim)
+            total += 1
+            certified += not rep.retrained
+            assert_same_q(q, q_replay(q, X, ids, seed, **params))
+    assert total > 200 and certified > 0
+
+
+def test_q_deleting_a_seed_retrains():
+    X, _ = blobs(5)
+    q = QKMeans(4, random_state=3).fit(X)
+    for j in range(4):  # every seed position, including the first
+        qq = QKMeans(4, random_state=3).fit(X)
+        rep = qq.delete(q.seed_ids_[j])
+        assert rep.retrained and rep.reason == "seed"
+        assert_same_q(qq, q_replay(qq, X, np.arange(len(X)), 3, n_clusters=4))
+
+
+def test_q_adversarial_centroid_change_is_not_certified():
+    """A far outlier in a small cluster moves its centroid across cells:
+    deleting it must not be certified, and the model must equal the replay."""
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(size=(100, 2)), rng.normal(size=(100, 2)) + 20,
+                        [[30.0, 30.0]]])
+    for seed in range(6):
+        q = QKMeans(2, epsilon=0.05, random_state=seed, max_iter=5).fit(X)
+        rep = q.delete(200)
+        assert rep.retrained
+        assert_same_q(q, q_replay(q, X, np.arange(201), seed, n_clusters=2,
+                                  epsilon=0.05, max_iter=5))
+
+
+def test_q_certification_never_wrong_exhaustive():
+    """For every single point of small instances: certified => the fresh fit
+    has exactly the stored trajectory."""
+    unsound = checked = 0
+    for seed in range(6):
+        X, _ = blobs(seed, n=60, d=2, k=3, spread=4)
+        params = dict(n_clusters=3, epsilon=[0.5, 2.0, 8.0][seed % 3], max_iter=8)
+        base = QKMeans(random_state=seed, **params).fit(X)
+        for i in range(60):
+            reason, _ = _qlloyd._q_certify(base._state, np.array([i]))
+            ref = QKMeans(random_state=seed, **params).fit(np.delete(X, i, 0),
+                                                          sample_ids=np.delete(np.arange(60), i))
+            same = (ref._state.n_run == base._state.n_run and
+                    ref.n_iter_ == base.n_iter_ and
+                    np.array_equal(ref._state.cells, base._state.cells) and
+                    np.array_equal(ref.seed_ids_, base.seed_ids_))
+            checked += 1
+            unsound += (reason == "") and not same
+    assert checked == 360 and unsound == 0
+
+
+def test_q_empty_clusters_and_duplicates():
+    # 3 distinct points, k = 4: a seed is a duplicate, a cluster stays empty
+    X = np.array([[0.0, 0.0]] * 5 + [[5.0, 5.0]] * 5 + [[9.0, 0.0]] * 3)
+    for gamma in (0.0, 0.2):
+        q = QKMeans(4, gamma=gamma, epsilon=0.5, random_state=0).fit(X)
+        assert np.isfinite(q.cluster_centers_).all()
+        rng = np.random.default_rng(0)
+        while q.n_samples_ > 4:
+            q.delete(rng.choice(q.sample_ids_))
+            assert_same_q(q, q_replay(q, X, np.arange(13), 0, n_clusters=4,
+                                      gamma=gamma, epsilon=0.5))
+
+
+def test_q_delete_everything_but_k():
+    X, _ = blobs(6, n=50)
+    q = QKMeans(4, random_state=2).fit(X)
+    keep = np.random.default_rng(0).choice(50, 4, replace=False)
+    q.delete(np.setdiff1d(np.arange(50), keep))
+    assert q.n_samples_ == 4
+    assert_same_q(q, q_replay(q, X, np.arange(50), 2, n_clusters=4))
+    with pytest.raises(InvalidIdError):
+        q.delete(keep[0])
+
+
+def test_q_compaction_keeps_replay():
+    X, _ = blobs(7, n=200)
+    q = QKMeans(3, random_state=5, epsilon=1.0).fit(X)
+    rng = np.random.default_rng(1)
+    for _ in range(70):  # passes the 1/4-dead compaction threshold
+        q.delete(rng.choice(q.sample_ids_))
+    assert_same_q(q, q_replay(q, X, np.arange(200), 5, n_clusters=3, epsilon=1.0))
+
+
+def test_q_deletion_distributed_like_retraining():
+    """Chi-square: over random seeds, the model after deleting a fixed point
+    has the same outcome distribution as fitting on the rest with fresh
+    seeds (outcome = the pair of seed ids, which determine the run here)."""
+    X = np.array([[0.0], [0.2], [4.0], [4.3], [9.0]])
+    n_runs = 1500
+    after, fresh = {}, {}
+    for s in range(n_runs):
+        q = QKMeans(2, epsilon=0.5, random_state=s).fit(X)
+        q.delete(4)
+        key = (tuple(q.seed_ids_), tuple(q.cluster_centers_.ravel()))
+        after[key] = after.get(key, 0) + 1
+        r = QKMeans(2, epsilon=0.5, random_state=10_000 + s).fit(X[:4])
+        key = (tuple(r.seed_ids_), tuple(r.cluster_centers_.ravel()))
+        fresh[key] = fresh.get(key, 0) + 1
+    keys = sorted(set(after) | set(fresh))
+    table = np.array([[after.get(k, 0) for k in keys], [fresh.get(k, 0) for k in keys]])
+    table = table[:, table.sum(0) >= 10]
+    assert stats.chi2_contingency(table)[1] > 1e-3
+
+
+# ------------------------------------------- issue 18: failures change nothing
+#
+# A mutating call that raises must leave the model exactly as it was.  The
+# reference is a *twin*: a model built by the same calls that never saw the
+# failure (fitted independently, not copied); the whole object graph is
+# compared (tests/test_pickle.py's assert_same_state, arrays byte for byte).
+# Then the failed call is made again for real, and must give what it gives
+# on a model that never failed.
+
+def q_model(random_state=5):
+    X, _ = blobs(21, n=240, spread=8)
+    return QKMeans(3, epsilon=1.0, random_state=random_state).fit(X)
+
+
+def _q_ops():
+    """name -> (build, prep, call): ``build()`` a fitted model, ``prep(m)``
+    calls made on model, twin and reference alike, ``call(m)`` the call that
+    is made to fail."""
+    X2, _ = blobs(22, n=200, spread=8)
+    base = q_model()
+    cert = q_certified_ids(base, 3)
+    seed_id = int(base.seed_ids_[1])
+    reasons = {}
+    for i in base.sample_ids_:
+        reasons.setdefault(_qlloyd._q_certify(base._state, q_position(base, i))[0], int(i))
+    # certified deletions, one at a time, up to one short of compacting the
+    # arrays (a quarter of the 240 rows dead)
+    chain = q_certified_ids(base, 61)
+
+    def refit(m):
+        m.fit(X2)
+
+    def no_prep(m):
+        pass
+
+    def to_the_threshold(m):
+        for i in chain[:60]:
+            m.delete([i])
+
+    m = q_model()
+    to_the_threshold(m)
+    assert m._state.X.shape[0] == 240 and m.n_samples_ == 180
+    assert _qlloyd._q_certify(m._state, q_position(m, chain[60]))[0] == ""
+
+    ops = {
+        "refit": (q_model, lambda m: m.set_params(n_clusters=4, epsilon="auto"), refit),
+        "refit-generator": (lambda: q_model(random_state=np.random.default_rng(11)),
+                            lambda m: m.set_params(n_clusters=2), refit),
+        "certified": (q_model, lambda m: m.delete(cert[:1]), lambda m: m.delete(cert[1:3])),
+        "seed": (q_model, no_prep, lambda m: m.delete([seed_id, cert[0]])),
+        "centroid": (q_model, no_prep, lambda m: m.delete([reasons["centroid"]])),
+        "compaction": (q_model, to_the_threshold, lambda m: m.delete(chain[60:61])),
+    }
+    return ops
+
+
+Q_TARGETS = [
+    (_common._IdIndex, "lookup"), (qkmeans, "check_array"), (qkmeans, "_check_sample_ids"),
+    (_common, "as_generator"), (qkmeans, "_q_state"), (_qlloyd, "_q_state"),
+    (_qlloyd, "_q_fit"), (qkmeans, "_q_certify"), (qkmeans, "_q_certified"),
+    (qkmeans, "_q_retrained"), (_qlloyd, "_balanced_centroids"), (_qlloyd, "_hits"),
+    (_qlloyd, "_on_grid"), (_qlloyd, "_q_grid"), (_qlloyd, "_q_grid_sums"),
+    (_qlloyd, "_q_grid_loss"), (_qlloyd, "_label_sums"), (_qlloyd, "_writable"),
+    (_common, "_write_rows"), (_qlloyd._seeding, "race_seeding_dist"),
+    (_qlloyd._lattice, "quantize"), (_qlloyd._lattice, "centers"),
+    (_qlloyd._lloyd, "QAssign"),
+]
+
+
+@pytest.mark.parametrize("name", ["refit", "refit-generator", "certified", "seed", "centroid",
+                                  "compaction"])
+def test_q_injected_failures_change_nothing(name, monkeypatch):
+    build, prep, call = _q_ops()[name]
+    run_injections("Q", name, build, prep, call, Q_TARGETS, monkeypatch)
+
+
+def test_q_erasure_certified_and_retrained():
+    X = np.random.default_rng(28).normal(size=(400, 3))
+    X[:200] += 6
+    m = QKMeans(2, epsilon=2.0, random_state=3).fit(X.copy())  # no caller buffer kept
+    deleted = []
+    # certified deletions (the rows stay allocated, overwritten)
+    cert = q_certified_ids(m, 5)
+    for i in cert:
+        assert m.delete([i]).reason == ""
+    deleted += cert
+    alive = np.setdiff1d(np.arange(400), deleted)
+    erasure_check(m, X, deleted, alive[:10])
+    assert m._state.X.shape[0] == 400  # not compacted: erased in place
+    # a deleted seed retrains
+    seed = int(m.seed_ids_[0])
+    assert m.delete([seed]).reason == "seed"
+    deleted.append(seed)
+    alive = np.setdiff1d(np.arange(400), deleted)
+    erasure_check(m, X, deleted, alive[-10:])
+    # a batch (retraining or certified), then past the compaction threshold
+    for batch in (alive[:7], alive[7:110]):
+        m.delete(batch)
+        deleted += batch.tolist()
+        alive = np.setdiff1d(np.arange(400), deleted)
+        erasure_check(m, X, deleted, alive[:10])
+    for copy_ in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        erasure_check(copy_, X, deleted, alive[:10])
+
+
+def _q_after(data, deletions, **params):
+    """A QKMeans fitted on ``data`` after the certified deletions (lists of
+    ids, one call each), through a pickle round trip."""
+    m = QKMeans(2, epsilon=2.0, random_state=3, **params).fit(data)
+    for ids in deletions:
+        assert m.delete(ids).reason == ""
+    return pickle.loads(pickle.dumps(m))
+
+
+def test_q_derived_state_forgets_the_deleted_row():
+    """After a certified deletion the whole state, pickled, does not depend
+    on the deleted row's values: two models whose data differ only in that
+    row hold the same state bit for bit, when the row moves within its
+    cluster, when it is in another cluster at every iteration (the memo of
+    each cluster's sums and counts must not tell which one lost a point),
+    when it gave the bound on |x| in one dataset and not in the other; and
+    whatever the order of the deletions.  (Before: the sums' error
+    coefficients were those of the fit-time counts, and the float sums
+    kept the rounding of the subtraction, both giving the label away.)"""
+    X = np.random.default_rng(28).normal(size=(400, 3))
+    X[:200] += 6
+    base = QKMeans(2, epsilon=2.0, random_state=3).fit(X)
+    far = int(np.argmax(base._state.mind[0]))  # it gives the bound on |x|
+    assert far not in base._state.seeds
+    cases = {"within": (10, X[10] + 0.4), "far": (far, X[far] + 0.5),
+             "not far": (far, X[far + 1] + 0.01), "across": (0, X[200] + 0.01)}
+    for name, (r, value) in cases.items():
+        X2 = X.copy()
+        X2[r] = value
+        a, b = (_q_after(data, [[r]]) for data in (X, X2))
+        assert_same_state(a, b, name)
+        # the premises
+        sa, sb = (QKMeans(2, epsilon=2.0, random_state=3).fit(data)._state for data in (X, X2))
+        if name == "across":  # the row's cluster differs at every iteration
+            assert (sa.labels[:, r] != sb.labels[:, r]).all()
+        if name == "not far":  # the row gives the bound on |x| in X only
+            assert np.argmax(sb.mind[0]) != r
+    # the order of the deletions (one at a time or in one call) does not show
+    steps = [[[0], [far], [10]], [[10], [0], [far]], [[far, 10, 0]]]
+    first = _q_after(X, steps[0])
+    for other in steps[1:]:
+        assert_same_state(_q_after(X, other), first)
+
+
+def test_q_memo_error_bounds_after_deleting_an_outlier():
+    """The memo's sums are exact sums on their grid (within m q / 2 of the
+    exact sums of the remaining rows), also after a certified deletion of
+    a far outlier that gave the bound on |x| (a float sum that once held it
+    kept rounding errors of its magnitude, beyond the bound that the
+    certification assumed with the recomputed, smaller bound on |x|), and
+    the grid is that of a fresh fit."""
+    rng = np.random.default_rng(1)
+    X = np.concatenate([rng.normal(size=(200, 2)), [[3e6, -2e6]]])
+    for seed in range(3):
+        q = QKMeans(1, epsilon=2.0 ** 24, random_state=seed).fit(X)
+        assert 200 not in q._state.seeds
+        assert q.delete([200]).reason == ""
+        s = q._state
+        assert s.maxabs.max() < 10  # recomputed without the outlier
+        for t in range(s.n_run + 1):
+            members = s.alive & (s.labels[t] == 0)
+            m = int(members.sum())
+            for c in range(2):
+                exact = math.fsum(X[members, c])
+                assert abs(s.sums[t, 0, c] - exact) <= m * s.quantum[c] / 2 + abs(exact) * 1e-16
+        ref = QKMeans(1, epsilon=2.0 ** 24, random_state=seed).fit(X[:200])
+        assert_same_q(q, ref)
