@@ -475,7 +475,7 @@ def test_a_failed_refit_keeps_the_fitted_model(tmp_path):
 def test_a_failed_executor_task_keeps_the_fitted_model(secure):
     """A client whose task fails is dropped; with 2 clients and threshold 2
     too few survive, the fit raises and the fitted model stays (the dropout
-    path itself: tests/test_mufc_dropouts.py)."""
+    path itself: tests/mufc/test_estimator_dropouts.py)."""
     from concurrent.futures import ThreadPoolExecutor
     m = _fit(4, secure=secure)
     before = [x.copy() for x in _state(m)]

@@ -9,8 +9,8 @@ before the round trip.  The deletion-capable models must also go on
 deleting (removing) exactly as the original does.
 
 ``FederatedKMeans`` and ``RemovableSeeding`` are left out here on purpose:
-their pickling and copying are covered in tests/test_mufc.py and
-tests/test_seeding.py.
+their pickling and copying are covered in tests/mufc/test_estimator.py
+and tests/core/test_seeding.py.
 """
 import copy
 import inspect
@@ -34,7 +34,7 @@ from _helpers.state import assert_same_state
 from pyfkm.outliers import (DistributedKZCenter, GuhaKZCenter, KZCenter, MalkomesKZCenter,
                             UniformSamplingKZCenter)
 
-# covered in tests/test_mufc.py and tests/test_seeding.py (another engineer's files)
+# covered in tests/mufc/test_estimator.py and tests/core/test_seeding.py
 ELSEWHERE = {"FederatedKMeans", "RemovableSeeding"}
 
 

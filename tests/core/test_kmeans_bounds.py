@@ -2,7 +2,7 @@
 ``_lloyd.lloyd_loop(..., bounds=True)``) against the full scan of every point
 (``bounds=False``): the bounds only skip the scoring of points proven to keep
 their label, so every output must be bit for bit the same.  The full scan
-itself is checked against the numpy reference in tests/test_kmeans.py.
+itself is checked against the numpy reference in tests/core/test_kmeans.py.
 """
 import numpy as np
 import pytest

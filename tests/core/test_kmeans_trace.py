@@ -5,8 +5,8 @@ seeding ``_seeding.seed_from`` against ``_seeding.seed``.
 A trace only changes how much work a rerun does: every output (centers,
 labels, squared distances, inertia, iteration count) must be bit for bit the
 untraced run's, whatever sequence of runs the trace has seen.  The untraced
-loop itself is checked against a numpy reference in tests/test_kmeans.py and
-tests/test_lloyd_bounds.py; here it is the oracle.
+loop itself is checked against a numpy reference in tests/core/test_kmeans.py and
+tests/core/test_kmeans_bounds.py; here it is the oracle.
 """
 import numpy as np
 import pytest

@@ -2,7 +2,7 @@
 rerun sequences through the in-place paths of the reruns (per-entry member
 lists of the clusters summed again, labels kept in the trace's entries and
 their per-entry change counts).  The oracle is the untraced one-call loop
-(``_lloyd.lloyd_loop``, itself checked against numpy in tests/test_kmeans.py):
+(``_lloyd.lloyd_loop``, itself checked against numpy in tests/core/test_kmeans.py):
 every output must be bit for bit its own.
 """
 import numpy as np

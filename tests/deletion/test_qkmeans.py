@@ -325,7 +325,7 @@ def test_q_deletion_distributed_like_retraining():
 # A mutating call that raises must leave the model exactly as it was.  The
 # reference is a *twin*: a model built by the same calls that never saw the
 # failure (fitted independently, not copied); the whole object graph is
-# compared (tests/test_pickle.py's assert_same_state, arrays byte for byte).
+# compared (tests/_helpers/state.py's assert_same_state, arrays byte for byte).
 # Then the failed call is made again for real, and must give what it gives
 # on a model that never failed.
 

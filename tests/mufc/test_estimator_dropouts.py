@@ -17,7 +17,7 @@ vectors, numpy nearest centers, the loader's consistency checks (a pickle
 round trip), the erasure search of tests/_forensics.py, and, for what only
 holds in distribution (a refit without a client, or on everyone, draws
 other generator streams), two-sample chi-square tests against a refit over
-fixed seeds (the design of the exactness tests of tests/test_mufc.py).
+fixed seeds (the design of the exactness tests of tests/mufc/test_estimator.py).
 
 Tests named in a docstring as "BUG (library)" fail until pyfkm/mufc.py is
 fixed; each docstring says what goes wrong and where.

@@ -13,7 +13,7 @@ describe exactly the bytes it came from (``to_bytes`` gives the mutated
 bytes back): the encoding has one valid spelling per message, so "strict
 checks" leave no unchecked byte.
 
-Valid messages come from real runs (tests/test_secagg.py checks their
+Valid messages come from real runs (tests/secagg/scma/ checks their
 contents), one of them with a dropout so that unmask answers carry both
 kinds of share; nothing expected here is computed by pyfkm.secagg.
 """
