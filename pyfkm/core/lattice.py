@@ -279,8 +279,7 @@ class Lattice:
         Raises
         ------
         InvalidInputError
-            ``bins`` is not a 2-D integer array or its width differs from
-            the phase length.
+            Bad ``bins``, as for :meth:`centers`.
         NumericalError
             A bin reaches beyond the float64 range (nothing is drawn).
 

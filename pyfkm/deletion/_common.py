@@ -211,6 +211,17 @@ def _writable(state, names):
             setattr(state, name, v.copy())
 
 
+def _fitted_attr(read):
+    """A read-only fitted attribute: ``read(state)`` of the fitted state,
+    under the lock (NotFittedError before fit)."""
+
+    def get(self):
+        with self._lock:
+            return read(self._fitted())
+
+    return property(get)
+
+
 class _LockedEstimator(CenterModelMixin, BaseEstimator):
     """Base of the deletion estimators: the fitted state lives in one
     attribute ``_state`` that fit and remove replace as a whole; a per-object
@@ -288,16 +299,8 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
         with self._lock:  # the centers and their width from one fitted state
             return super()._checked(X)
 
-    @property
-    def sample_ids_(self):
-        with self._lock:
-            s = self._fitted()
-            return s.ids[s.alive].copy()
-
-    @property
-    def n_features_in_(self):
-        with self._lock:
-            return self._fitted().d
+    sample_ids_ = _fitted_attr(lambda s: s.ids[s.alive].copy())
+    n_features_in_ = _fitted_attr(lambda s: s.d)
 
     def fit(self, X, y=None, *, sample_ids=None):
         """Fit on ``X``.

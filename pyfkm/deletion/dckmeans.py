@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ._checks import _dc_check_state
-from ._common import _LockedEstimator
+from ._common import _LockedEstimator, _fitted_attr
 from ._dctree import _dc_deleted, _dc_fit
 from .._validation import check_int, check_n_clusters
 from ..core.kmeans import nearest_center
@@ -196,10 +196,7 @@ class DCKMeans(_LockedEstimator):
     def _fitted_state(X, ids, key, params, rng):
         return _dc_fit(X, ids, key, **params)
 
-    @property
-    def n_leaves_(self):
-        with self._lock:
-            return self._fitted().L
+    n_leaves_ = _fitted_attr(lambda st: st.L)
 
     @property
     def cluster_centers_(self):

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from ._checks import _q_check_state
-from ._common import _LockedEstimator
+from ._common import _LockedEstimator, _fitted_attr
 from ._qlloyd import _QParams, _q_certified, _q_certify, _q_retrained, _q_state
 from .._validation import check_int, check_n_clusters
 from ..core.base import FitPredictMixin
@@ -202,18 +202,13 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
         phases = rng.random((max_iter, X.shape[1])) - 0.5
         return _q_state(X, ids, _QParams(k, gamma, max_iter, epsilon, key, phases, X.shape[1]))
 
-    # -- fitted attributes --------------------------------------------------
-    @property
-    def cluster_centers_(self):
-        with self._lock:
-            s = self._fitted()
-            return s.C[s.n_iter].copy()
-
-    @property
-    def labels_(self):
-        with self._lock:
-            s = self._fitted()
-            return s.labels[s.n_iter][s.alive].copy()
+    # -- fitted attributes (read from the fitted state under the lock) ------
+    cluster_centers_ = _fitted_attr(lambda s: s.C[s.n_iter].copy())
+    labels_ = _fitted_attr(lambda s: s.labels[s.n_iter][s.alive].copy())
+    n_iter_ = _fitted_attr(lambda s: s.n_iter)
+    seed_ids_ = _fitted_attr(lambda s: s.seed_ids.copy())
+    epsilon_ = _fitted_attr(lambda s: s.eps)
+    n_samples_ = _fitted_attr(lambda s: s.n_alive)
 
     @property
     def inertia_(self):
@@ -222,26 +217,6 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
             if s.inertia is None:
                 s.inertia = math.fsum(s.mind[s.n_iter][s.alive])
             return s.inertia
-
-    @property
-    def n_iter_(self):
-        with self._lock:
-            return self._fitted().n_iter
-
-    @property
-    def seed_ids_(self):
-        with self._lock:
-            return self._fitted().seed_ids.copy()
-
-    @property
-    def epsilon_(self):
-        with self._lock:
-            return self._fitted().eps
-
-    @property
-    def n_samples_(self):
-        with self._lock:
-            return self._fitted().n_alive
 
     @staticmethod
     def _removal(s, pos):

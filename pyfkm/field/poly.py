@@ -177,11 +177,18 @@ def roots(f, p, *, require_split=False, random_state=None):
     return r[order], m[order]
 
 
-def _monic(f, p):
+def _monic_of(f, p, zero_message):
+    """``(p, lc, g)`` for the factorizations: the checked modulus, the
+    leading coefficient of ``f`` and ``f / lc`` (monic, uint64); FieldError
+    with ``zero_message`` for the zero polynomial."""
+    p = _check_modulus(p)
+    f = _as_poly(f, p, "f")
+    if f.size == 0:
+        raise FieldError(zero_message)
     lc = int(f[-1])
     if lc != 1:
         f = Field(p).mul(f, pow(lc, -1, p))
-    return lc, np.ascontiguousarray(f, dtype=np.uint64)
+    return p, lc, np.ascontiguousarray(f, dtype=np.uint64)
 
 
 def _sort_key(item):
@@ -201,11 +208,7 @@ def factor(f, p, *, random_state=None):
     >>> lc, [(g.tolist(), e) for g, e in facs]
     (2, [([1, 0, 1], 1)])
     """
-    p = _check_modulus(p)
-    f = _as_poly(f, p, "f")
-    if f.size == 0:
-        raise FieldError("cannot factor the zero polynomial")
-    lc, g = _monic(f, p)
+    p, lc, g = _monic_of(f, p, "cannot factor the zero polynomial")
     if g.size == 1:
         return lc, []
     facs = _field.factor(g, p, as_generator(random_state))
@@ -222,11 +225,7 @@ def squarefree_factorization(f, p):
     >>> lc, [(g.tolist(), i) for g, i in facs]
     (1, [([1, 1], 2)])
     """
-    p = _check_modulus(p)
-    f = _as_poly(f, p, "f")
-    if f.size == 0:
-        raise FieldError("the zero polynomial has no square-free factorization")
-    lc, g = _monic(f, p)
+    p, lc, g = _monic_of(f, p, "the zero polynomial has no square-free factorization")
     if g.size == 1:
         return lc, []
     facs = _field.squarefree(g, p)
