@@ -249,6 +249,7 @@ def test_split_non_iid_leaves_a_client_empty_only_when_forced():
     assert saw_empty  # the forced case occurs for some seed in this range
 
 
+@pytest.mark.statistical
 def test_split_non_iid_label_sets_are_uniform():
     # by symmetry client 0 holds each of the C = 6 labels with probability
     # K'/C = 1/3; chi-square over 600 seeded splits

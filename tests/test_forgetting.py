@@ -238,6 +238,7 @@ _SWEEP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server_points", ["centers", "uniform"])
 def test_tampered_files_never_crash_or_leak_raw_exceptions(tmp_path, server_points):
     """Each integer array of a saved model with one entry set to -1, 10**8

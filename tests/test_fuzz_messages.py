@@ -666,6 +666,7 @@ def parse_all(blob):
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 @fuzz_settings(800)
 @given(st.data())
 def test_fuzz_parse_byte_mutations(data):
@@ -695,6 +696,7 @@ def _fuzz_role(data, protocol, target):
     event(f"{cls.__name__}: {outcome or 'not parsed'}")
 
 
+@pytest.mark.slow
 @fuzz_settings(400)
 @given(st.data())
 def test_fuzz_roles_take_mutated_messages(data):

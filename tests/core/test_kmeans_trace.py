@@ -328,6 +328,7 @@ print("BAD", len(bad))
 """
 
 
+@pytest.mark.slow
 def test_trace_concurrent_runs_on_one_trace():
     # REGRESSION (defect 2): LloydTrace.run releases the GIL while it rewrites
     # the shared trace (entries refitted, sums rebased, arrays reallocated when

@@ -421,6 +421,7 @@ def test_sample_advances_a_shared_generator():
     np.testing.assert_array_equal(np.vstack([a, b]), expected)
 
 
+@pytest.mark.statistical
 def test_sample_is_uniform_inside_bins():
     # Position inside the bin, in bin units, should be U(0, 1): check the
     # decile counts of 200k draws (expected 20000 each, sd ~ 134).

@@ -223,6 +223,7 @@ def test_secure_gaussian_is_polar_method_on_the_documented_nonce():
 
 
 # -------------------------------------------------------- continuous samplers
+@pytest.mark.statistical
 @pytest.mark.parametrize("mode", ["secure", "generator"])
 def test_gaussian_and_laplace_distributions(mode):
     s = NoiseStream.secure(KEY, 1, b"T") if mode == "secure" else NoiseStream.from_generator(1)
@@ -235,6 +236,7 @@ def test_gaussian_and_laplace_distributions(mode):
 
 
 # --------------------------------------------------------- discrete samplers
+@pytest.mark.statistical
 @pytest.mark.parametrize("sigma, mode", [(0.5, "secure"), (1.0, "generator"), (3.0, "secure"),
                                          (10.0, "generator"), (10.0, "secure"),
                                          (math.pi, "secure")])
@@ -248,6 +250,7 @@ def test_discrete_gaussian_chi_square(sigma, mode):
     assert chi_square_pvalue(x, pmf, -r, r) > ALPHA
 
 
+@pytest.mark.statistical
 def test_discrete_gaussian_power_against_wrong_sigma():
     # the same test rejects a sampler off by 3 % in sigma (shows the test can fail)
     x = NoiseStream.secure(KEY, 3, b"DG").discrete_gaussian(200_000, 3.0)
@@ -255,6 +258,7 @@ def test_discrete_gaussian_power_against_wrong_sigma():
     assert chi_square_pvalue(x, wrong, -20, 20) < ALPHA
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("sigma", [1e7, 37.3 * 2 ** 16, 2.0 ** 30])
 def test_discrete_gaussian_large_sigma_moments_and_tails(sigma):
     n = 100_000
@@ -285,6 +289,7 @@ def test_discrete_gaussian_variance_rounds_up():
         assert exact <= v <= exact * (1 + Fraction(1, 2 ** 56))
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("t", [1, 3, 50])
 def test_discrete_laplace_chi_square(t):
     x = NoiseStream.from_generator(6).discrete_laplace(200_000, t)
@@ -294,6 +299,7 @@ def test_discrete_laplace_chi_square(t):
     assert chi_square_pvalue(x, pmf, -r, r) > ALPHA
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("num, den", [(0, 1), (1, 3), (1, 1), (5, 2), (7, 3), (40, 10)])
 def test_bernoulli_exp_exact_rates(num, den):
     n = 100_000
@@ -306,6 +312,7 @@ def test_bernoulli_exp_exact_rates(num, den):
 
 
 # --------------------------------------------------------------- independence
+@pytest.mark.statistical
 def test_sum_and_count_streams_uncorrelated():
     n = 100_000
     z = stats.norm.ppf(1 - ALPHA / 2)

@@ -313,6 +313,7 @@ def test_enumerator_hand_computed_weights_removed_and_fallback():
     assert sum(p0.values()) == pytest.approx(1.0, rel=1e-14)
 
 
+@pytest.mark.statistical
 def test_reference_sampler_follows_the_enumerator():
     # The numpy twin, on its own, against the exact distribution.
     g = np.random.default_rng(2024)
@@ -507,6 +508,7 @@ def _kpp_counts(X, k, w, n_draws, seed):
                    for _ in range(n_draws))
 
 
+@pytest.mark.statistical
 def test_power_statement():
     # The numbers quoted in the module docstring.
     assert _detectable_w(119, N_DRAWS) == pytest.approx(0.0742, abs=5e-4)
@@ -520,6 +522,8 @@ def test_power_statement():
     assert _effect_size(p, sequence_probabilities(X6, 3, w2), N_DRAWS) == pytest.approx(0.109, abs=1e-3)
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 @pytest.mark.parametrize("w", [None, W6], ids=["unweighted", "weighted"])
 def test_seeding_distribution_is_exact(w):
     n_draws = N_DRAWS
@@ -607,6 +611,8 @@ REMOVAL_PATTERNS = [
 ]
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 @pytest.mark.parametrize("case", REMOVAL_PATTERNS, ids=[c[0] for c in REMOVAL_PATTERNS])
 def test_removal_is_distributed_as_retraining(case):
     _, X, w, k, calls, control = case
@@ -697,6 +703,8 @@ def test_fewer_distinct_points_than_clusters(w):
     np.testing.assert_array_equal(s.cluster_sizes_, [5, 0, 0, 0, 0])
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 def test_fewer_distinct_points_distribution_is_exact():
     n_draws = N_DRAWS
     probs = sequence_probabilities(XDUP, 3, WDUP)

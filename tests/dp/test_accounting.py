@@ -244,6 +244,7 @@ def sanity_samples(kind, sigma, scale=1):
     return z0 / scale, z1 / scale
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("kind, scale", [("gaussian", 1), ("discrete_gaussian", 2 ** 16),
                                          ("discrete_gaussian", 1)])
 def test_privacy_sanity_neighbouring_sums(kind, scale):
@@ -254,6 +255,7 @@ def test_privacy_sanity_neighbouring_sums(kind, scale):
     assert empirical_violation(y0, y1, EPS_SANITY, taus) <= DELTA_SANITY
 
 
+@pytest.mark.statistical
 def test_privacy_sanity_detects_too_little_noise():
     # the same check catches a mechanism with half the calibrated noise
     sigma = P.calibrate_analytic_gaussian(EPS_SANITY, DELTA_SANITY) / 2

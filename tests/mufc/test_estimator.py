@@ -217,6 +217,8 @@ def _outcome(model, client):
             tuple(model.aggregate_counts_.tolist()))
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 @pytest.mark.parametrize("removal,client_init", [
     ("single", "k-means++"), ("batch", "k-means++"), ("center-heavy", "k-means++"),
     ("client", "k-means++"), ("saved", "k-means++"), ("single", "means"),
@@ -293,6 +295,8 @@ def test_means_clients_send_the_means_of_their_seeds_cells():
                                    Xa.mean(0), atol=1e-14)
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 def test_negative_control_not_unlearning_is_detected():
     """The chi-square of the exactness test rejects (p < 1e-6) when the
     'after' model is a fit on the full data, i.e. when nothing was unlearned
@@ -383,6 +387,7 @@ def test_dask_executor_gives_the_same_model():
     assert np.array_equal(ref.aggregate_counts_, m.aggregate_counts_)
 
 
+@pytest.mark.statistical
 def test_uniform_server_keeps_a_uniform_subset_of_its_samples():
     """After a count decrement the server keeps q - 1 of its q samples of the
     bin; which one is dropped must be uniform (so the kept samples are iid

@@ -353,6 +353,8 @@ def _dropout_runs(n_init=1, runs=RUNS):
     return dropped, refit
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 def test_a_fit_with_a_dropout_is_distributed_as_a_fit_without_the_client():
     """Chi-square (alpha = 1e-3, fixed seeds: it fails by chance for one
     seed range in a thousand) of the outcome of a fit where client 1 of
@@ -363,6 +365,8 @@ def test_a_fit_with_a_dropout_is_distributed_as_a_fit_without_the_client():
     assert _chi2_pvalue(dropped, refit) > 1e-3
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 def test_negative_control_a_different_server_law_is_detected():
     """The chi-square design above rejects (p < 1e-3) a refit whose server
     takes the best of 2 inits (the alternative its power is stated for)."""
@@ -370,6 +374,8 @@ def test_negative_control_a_different_server_law_is_detected():
     assert _chi2_pvalue(dropped, refit) < 1e-3
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 @pytest.mark.parametrize("server_points", ["centers", "uniform"])
 def test_add_clients_is_distributed_as_a_fit_on_everyone(server_points):
     """Chi-square (alpha = 1e-3, fixed seeds) of the outcome of fit([A, B])

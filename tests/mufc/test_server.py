@@ -282,6 +282,8 @@ CASES = {
 }
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_coupled_seeds_follow_the_d2_law_of_the_new_counts(case):
     """N = 20000 trials of (recluster on the old counts, decrement to the new

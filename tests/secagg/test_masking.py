@@ -204,6 +204,8 @@ def _chi2_power(n_cells, n_obs, w, alpha):
     return stats.ncx2.sf(crit, n_cells - 1, n_obs * w * w)
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 def test_masked_message_is_uniform_and_independent_of_input():
     """Client 0's masked message over F_13, for input X and for input Y.
 

@@ -377,6 +377,7 @@ def test_random_coefficients_rejection_sampling(monkeypatch):
     assert shamir._random_coefficients(2) == [(big_limit - 1) % PRIME, 5]
 
 
+@pytest.mark.statistical
 def test_random_coefficients_uniform_on_a_small_field(monkeypatch):
     # fed with seeded bytes, the sampler's output over F_257 passes a chi-square test
     gen = np.random.default_rng(7)
@@ -589,6 +590,7 @@ def test_reconstruct_cache_gives_the_same_result():
     assert shamir._weights.cache_info().hits == hits + 1
 
 
+@pytest.mark.slow
 @settings(derandomize=True, max_examples=150, deadline=None)
 @given(st.data())
 def test_property_round_trip_and_tamper_detection(data):

@@ -129,6 +129,7 @@ def noisy_rounds(monkeypatch, silent=(), n=6, t=4):
     return out
 
 
+@pytest.mark.statistical
 @pytest.mark.parametrize("colluders", [0, 1])
 @pytest.mark.parametrize("silent", [(), (5,)])
 def test_distributed_noise_variance(monkeypatch, silent, colluders):

@@ -138,6 +138,7 @@ def test_issue_example_raises():
                           mode="hashed")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p, B, d, M", [(11, 10, 1, 1), (13, 3, 2, 1), (101, 10, 2, 1)])
 def test_every_two_bin_aggregate_over_m1_raises_in_a_tiny_field(p, B, d, M):
     # m = M + 1 is detected deterministically, also when the check point is
