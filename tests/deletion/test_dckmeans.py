@@ -62,6 +62,7 @@ def test_dc_empty_leaves_and_everything_but_k():
     assert_same_dc(dc, ref)
 
 
+@pytest.mark.statistical
 def test_dc_deletion_distributed_like_retraining():
     X = np.array([[0.0], [0.3], [5.0], [5.5], [9.0], [9.2]])
     after, fresh = {}, {}

@@ -137,6 +137,7 @@ def test_q_phases_are_lattice_random_draws():
     np.testing.assert_array_equal(q._state.p.phases, ref)
 
 
+@pytest.mark.statistical
 def test_keyed_seeding_is_d2_sampling():
     # P(second seed = i | first seed) = D_i^2 / sum D^2: chi-square over keys
     X = np.array([[0.0], [1.0], [3.0], [6.0]])
@@ -200,6 +201,7 @@ def test_q_replay_random_deletions(data_seed):
     assert n_cert > 0
 
 
+@pytest.mark.slow
 def test_q_replay_many_small_instances():
     """Hundreds of deletions on tiny instances, where certification often
     fails: the model must equal the replay every time."""
@@ -299,6 +301,8 @@ def test_q_compaction_keeps_replay():
     assert_same_q(q, q_replay(q, X, np.arange(200), 5, n_clusters=3, epsilon=1.0))
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
 def test_q_deletion_distributed_like_retraining():
     """Chi-square: over random seeds, the model after deleting a fixed point
     has the same outcome distribution as fitting on the rest with fresh
