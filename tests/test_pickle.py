@@ -200,7 +200,7 @@ def test_deletion_models_continue_identically(make):
     deletion (certified ones, retrainings and a compaction)."""
     X = blobs(21)
     model = make().fit(X)
-    model.delete([3, 17])
+    model.remove([3, 17])
     copies = [c for _, c in round_trips(model)]
     rng = np.random.default_rng(8)
     kinds = set()
@@ -209,10 +209,10 @@ def test_deletion_models_continue_identically(make):
         victims = rng.choice(model.sample_ids_, size=size, replace=False)
         if step == 5 and isinstance(model, QKMeans):
             victims = model.seed_ids_[1:2]  # forces a retraining
-        rep = model.delete(victims)
+        rep = model.remove(victims)
         kinds.add(rep.reason)
         for c in copies:
-            r = c.delete(victims)
+            r = c.remove(victims)
             assert (r.n_deleted, r.retrained, r.reason) == (rep.n_deleted, rep.retrained,
                                                             rep.reason)
             np.testing.assert_array_equal(c.cluster_centers_, model.cluster_centers_)
@@ -235,7 +235,7 @@ def test_shallow_copy_of_a_deletion_model_does_not_share_its_state():
                   DCKMeans(3, n_leaves=4, random_state=1).fit(X)):
         other = copy.copy(model)
         ref = pickle.loads(pickle.dumps(model))
-        model.delete(np.arange(10, 20))
+        model.remove(np.arange(10, 20))
         assert_same_state(other, ref)
         assert other.sample_ids_.shape == (240,)
         assert isinstance(other._lock, type(threading.RLock()))

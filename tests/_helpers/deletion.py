@@ -48,7 +48,7 @@ def q_certified_ids(model, count):
         if len(out) == count:
             break
         if _qlloyd._q_certify(m._state, q_position(m, i))[0] == "":
-            assert m.delete([i]).reason == ""
+            assert m.remove([i]).reason == ""
             out.append(int(i))
     assert len(out) == count
     return out

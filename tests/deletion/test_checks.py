@@ -27,7 +27,7 @@ def _tamper_models():
     q = QKMeans(2, epsilon=1.0, random_state=0).fit(X)
     qd = QKMeans(2, epsilon=1.0, random_state=0).fit(X)
     for i in q_certified_ids(qd, 3):
-        assert qd.delete([i]).reason == ""
+        assert qd.remove([i]).reason == ""
     dc = DCKMeans(2, n_leaves=4, random_state=0).fit(X)
     assert dc._state.n_trials > 1 and any(dc._state.traces)
     return {"q": q, "qd": qd, "dc": dc}

@@ -48,7 +48,7 @@ def test_errors_bad_params():
     with pytest.raises(InvalidInputError, match="n_init"):
         DCKMeans(2, n_init=0).fit(X)
     with pytest.raises(NotFittedError):
-        QKMeans(2).delete(0)
+        QKMeans(2).remove(0)
     with pytest.raises(NotFittedError):
         DCKMeans(2).predict(X)
 
@@ -57,19 +57,41 @@ def test_errors_bad_params():
 def test_bad_ids_raise_and_change_nothing(cls):
     X, _ = blobs(1, n=80)
     m = cls(3, random_state=0).fit(X)
-    m.delete([4, 5])
+    m.remove([4, 5])
     twin = cls(3, random_state=0).fit(X)  # fitted and deleted alike, never failed
-    twin.delete([4, 5])
+    twin.remove([4, 5])
     centers, ids = m.cluster_centers_.copy(), m.sample_ids_.copy()
     for bad in ([4], [80], [-1], [6, 6], [7, 5], [1.5], [[1, 2]]):
         with pytest.raises(InvalidInputError):
-            m.delete(bad)
+            m.remove(bad)
     with pytest.raises(InvalidIdError):
-        m.delete(np.r_[0:2, 6:80])  # would leave 2 < k points
+        m.remove(np.r_[0:2, 6:80])  # would leave 2 < k points
     np.testing.assert_array_equal(m.cluster_centers_, centers)
     np.testing.assert_array_equal(m.sample_ids_, ids)
     assert_same_state(m, twin)
-    assert m.delete([]).n_deleted == 0
+    assert m.remove([]).n_deleted == 0
+    assert_same_state(m, twin)
+
+
+@pytest.mark.parametrize("cls", [QKMeans, DCKMeans])
+def test_delete_is_a_deprecated_alias_of_remove(cls):
+    # issue 20: one removal verb; delete warns (pointing at the caller's
+    # line), then does exactly what remove does
+    X, _ = blobs(1, n=80)
+    m, twin = cls(3, random_state=0).fit(X), cls(3, random_state=0).fit(X)
+    with pytest.warns(DeprecationWarning,
+                      match=f"{cls.__name__}.delete is deprecated and will be removed in "
+                            f"pyfkm 0.3; use {cls.__name__}.remove instead") as record:
+        rep = m.delete([4, 5])
+    assert [w.filename for w in record] == [__file__]
+    ref = twin.remove([4, 5])
+    assert (rep.n_deleted, rep.retrained, rep.reason) == (ref.n_deleted, ref.retrained,
+                                                          ref.reason)
+    assert_same_state(m, twin)
+    assert cls.delete.__doc__.startswith("Deprecated alias of :meth:`remove`")
+    # errors are remove's, and still change nothing
+    with pytest.warns(DeprecationWarning), pytest.raises(InvalidIdError, match="nothing was deleted"):
+        m.delete([4])
     assert_same_state(m, twin)
 
 
@@ -78,7 +100,7 @@ def test_fit_does_not_modify_input_and_rows_are_gone():
     X0 = X.copy()
     q = QKMeans(3, random_state=1).fit(X)
     victims = [i for i in range(100) if i not in q.seed_ids_][:3]
-    q.delete(victims)
+    q.remove(victims)
     np.testing.assert_array_equal(X, X0)
     s = q._state
     assert q.n_samples_ == 97 and q.labels_.shape == (97,)
@@ -234,8 +256,8 @@ def test_failed_refits_change_nothing(cls):
     X, _ = blobs(23, n=120)
     make = (lambda rs: cls(3, random_state=rs))
     m, twin = make(np.random.default_rng(2)).fit(X), make(np.random.default_rng(2)).fit(X)
-    m.delete([1, 2])
-    twin.delete([1, 2])
+    m.remove([1, 2])
+    twin.remove([1, 2])
     nan = X.copy()
     nan[5, 1] = np.nan
     inf = X.copy()
@@ -257,7 +279,7 @@ def test_failed_refits_change_nothing(cls):
         m.set_params(**params)
         assert_same_state(m, twin)
     np.testing.assert_array_equal(m.predict(X), twin.predict(X))
-    r1, r2 = m.delete([3, 40]), twin.delete([3, 40])
+    r1, r2 = m.remove([3, 40]), twin.remove([3, 40])
     assert (r1.n_deleted, r1.retrained, r1.reason) == (r2.n_deleted, r2.retrained, r2.reason)
     assert_same_state(m, twin)
     m.fit(X[::2])
@@ -274,7 +296,7 @@ def test_hyper_parameters_changed_after_fit_do_not_reach_delete(cls):
     m.set_params(n_clusters=5, max_iter=2, **({"epsilon": 0.01} if cls is QKMeans
                                                else {"n_init": 3}))
     for victims in ([4], [5, 6], list(range(30, 60))):
-        r1, r2 = m.delete(victims), twin.delete(victims)
+        r1, r2 = m.remove(victims), twin.remove(victims)
         assert (r1.retrained, r1.reason) == (r2.retrained, r2.reason)
     np.testing.assert_array_equal(m.cluster_centers_, twin.cluster_centers_)
     assert m.cluster_centers_.shape == (3, 3)
@@ -294,8 +316,8 @@ def test_fit_copies_the_callers_array(cls):
         X[:] = 1e6
         np.testing.assert_array_equal(m.cluster_centers_, ref.cluster_centers_)
         for victims in ([1], [2, 3], list(range(40, 70))):
-            m.delete(victims)
-            ref.delete(victims)
+            m.remove(victims)
+            ref.remove(victims)
             assert_same_state(m, ref)
 
 
@@ -315,7 +337,7 @@ def test_concurrent_deletions_are_serialized(make):
     A, B = ids[:25], ids[25:50]
     seq = make().fit(X)
     for i in np.concatenate([A, B]):
-        seq.delete([i])
+        seq.remove([i])
     keep = np.setdiff1d(np.arange(240), ids[:50])
     fresh = make().fit(X[keep], sample_ids=keep)
     np.testing.assert_array_equal(seq.cluster_centers_, fresh.cluster_centers_)
@@ -331,7 +353,7 @@ def test_concurrent_deletions_are_serialized(make):
                 try:
                     barrier.wait()
                     for i in victims:
-                        m.delete([i])
+                        m.remove([i])
                 except Exception as e:  # noqa: BLE001 - reported below
                     errors.append(e)
 

@@ -33,7 +33,7 @@ def test_dc_replay(height, n_leaves):
     L = dc.n_leaves_
     rng = np.random.default_rng(0)
     for step in range(40):
-        dc.delete(rng.choice(dc.sample_ids_, size=1 + step % 2, replace=False))
+        dc.remove(rng.choice(dc.sample_ids_, size=1 + step % 2, replace=False))
         keep = np.isin(ids, dc.sample_ids_)
         ref = DCKMeans(4, n_leaves=L, height=height, random_state=4).fit(
             X[keep], sample_ids=ids[keep])
@@ -48,7 +48,7 @@ def test_dc_n_leaves_constant_and_quality():
     from pyfkm import KMeans
     km = KMeans(4, random_state=0, n_init=3).fit(X)
     assert dc.inertia_ <= 1.3 * km.inertia_
-    dc.delete(np.arange(2000))
+    dc.remove(np.arange(2000))
     assert dc.n_leaves_ == 8
     assert dc.predict(X[:5]).shape == (5,)
 
@@ -56,7 +56,7 @@ def test_dc_n_leaves_constant_and_quality():
 def test_dc_empty_leaves_and_everything_but_k():
     X, _ = blobs(10, n=40)
     dc = DCKMeans(3, n_leaves=16, random_state=1).fit(X)
-    dc.delete(np.arange(37))
+    dc.remove(np.arange(37))
     assert np.isfinite(dc.cluster_centers_).all() and dc.cluster_centers_.shape == (3, 3)
     ref = DCKMeans(3, n_leaves=16, random_state=1).fit(X[37:], sample_ids=np.arange(37, 40))
     assert_same_dc(dc, ref)
@@ -68,7 +68,7 @@ def test_dc_deletion_distributed_like_retraining():
     after, fresh = {}, {}
     for s in range(800):
         a = DCKMeans(2, n_leaves=2, random_state=s).fit(X)
-        a.delete(5)
+        a.remove(5)
         key = tuple(np.round(np.sort(a.cluster_centers_.ravel()), 9))
         after[key] = after.get(key, 0) + 1
         b = DCKMeans(2, n_leaves=2, random_state=5000 + s).fit(X[:5])
@@ -199,7 +199,7 @@ def test_dc_leaf_storage_and_seed_reuse_replay(params, monkeypatch):
     X, _ = blobs(13, n=900, d=4, k=4, spread=8)
     ids = np.arange(900) * 2 + 5  # sorted, arbitrary
     dc = DCKMeans(4, n_leaves=4, random_state=3, **params).fit(X, sample_ids=ids)
-    calls = [0, False, 0]  # races run by dc.delete; counting on; leaf fits
+    calls = [0, False, 0]  # races run by dc.remove; counting on; leaf fits
     orig = _dctree._seeding.race_seeding_trace
     leaf_fit = _dctree._dc_leaf_fit
 
@@ -213,7 +213,7 @@ def test_dc_leaf_storage_and_seed_reuse_replay(params, monkeypatch):
 
     def delete(victims):
         calls[1] = True
-        dc.delete(victims)
+        dc.remove(victims)
         calls[1] = False
 
     monkeypatch.setattr(_dctree, "_dc_leaf_fit", counting_fit)
@@ -258,23 +258,23 @@ def _dc_ops():
         pass
 
     m = dc_model()
-    m.delete(np.arange(100, 150))
+    m.remove(np.arange(100, 150))
     assert m._state.ids.shape[0] == 240
-    m.delete(np.arange(10, 22))
+    m.remove(np.arange(10, 22))
     assert m._state.ids.shape[0] == 240 - 62  # the "compaction" call compacts
     return {
         "refit": (dc_model, lambda m: m.set_params(n_clusters=4, n_init=2), refit),
         "refit-generator": (lambda: dc_model(random_state=np.random.default_rng(11)),
                             lambda m: m.set_params(n_leaves=2), refit),
-        "one": (dc_model, lambda m: m.delete([0]), lambda m: m.delete([7])),
-        "batch": (dc_model, no_prep, lambda m: m.delete(np.arange(20, 40))),
-        "compaction": (dc_model, lambda m: m.delete(np.arange(100, 150)),
-                       lambda m: m.delete(np.arange(10, 22))),
+        "one": (dc_model, lambda m: m.remove([0]), lambda m: m.remove([7])),
+        "batch": (dc_model, no_prep, lambda m: m.remove(np.arange(20, 40))),
+        "compaction": (dc_model, lambda m: m.remove(np.arange(100, 150)),
+                       lambda m: m.remove(np.arange(10, 22))),
     }
 
 
 DC_TARGETS = [
-    (_common._IdIndex, "lookup"), (dckmeans, "check_array"), (dckmeans, "_check_sample_ids"),
+    (_common._IdIndex, "lookup"), (_common, "check_array"), (_common, "_check_sample_ids"),
     (_common, "as_generator"), (dckmeans, "_dc_fit"), (dckmeans, "_dc_deleted"),
     (_dctree, "_dc_layout"), (_dctree, "_dc_leaf_fit"), (_dctree, "_dc_node_fit"),
     (_dctree, "_node_kmeans"), (_dctree, "_keyed_uniform"), (_dctree, "_race_seeding"),
@@ -314,7 +314,7 @@ def test_dc_erasure_reused_and_rerun_seedings():
         for victims, n_races in ((plain, 0), (seed_rows[:1].tolist(), 1),
                                  (list(range(300, 320)), None)):
             del races[:]
-            m.delete(victims)
+            m.remove(victims)
             assert n_races is None or len(races) == n_races
             deleted += [int(v) for v in victims]
             alive = np.setdiff1d(np.arange(400), deleted)
@@ -323,7 +323,7 @@ def test_dc_erasure_reused_and_rerun_seedings():
         _dctree._seeding.race_seeding_trace = orig
     assert m._state.ids.shape[0] == 400  # not compacted: the deleted ids are kept
     batch = np.setdiff1d(np.arange(110), deleted)
-    m.delete(batch)  # past a quarter: compaction
+    m.remove(batch)  # past a quarter: compaction
     deleted = sorted(set(deleted) | set(batch.tolist()))
     alive = np.setdiff1d(np.arange(400), deleted)
     assert m._state.ids.shape[0] == alive.shape[0]
@@ -353,7 +353,7 @@ def test_dc_derived_state_forgets_the_deleted_row():
                for tr in before):
             continue  # a seed or candidate: the leaf's race is run again
         for m in models:
-            m.delete([r])
+            m.remove([r])
         if any(m._state.traces[j] is None for m in models):
             continue  # a pick not certified: the race is run again
         a, b = (pickle.loads(pickle.dumps(m)) for m in models)

@@ -194,7 +194,7 @@ def test_q_replay_random_deletions(data_seed):
         alive = q.sample_ids_
         size = 1 if step % 3 else 3
         victims = rng.choice(alive, size=size, replace=False)
-        rep = q.delete(victims)
+        rep = q.remove(victims)
         n_cert += not rep.retrained
         n_retrain += rep.retrained
         assert_same_q(q, q_replay(q, X, ids, data_seed, **params))
@@ -216,7 +216,7 @@ def test_q_replay_many_small_instances():
         q = QKMeans(random_state=seed, **params).fit(X)
         while q.n_samples_ > 3:
             victim = rng.choice(q.sample_ids_)
-            rep = q.delete(victim)
+            rep = q.remove(victim)
             total += 1
             certified += not rep.retrained
             assert_same_q(q, q_replay(q, X, ids, seed, **params))
@@ -228,7 +228,7 @@ def test_q_deleting_a_seed_retrains():
     q = QKMeans(4, random_state=3).fit(X)
     for j in range(4):  # every seed position, including the first
         qq = QKMeans(4, random_state=3).fit(X)
-        rep = qq.delete(q.seed_ids_[j])
+        rep = qq.remove(q.seed_ids_[j])
         assert rep.retrained and rep.reason == "seed"
         assert_same_q(qq, q_replay(qq, X, np.arange(len(X)), 3, n_clusters=4))
 
@@ -241,7 +241,7 @@ def test_q_adversarial_centroid_change_is_not_certified():
                         [[30.0, 30.0]]])
     for seed in range(6):
         q = QKMeans(2, epsilon=0.05, random_state=seed, max_iter=5).fit(X)
-        rep = q.delete(200)
+        rep = q.remove(200)
         assert rep.retrained
         assert_same_q(q, q_replay(q, X, np.arange(201), seed, n_clusters=2,
                                   epsilon=0.05, max_iter=5))
@@ -276,7 +276,7 @@ def test_q_empty_clusters_and_duplicates():
         assert np.isfinite(q.cluster_centers_).all()
         rng = np.random.default_rng(0)
         while q.n_samples_ > 4:
-            q.delete(rng.choice(q.sample_ids_))
+            q.remove(rng.choice(q.sample_ids_))
             assert_same_q(q, q_replay(q, X, np.arange(13), 0, n_clusters=4,
                                       gamma=gamma, epsilon=0.5))
 
@@ -285,11 +285,11 @@ def test_q_delete_everything_but_k():
     X, _ = blobs(6, n=50)
     q = QKMeans(4, random_state=2).fit(X)
     keep = np.random.default_rng(0).choice(50, 4, replace=False)
-    q.delete(np.setdiff1d(np.arange(50), keep))
+    q.remove(np.setdiff1d(np.arange(50), keep))
     assert q.n_samples_ == 4
     assert_same_q(q, q_replay(q, X, np.arange(50), 2, n_clusters=4))
     with pytest.raises(InvalidIdError):
-        q.delete(keep[0])
+        q.remove(keep[0])
 
 
 def test_q_compaction_keeps_replay():
@@ -297,7 +297,7 @@ def test_q_compaction_keeps_replay():
     q = QKMeans(3, random_state=5, epsilon=1.0).fit(X)
     rng = np.random.default_rng(1)
     for _ in range(70):  # passes the 1/4-dead compaction threshold
-        q.delete(rng.choice(q.sample_ids_))
+        q.remove(rng.choice(q.sample_ids_))
     assert_same_q(q, q_replay(q, X, np.arange(200), 5, n_clusters=3, epsilon=1.0))
 
 
@@ -312,7 +312,7 @@ def test_q_deletion_distributed_like_retraining():
     after, fresh = {}, {}
     for s in range(n_runs):
         q = QKMeans(2, epsilon=0.5, random_state=s).fit(X)
-        q.delete(4)
+        q.remove(4)
         key = (tuple(q.seed_ids_), tuple(q.cluster_centers_.ravel()))
         after[key] = after.get(key, 0) + 1
         r = QKMeans(2, epsilon=0.5, random_state=10_000 + s).fit(X[:4])
@@ -361,7 +361,7 @@ def _q_ops():
 
     def to_the_threshold(m):
         for i in chain[:60]:
-            m.delete([i])
+            m.remove([i])
 
     m = q_model()
     to_the_threshold(m)
@@ -372,16 +372,16 @@ def _q_ops():
         "refit": (q_model, lambda m: m.set_params(n_clusters=4, epsilon="auto"), refit),
         "refit-generator": (lambda: q_model(random_state=np.random.default_rng(11)),
                             lambda m: m.set_params(n_clusters=2), refit),
-        "certified": (q_model, lambda m: m.delete(cert[:1]), lambda m: m.delete(cert[1:3])),
-        "seed": (q_model, no_prep, lambda m: m.delete([seed_id, cert[0]])),
-        "centroid": (q_model, no_prep, lambda m: m.delete([reasons["centroid"]])),
-        "compaction": (q_model, to_the_threshold, lambda m: m.delete(chain[60:61])),
+        "certified": (q_model, lambda m: m.remove(cert[:1]), lambda m: m.remove(cert[1:3])),
+        "seed": (q_model, no_prep, lambda m: m.remove([seed_id, cert[0]])),
+        "centroid": (q_model, no_prep, lambda m: m.remove([reasons["centroid"]])),
+        "compaction": (q_model, to_the_threshold, lambda m: m.remove(chain[60:61])),
     }
     return ops
 
 
 Q_TARGETS = [
-    (_common._IdIndex, "lookup"), (qkmeans, "check_array"), (qkmeans, "_check_sample_ids"),
+    (_common._IdIndex, "lookup"), (_common, "check_array"), (_common, "_check_sample_ids"),
     (_common, "as_generator"), (qkmeans, "_q_state"), (_qlloyd, "_q_state"),
     (_qlloyd, "_q_fit"), (qkmeans, "_q_certify"), (qkmeans, "_q_certified"),
     (qkmeans, "_q_retrained"), (_qlloyd, "_balanced_centroids"), (_qlloyd, "_hits"),
@@ -408,20 +408,20 @@ def test_q_erasure_certified_and_retrained():
     # certified deletions (the rows stay allocated, overwritten)
     cert = q_certified_ids(m, 5)
     for i in cert:
-        assert m.delete([i]).reason == ""
+        assert m.remove([i]).reason == ""
     deleted += cert
     alive = np.setdiff1d(np.arange(400), deleted)
     erasure_check(m, X, deleted, alive[:10])
     assert m._state.X.shape[0] == 400  # not compacted: erased in place
     # a deleted seed retrains
     seed = int(m.seed_ids_[0])
-    assert m.delete([seed]).reason == "seed"
+    assert m.remove([seed]).reason == "seed"
     deleted.append(seed)
     alive = np.setdiff1d(np.arange(400), deleted)
     erasure_check(m, X, deleted, alive[-10:])
     # a batch (retraining or certified), then past the compaction threshold
     for batch in (alive[:7], alive[7:110]):
-        m.delete(batch)
+        m.remove(batch)
         deleted += batch.tolist()
         alive = np.setdiff1d(np.arange(400), deleted)
         erasure_check(m, X, deleted, alive[:10])
@@ -434,7 +434,7 @@ def _q_after(data, deletions, **params):
     ids, one call each), through a pickle round trip."""
     m = QKMeans(2, epsilon=2.0, random_state=3, **params).fit(data)
     for ids in deletions:
-        assert m.delete(ids).reason == ""
+        assert m.remove(ids).reason == ""
     return pickle.loads(pickle.dumps(m))
 
 
@@ -485,7 +485,7 @@ def test_q_memo_error_bounds_after_deleting_an_outlier():
     for seed in range(3):
         q = QKMeans(1, epsilon=2.0 ** 24, random_state=seed).fit(X)
         assert 200 not in q._state.seeds
-        assert q.delete([200]).reason == ""
+        assert q.remove([200]).reason == ""
         s = q._state
         assert s.maxabs.max() < 10  # recomputed without the outlier
         for t in range(s.n_run + 1):

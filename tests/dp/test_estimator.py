@@ -316,7 +316,9 @@ def test_predict_and_nicv_against_brute_force():
     d2 = ((X[:, None] - C[None]) ** 2).sum(-1)
     assert np.array_equal(km.predict(X), d2.argmin(1))
     assert km.nicv(X) == pytest.approx(d2.min(1).mean(), rel=1e-9)
-    assert km.score(X) == -km.nicv(X)
+    # score is the negative *sum* (as KMeans.score), nicv the mean
+    assert km.score(X) == pytest.approx(-d2.min(1).sum(), rel=1e-9)
+    assert km.score(X) == pytest.approx(-km.nicv(X) * len(X), rel=1e-12)
 
 
 def test_utility_on_separated_blobs():
