@@ -14,8 +14,11 @@ __all__ = ["alias_module", "renamed_method"]
 
 
 def alias_module(old, new, names):
-    """``(__getattr__, __dir__)`` for the deprecated module ``old`` whose
-    public ``names`` now live in ``new``."""
+    """``(__all__, __getattr__, __dir__)`` for the deprecated module ``old``
+    whose public ``names`` now live in ``new`` (``__all__`` assigned from a
+    call: pyflakes does not look for the names, which only ``__getattr__``
+    resolves)."""
+    listed = list(names)
     names = frozenset(names)
 
     def __getattr__(name):
@@ -28,7 +31,7 @@ def alias_module(old, new, names):
     def __dir__():
         return sorted(names)
 
-    return __getattr__, __dir__
+    return listed, __getattr__, __dir__
 
 
 def renamed_method(old, new):

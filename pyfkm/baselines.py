@@ -1,6 +1,5 @@
 """Deprecated alias of :mod:`pyfkm.mufc` (moved in issue 20; removed in pyfkm 0.3)."""
 from ._deprecated import alias_module
 
-__all__ = ["KFed", "FederatedDCKMeans", "BaselineRemovalReport"]
-
-__getattr__, __dir__ = alias_module(__name__, "pyfkm.mufc", __all__)
+__all__, __getattr__, __dir__ = alias_module(__name__, "pyfkm.mufc", [
+    "KFed", "FederatedDCKMeans", "BaselineRemovalReport"])

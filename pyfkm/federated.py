@@ -1,7 +1,6 @@
 """Deprecated alias of :mod:`pyfkm.dp` (moved in issue 20; removed in pyfkm 0.3)."""
 from ._deprecated import alias_module
 
-__all__ = ["DPFederatedKMeans", "FederatedLloyd", "GLloyd", "SuLloyd", "sphere_packing_init",
-           "step_radius", "fold_into_bounds"]
-
-__getattr__, __dir__ = alias_module(__name__, "pyfkm.dp", __all__)
+__all__, __getattr__, __dir__ = alias_module(__name__, "pyfkm.dp", [
+    "DPFederatedKMeans", "FederatedLloyd", "GLloyd", "SuLloyd", "sphere_packing_init",
+    "step_radius", "fold_into_bounds"])

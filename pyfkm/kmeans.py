@@ -1,6 +1,4 @@
 """Deprecated alias of :mod:`pyfkm.core` (moved in issue 20; removed in pyfkm 0.3)."""
 from ._deprecated import alias_module
 
-__all__ = ["KMeans", "lloyd"]
-
-__getattr__, __dir__ = alias_module(__name__, "pyfkm.core", __all__)
+__all__, __getattr__, __dir__ = alias_module(__name__, "pyfkm.core", ["KMeans", "lloyd"])
