@@ -13,7 +13,12 @@ class BaseEstimator:
     """``get_params`` / ``set_params`` from the constructor signature.
 
     The constructor stores each hyper-parameter under its own name and does
-    nothing else; validation happens in ``fit``.
+    nothing else; validation happens in ``fit``.  Constructors therefore
+    repeat ``self.name = name`` lines from estimator to estimator
+    (deliberately: scikit-learn's convention, which ``get_params`` and
+    ``clone`` rely on); a family whose estimators share hyper-parameters
+    stores them in its base's constructor (the federated Lloyd and the
+    retraining baselines do).
     """
 
     @classmethod

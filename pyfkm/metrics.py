@@ -40,7 +40,14 @@ _BLOCK = 1 << 20
 
 def _nearest(X, C):
     """Index of the nearest row of ``C`` (ties to the lowest) and the squared
-    distance to it, for every row of ``X`` (no input validation)."""
+    distance to it, for every row of ``X`` (no input validation).
+
+    Deliberate specialization of :func:`pyfkm.core.kmeans.nearest_center`
+    (the estimators' kernel): the metrics judge the estimators, so they
+    compute in plain numpy, independently of the kernel they judge, from
+    coordinate differences (the documented tie rule holds for any data, not
+    only where the kernel's scores are exact), and let an overflow reach the
+    NumericalError of the totals."""
     n, d = X.shape
     k = C.shape[0]
     labels = np.empty(n, dtype=np.int64)

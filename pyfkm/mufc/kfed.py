@@ -73,6 +73,10 @@ def _farthest_point_completion(S, init_rows, k):
     repeatedly the row farthest from the chosen set (largest distance to its
     nearest chosen row; ties to the lowest index).  Needs ``k`` at most the
     number of distinct rows of ``S``."""
+    # deliberately not pyfkm.core.kmeans.nearest_center: a running minimum of
+    # exact squared distances to a growing set (farthest-first traversal),
+    # updated by one np.minimum per chosen row; the kernel would rescan every
+    # chosen row each step, and picks labels by score (not the exact minimum)
     chosen = list(init_rows)
     diff = S[:, None, :] - S[chosen][None, :, :]
     mind = (diff * diff).sum(-1).min(axis=1)

@@ -65,6 +65,10 @@ class MsaRosterMessage:
     increasing; the first is the leader).
     """
 
+    # deliberate specialization: the roster fields are declared again in
+    # SCMA's RosterMessage (no shared dataclass base: a base's fields would come
+    # first and change the positional order of the constructor, which
+    # follows the wire format); their checks are shared (_framing)
     run_id: bytes
     n_words: int
     scale_bits: int

@@ -44,6 +44,10 @@ class RosterMessage:
     per client id u32 and key 32s (ids strictly increasing).
     """
 
+    # deliberate specialization: the roster fields are declared again in
+    # MSA's MsaRosterMessage (no shared dataclass base: a base's fields would come
+    # first and change the positional order of the constructor, which
+    # follows the wire format); their checks are shared (_framing)
     run_id: bytes
     params: ScmaParams
     client_ids: tuple
