@@ -610,6 +610,8 @@ def flower_server_round(
     }
 
 
+# deliberate specialization: pyfkm_client_round mirrors this signature (see
+# there).
 def flower_client_round(
     L: int,
     n_neighbors: int,
@@ -734,6 +736,9 @@ def flower_client_round(
 # --------------------------------------------------------------------------
 # pyfkm side (placeholder)
 # --------------------------------------------------------------------------
+# deliberate specialization: pyfkm's side takes flower_client_round's
+# parameters one for one, so that _worker calls either side with one set of
+# arguments; the bodies are the two systems' own rounds.
 def pyfkm_client_round(
     L: int,
     n_neighbors: int,

@@ -40,18 +40,24 @@ class RefMachine:
 
     def nn_quantiles(self, Q=32):
         n = len(self.X)
-        if n == 1:
-            nn = np.array([np.inf])
-        else:
-            nn = np.sort(self.tree.query(self.X, k=2)[0][:, 1])
+        nn = np.array([np.inf]) if n == 1 else np.sort(self._nn_distances())
         ranks = np.unique(np.ceil(np.arange(1, Q + 1) * n / Q).astype(int))
         return ranks, nn[ranks - 1]
+
+    def _nn_distances(self):
+        """Distance of every point to its nearest other point (n >= 2)."""
+        return self.tree.query(self.X, k=2)[0][:, 1]
+
+    def _balls(self, L):
+        """The number of points within 2L of each point, and the balls:
+        ``balls[q]`` the ids within 2L of point q."""
+        nbr = self.tree.query_radius(self.X, 2 * L)
+        return np.array([len(a) for a in nbr]), nbr
 
     def aggregate(self, L, y, max_reps):
         X, n = self.X, len(self.X)
         U = np.ones(n, dtype=bool)
-        nbr = self.tree.query_radius(X, 2 * L)
-        counts = np.array([len(a) for a in nbr])
+        counts, nbr = self._balls(L)
         reps, ws = [], []
         while True:
             cand = np.where(U, counts, -1)
@@ -75,37 +81,24 @@ class LoopRefMachine(RefMachine):
     (the structure of the authors' public code: per-point queries, no
     vectorized batch calls).  Same decisions as RefMachine."""
 
-    def nn_quantiles(self, Q=32):
-        n = len(self.X)
-        if n == 1:
-            nn = np.array([np.inf])
-        else:
-            nn = np.sort([self.tree.query(self.X[i:i + 1], k=2)[0][0, 1]
-                          for i in range(n)])
-        ranks = np.unique(np.ceil(np.arange(1, Q + 1) * n / Q).astype(int))
-        return ranks, nn[ranks - 1]
+    def _nn_distances(self):
+        return [self.tree.query(self.X[i:i + 1], k=2)[0][0, 1] for i in range(len(self.X))]
 
-    def aggregate(self, L, y, max_reps):
-        X, n = self.X, len(self.X)
-        U = np.ones(n, dtype=bool)
+    def _balls(self, L):
+        X = self.X
         counts = np.array([self.tree.query_radius(X[i:i + 1], 2 * L, count_only=True)[0]
-                           for i in range(n)])
-        reps, ws = [], []
-        while True:
-            cand = np.where(U, counts, -1)
-            p = int(np.argmax(cand))
-            if not U[p] or not counts[p] > y:
-                break
-            if len(reps) == max_reps:
-                return None
-            ball = self.tree.query_radius(X[p:p + 1], 4 * L)[0]
-            ball = ball[U[ball]]
-            U[ball] = False
-            reps.append(p)
-            ws.append(len(ball))
-            for q in ball:
-                counts[self.tree.query_radius(X[q:q + 1], 2 * L)[0]] -= 1
-        return X[reps], np.array(ws, dtype=np.int64)
+                           for i in range(len(X))])
+        return counts, _PerPointBalls(self.tree, X, 2 * L)
+
+
+class _PerPointBalls:
+    """``balls[q]``: one KD-tree query for the ids within r of point q."""
+
+    def __init__(self, tree, X, r):
+        self.tree, self.X, self.r = tree, X, r
+
+    def __getitem__(self, q):
+        return self.tree.query_radius(self.X[q:q + 1], self.r)[0]
 
 
 def ref_kzc(Q, w, k, Lp):
