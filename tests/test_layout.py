@@ -17,6 +17,10 @@ lower layer, nothing else):
 
 Each compiled kernel module ``pyfkm._core._x`` belongs to one part (``OWNER``);
 other parts reach a kernel through its owner's public ``kernels`` module.
+
+``tests/`` mirrors the package: every subpackage has its tests folder, every
+tests folder is a subpackage's, and its files are named after the modules
+(``tests/README.md``).
 """
 import ast
 import pathlib
@@ -139,3 +143,37 @@ def test_long_modules_say_why(name, path):
         assert "Why one module" in doc, (
             f"{name} has {n_lines} lines: split it, or say in its docstring under "
             "'Why one module' why it stays whole")
+
+
+# --- tests/ mirrors pyfkm/ (tests/README.md) --------------------------------------
+
+TESTS = pathlib.Path(__file__).resolve().parent
+# tests/ folders that are not the tests of a subpackage
+NOT_MIRRORS = {"oracles", "_helpers", "c", "__pycache__"}
+SUBPACKAGES = sorted(p.parent.relative_to(ROOT) for p in ROOT.rglob("__init__.py")
+                     if p.parent != ROOT and not p.parent.name.startswith("_"))
+
+
+def test_the_mirror_scan_sees_the_subpackages():
+    assert {pathlib.Path("secagg/scma"), pathlib.Path("deletion")} <= set(SUBPACKAGES)
+
+
+@pytest.mark.parametrize("sub", SUBPACKAGES, ids=[str(s) for s in SUBPACKAGES])
+def test_every_subpackage_has_its_tests_folder(sub):
+    folder = TESTS / sub
+    assert sorted(folder.glob("test_*.py")), f"pyfkm/{sub} has no tests in tests/{sub}/"
+
+
+def test_every_tests_folder_mirrors_a_subpackage():
+    folders = {p.relative_to(TESTS) for p in TESTS.rglob("*") if p.is_dir()
+               and not NOT_MIRRORS & set(p.relative_to(TESTS).parts)}
+    assert not folders - set(SUBPACKAGES), f"no pyfkm subpackage for {folders - set(SUBPACKAGES)}"
+
+
+@pytest.mark.parametrize("sub", SUBPACKAGES, ids=[str(s) for s in SUBPACKAGES])
+def test_test_files_are_named_after_a_module(sub):
+    """tests/<sub>/test_<module>[_<topic>].py tests pyfkm/<sub>/<module>.py (or _<module>)."""
+    modules = {p.stem.lstrip("_") for p in (ROOT / sub).glob("*.py") if p.stem != "__init__"}
+    bad = [p.name for p in (TESTS / sub).glob("test_*.py")
+           if not any(p.stem[5:] == m or p.stem[5:].startswith(m + "_") for m in modules)]
+    assert not bad, f"tests/{sub}: {bad} name no module of pyfkm/{sub} ({sorted(modules)})"
