@@ -8,10 +8,14 @@ import sys
 
 import numpy as np
 import pytest
-from _timing import single_thread
 
-# The numpy twins of the kernels are the tests' oracles (tests/oracles/).
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+# pyproject's --import-mode=importlib puts no test folder on sys.path: add
+# benchmarks/ (_timing, _labels) and tests/ (the numpy twins of the kernels
+# are the tests' oracles, tests/oracles/).
+_HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE), str(_HERE.parent / "tests")]
+
+from _timing import single_thread  # noqa: E402 (benchmarks/ on sys.path)
 
 
 @pytest.fixture(scope="module")
