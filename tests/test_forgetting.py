@@ -29,6 +29,7 @@ from pyfkm._core import _seeding
 from pyfkm.exceptions import ProtocolError
 
 from oracles.forensics import patterns, search_file, search_object, search_pickle
+from _helpers.mufc import assert_same_fit as _assert_same, fitted_state as _state
 from _helpers.saved import read_saved as _read, write_saved as _write
 
 
@@ -53,21 +54,6 @@ def _non_center_id(model, client):
     c = model._clients[client]
     centers = set(c._active[c._seeding.center_ids_].tolist())
     return next(i for i in np.flatnonzero(~c.removed_).tolist() if i not in centers)
-
-
-def _state(model):
-    """Everything observable of a fitted model, for equality checks."""
-    out = [model.cluster_centers_, model.aggregate_bins_, model.aggregate_counts_]
-    out += list(model.client_centers_) + list(model.client_sizes_)
-    out += [c.removed_ for c in model._clients if c is not None]
-    return out
-
-
-def _assert_same(a, b):
-    sa, sb = _state(a), _state(b)
-    assert len(sa) == len(sb)
-    for x, y in zip(sa, sb):
-        np.testing.assert_array_equal(x, y)
 
 
 # -- errors first: tampered and damaged files ----------------------------------

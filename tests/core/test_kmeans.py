@@ -32,6 +32,7 @@ from pyfkm import InvalidInputError, NotFittedError
 from pyfkm._core import _lloyd
 from oracles import lloyd as ref
 from pyfkm.core.kmeans import KMeans, lloyd
+from _helpers.inputs import nonfinite_copies
 
 ATTRS = ("cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_")
 
@@ -77,12 +78,7 @@ def _assert_matches_reference(km, X, init, w=None, max_iter=300, tol=1e-4, rel=1
 # ---------------------------------------------------------------------------
 
 _X = _gauss(12, 2)
-_X_nan = _X.copy()
-_X_nan[3, 1] = np.nan
-_X_inf = _X.copy()
-_X_inf[0, 0] = np.inf
-_X_ninf = _X.copy()
-_X_ninf[5, 1] = -np.inf
+_X_nan, _X_inf, _X_ninf = nonfinite_copies(_X)
 
 BAD_FITS = [
     # (id, X, estimator params, fit kwargs, message fragment)

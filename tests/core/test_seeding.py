@@ -38,6 +38,7 @@ from pyfkm import (InvalidIdError, InvalidInputError, RemovableSeeding,
                    RemovalReport, kmeans_plusplus)
 from oracles.seeding import (d2_seeding, nearest_centers,
                                       sequence_probabilities, sq_distances)
+from _helpers.inputs import nonfinite_copies
 
 ALPHA = 1e-3
 N_DRAWS = 20_000
@@ -100,12 +101,7 @@ def _assert_consistent(s, X, w=None):
 # ---------------------------------------------------------------------------
 
 _X = _data()
-_X_nan = _X.copy()
-_X_nan[3, 1] = np.nan
-_X_inf = _X.copy()
-_X_inf[0, 0] = np.inf
-_X_ninf = _X.copy()
-_X_ninf[5, 1] = -np.inf
+_X_nan, _X_inf, _X_ninf = nonfinite_copies(_X)
 _W_zero_but_2 = np.zeros(12)
 _W_zero_but_2[[1, 7]] = 1.0
 
@@ -508,7 +504,18 @@ def _kpp_counts(X, k, w, n_draws, seed):
                    for _ in range(n_draws))
 
 
-@pytest.mark.statistical
+def _assert_kpp_law(X, w, n_sequences, seed):
+    """k = 3 seeding of ``X`` (N_DRAWS runs) draws every ordered triple with its
+    exact probability: chi-square at ALPHA.  Returns (probs, df) for the
+    negative controls."""
+    probs = sequence_probabilities(X, 3, w)
+    assert len(probs) == n_sequences
+    counts = _kpp_counts(X, 3, w, N_DRAWS, seed=seed)
+    pvalue, df = _chisquare(counts, probs, N_DRAWS)
+    assert pvalue > ALPHA, (pvalue, df)
+    return probs, df
+
+
 def test_power_statement():
     # The numbers quoted in the module docstring.
     assert _detectable_w(119, N_DRAWS) == pytest.approx(0.0742, abs=5e-4)
@@ -527,11 +534,7 @@ def test_power_statement():
 @pytest.mark.parametrize("w", [None, W6], ids=["unweighted", "weighted"])
 def test_seeding_distribution_is_exact(w):
     n_draws = N_DRAWS
-    probs = sequence_probabilities(X6, 3, w)
-    assert len(probs) == 120
-    counts = _kpp_counts(X6, 3, w, n_draws, seed=31337)
-    pvalue, df = _chisquare(counts, probs, n_draws)
-    assert pvalue > ALPHA, (pvalue, df)
+    probs, df = _assert_kpp_law(X6, w, 120, seed=31337)
 
     # Negative controls, drawn by the kernel itself: one point's weight
     # doubled, and (subtler) multiplied by 1.2.
@@ -707,11 +710,7 @@ def test_fewer_distinct_points_than_clusters(w):
 @pytest.mark.statistical
 def test_fewer_distinct_points_distribution_is_exact():
     n_draws = N_DRAWS
-    probs = sequence_probabilities(XDUP, 3, WDUP)
-    assert len(probs) == 36
-    counts = _kpp_counts(XDUP, 3, WDUP, n_draws, seed=99)
-    pvalue, df = _chisquare(counts, probs, n_draws)
-    assert pvalue > ALPHA, (pvalue, df)
+    probs, df = _assert_kpp_law(XDUP, WDUP, 36, seed=99)
     # Negative control: a fallback drawing uniformly instead of by weight.
     alt = sequence_probabilities(XDUP, 3, None)
     alt_counts = _kpp_counts(XDUP, 3, None, n_draws, seed=98)

@@ -39,6 +39,7 @@ from pyfkm.mufc.aggregation import merge_sparse, resolve_neighbors
 from pyfkm.mufc.estimator import FederatedKMeans
 
 from oracles.forensics import patterns, search_file, search_object, search_pickle
+from _helpers.mufc import assert_same_fit, fitted_state
 
 GAMMA = 0.125   # fixed: a fit without a client must use the same grid
 
@@ -98,20 +99,11 @@ def _silence_role(monkeypatch, model, i):
 
 
 def _state(m):
-    out = [m.cluster_centers_, m.aggregate_bins_, m.aggregate_counts_,
-           m._server.bins_, m._server.counts_, m._server.cluster_centers_]
-    out += list(m.client_centers_) + list(m.client_sizes_)
-    out += [c.removed_ for c in m._clients if c is not None]
-    return out
+    return fitted_state(m, server=True)
 
 
 def _assert_same(a, b):
-    sa, sb = _state(a), _state(b)
-    assert len(sa) == len(sb)
-    for x, y in zip(sa, sb):
-        np.testing.assert_array_equal(x, y)
-    assert a._participants == b._participants
-    assert a.dropped_clients_ == b.dropped_clients_
+    assert_same_fit(a, b, server=True)
 
 
 def _assert_consistent(m):

@@ -65,6 +65,8 @@ from pyfkm.secagg import _keys, _shamir
 from pyfkm.secagg.scma import _crypto
 from pyfkm.secagg.scma._driver import RoundTrip, setup_in_process
 
+from _helpers.scma import make_run as scma_run, wire
+
 B_SHARE, SK_SHARE = 0, 1          # the kinds of share, as on the wire
 AUTH = "authentication"           # what a failed tag check says
 
@@ -86,25 +88,12 @@ def result_of(res):
     return res.bins.tolist(), res.counts.tolist()
 
 
-def wire(msg):
-    back = type(msg).from_bytes(msg.to_bytes())
-    assert type(back) is type(msg)
-    return back
-
-
 def make_run(n, *, threshold=None, degree=0, d=2, B=50, M=None, ids=None):
     """Server and clients (dict by id) after key agreement, every message on
     the wire; index mode on a B**d grid."""
     ids = list(range(n)) if ids is None else list(ids)
     params = ScmaParams.create(d, B, M or 2 * len(ids) + 2)
-    server = ScmaServer(params, threshold=threshold, degree=degree)
-    clients = {i: ScmaClient(i) for i in ids}
-    for c in clients.values():
-        server.receive_key(wire(c.key_message(params.run_id)))
-    roster = server.roster()
-    for c in clients.values():
-        c.receive_roster(wire(roster))
-    return server, clients
+    return scma_run(params, ids, threshold=threshold, degree=degree)
 
 
 def give_data(clients, seed, d=2, B=50, nnz=2):
