@@ -104,19 +104,22 @@ typedef uint8_t fkm_v32u8 __attribute__((vector_size(32)));
 
 #define VROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
 
-/* rotations by 16 and 8 bits of each 32-bit lane as byte permutations */
-#define VROT16(v, shuf)                                                       \
-    ((shuf) ? (fkm_v8u32)__builtin_shufflevector(                             \
-                  (fkm_v32u8)(v), (fkm_v32u8)(v), 2, 3, 0, 1, 6, 7, 4, 5, 10, \
-                  11, 8, 9, 14, 15, 12, 13, 18, 19, 16, 17, 22, 23, 20, 21,   \
-                  26, 27, 24, 25, 30, 31, 28, 29)                             \
-            : VROTL(v, 16))
-#define VROT8(v, shuf)                                                        \
-    ((shuf) ? (fkm_v8u32)__builtin_shufflevector(                             \
-                  (fkm_v32u8)(v), (fkm_v32u8)(v), 3, 0, 1, 2, 7, 4, 5, 6, 11, \
-                  8, 9, 10, 15, 12, 13, 14, 19, 16, 17, 18, 23, 20, 21, 22,   \
-                  27, 24, 25, 26, 31, 28, 29, 30)                             \
-            : VROTL(v, 8))
+/* The 32 byte indices of the permutation that applies p0..p3 within each
+ * of the 8 lanes of 4 bytes (byte b of a lane takes byte p_b of it). */
+#define VLANES(p0, p1, p2, p3)                                                \
+    p0, p1, p2, p3, 4 + p0, 4 + p1, 4 + p2, 4 + p3, 8 + p0, 8 + p1, 8 + p2,   \
+        8 + p3, 12 + p0, 12 + p1, 12 + p2, 12 + p3, 16 + p0, 16 + p1,         \
+        16 + p2, 16 + p3, 20 + p0, 20 + p1, 20 + p2, 20 + p3, 24 + p0,        \
+        24 + p1, 24 + p2, 24 + p3, 28 + p0, 28 + p1, 28 + p2, 28 + p3
+
+/* rotation of each 32-bit lane left by n (a multiple of 8) bits, as the
+ * byte permutation p0..p3 of each lane (VLANES) when shuf is set */
+#define VROTB(v, n, shuf, p0, p1, p2, p3)                                     \
+    ((shuf) ? (fkm_v8u32)__builtin_shufflevector((fkm_v32u8)(v), (fkm_v32u8)(v), \
+                                                 VLANES(p0, p1, p2, p3))       \
+            : VROTL(v, n))
+#define VROT16(v, shuf) VROTB(v, 16, shuf, 2, 3, 0, 1)
+#define VROT8(v, shuf) VROTB(v, 8, shuf, 3, 0, 1, 2)
 
 #define VQR(a, b, c, d, shuf)                           \
     do {                                                \

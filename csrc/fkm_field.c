@@ -22,6 +22,10 @@ static uint64_t mulmod_any(uint64_t a, uint64_t b, uint64_t n)
     return (uint64_t)(((fkm_u128)a * b) % n);
 }
 
+/* a^e mod n for any 64-bit n > 0.
+ * deliberate specialization: fkm_powmod (fkm_field.h) for a modulus without
+ * a field context; the primality test takes any 64-bit n, beyond the
+ * p < 2^63 that fkm_field_init accepts, and needs no precomputation. */
 static uint64_t powmod_any(uint64_t a, uint64_t e, uint64_t n)
 {
     uint64_t r = 1 % n;

@@ -115,6 +115,10 @@ static inline uint64_t fkm_mul_shoup(uint64_t a, uint64_t w, uint64_t wpre,
     return r >= p ? r - p : r;
 }
 
+/* a^e mod p (square and multiply).
+ * deliberate specialization: powmod_any (fkm_field.c) is the same loop for
+ * any 64-bit modulus, by division; this one multiplies in the field's
+ * precomputed reduction (fkm_mulmod). */
 static inline uint64_t fkm_powmod(uint64_t a, uint64_t e, fkm_field_t F)
 {
     uint64_t r = 1 % F.p;

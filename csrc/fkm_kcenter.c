@@ -153,12 +153,7 @@ static fkm_thr_t thr_make(double t)
 static int rows_init(fkm_rows_t *R, const float *F, const double *X,
                      fkm_index_t n, fkm_index_t d)
 {
-    R->F = F;
-    R->X = X;
-    R->n = n;
-    R->d = d;
-    R->XT = NULL;
-    R->buf = NULL;
+    *R = (fkm_rows_t){.F = F, .X = X, .n = n, .d = d}; /* XT, buf NULL */
     if (F)
         return FKM_OK;
     R->XT = transpose(X, n, d);

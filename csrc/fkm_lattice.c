@@ -56,7 +56,6 @@ floor_to_int64_fast(double t, int64_t *bad)
     return (int64_t)(ybits - FKM_ROUND_MAGIC_BITS - (uint64_t)(r > t));
 }
 
-/* Error path of quantize: decide which status to report. */
 /* The common preconditions (fkm_lattice.h): n, d >= 0, the n x d arrays
  * present when nonempty, phase NULL or d finite values. */
 #define LATTICE_ASSERT_ARGS(out, in)                                          \
@@ -66,6 +65,7 @@ floor_to_int64_fast(double t, int64_t *bad)
         FKM_ASSERT_EACH(j_, phase ? d : 0, isfinite(phase[j_]));              \
     } while (0)
 
+/* Error path of quantize: decide which status to report. */
 static int quantize_failure(const void *X, int f32, fkm_index_t nd)
 {
     for (fkm_index_t k = 0; k < nd; ++k)
@@ -117,6 +117,8 @@ quantize_rows(int64_t *restrict bins, const void *restrict X, int f32,
     return FKM_OK;
 }
 
+/* deliberate specialization: typed float64 / float32 entry points of one
+ * body (quantize_rows, inlined with f32 constant in each). */
 FKM_HOT
 int fkm_lattice_quantize_f64(int64_t *bins, const double *X,
                              const double *phase, fkm_index_t n,
@@ -126,6 +128,7 @@ int fkm_lattice_quantize_f64(int64_t *bins, const double *X,
     return quantize_rows(bins, X, 0, phase, n, d, step);
 }
 
+/* deliberate specialization: the float32 twin of fkm_lattice_quantize_f64. */
 FKM_HOT
 int fkm_lattice_quantize_f32(int64_t *bins, const float *X,
                              const double *phase, fkm_index_t n,
@@ -232,12 +235,22 @@ int fkm_lattice_grid_size(int64_t *size, fkm_index_t d, int64_t n_bins)
     return FKM_OK;
 }
 
+/* The preconditions shared by fkm_lattice_flatten and
+ * fkm_lattice_unflatten (FKM_ASSERT: debug builds only), then the grid size
+ * n_bins^d into *grid (FKM_EOVERFLOW past INT64_MAX). */
+static int flat_grid(int64_t *grid, const int64_t *index, const int64_t *bins,
+                     fkm_index_t n, fkm_index_t d, int64_t n_bins)
+{
+    FKM_ASSERT(n >= 0 && (n == 0 || index != NULL) && (n == 0 || d <= 0 || bins != NULL));
+    (void)index, (void)bins, (void)n;
+    return fkm_lattice_grid_size(grid, d, n_bins);
+}
+
 int fkm_lattice_flatten(int64_t *index, const int64_t *bins, fkm_index_t n,
                         fkm_index_t d, int64_t n_bins)
 {
-    FKM_ASSERT(n >= 0 && (n == 0 || index != NULL) && (n == 0 || d <= 0 || bins != NULL));
     int64_t grid;
-    int status = fkm_lattice_grid_size(&grid, d, n_bins);
+    int status = flat_grid(&grid, index, bins, n, d, n_bins);
     if (status != FKM_OK)
         return status;
     const uint64_t B = (uint64_t)n_bins;
@@ -261,9 +274,8 @@ int fkm_lattice_flatten(int64_t *index, const int64_t *bins, fkm_index_t n,
 int fkm_lattice_unflatten(int64_t *bins, const int64_t *index, fkm_index_t n,
                           fkm_index_t d, int64_t n_bins)
 {
-    FKM_ASSERT(n >= 0 && (n == 0 || index != NULL) && (n == 0 || d <= 0 || bins != NULL));
     int64_t grid;
-    int status = fkm_lattice_grid_size(&grid, d, n_bins);
+    int status = flat_grid(&grid, index, bins, n, d, n_bins);
     if (status != FKM_OK)
         return status;
     for (fkm_index_t i = 0; i < n; ++i) {

@@ -52,28 +52,6 @@ void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
     }
 }
 
-void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
-                               fkm_index_t hi, fkm_index_t d)
-{
-    FKM_ASSERT(0 <= lo && lo % 4 == 0 && d >= 1);
-    FKM_ASSERT(hi - lo < 4 || (P != NULL && X != NULL));
-    for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
-        for (fkm_index_t j = 0; j < d; ++j)
-            for (fkm_index_t l = 0; l < 4; ++l)
-                P[i * d + 4 * j + l] = X[(i + l) * d + j];
-}
-
-void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
-                               fkm_index_t hi, fkm_index_t d)
-{
-    FKM_ASSERT(0 <= lo && lo % 4 == 0 && d >= 1);
-    FKM_ASSERT(hi - lo < 4 || (P != NULL && X != NULL));
-    for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
-        for (fkm_index_t j = 0; j < d; ++j)
-            for (fkm_index_t l = 0; l < 4; ++l)
-                P[i * d + 4 * j + l] = (double)X[(i + l) * d + j];
-}
-
 void fkm_lloyd_merge(double *sums, double *wsums, double *inertia,
                      const double *part_sums, const double *part_wsums,
                      const double *part_inertia, fkm_index_t n_parts,
@@ -96,14 +74,6 @@ void fkm_lloyd_merge(double *sums, double *wsums, double *inertia,
     *inertia = s;
 }
 
-#define FKM_REAL double
-#define FKM_SFX f64
-#include "fkm_lloyd_impl.h"
-#undef FKM_REAL
-#undef FKM_SFX
-
-#define FKM_REAL float
-#define FKM_SFX f32
-#include "fkm_lloyd_impl.h"
-#undef FKM_REAL
-#undef FKM_SFX
+/* The bodies for float64 and float32 input. */
+#define FKM_TYPED_BODY "fkm_lloyd_impl.h"
+#include "fkm_typed.h"

@@ -18,6 +18,10 @@
  * enables contraction), so labels of points equidistant to two centers up to
  * rounding may differ between CPUs; on one machine results are deterministic
  * and independent of the thread count.
+ *
+ * deliberate specialization: each *_{f64,f32} pair below is declared twice,
+ * once per input type, as C has no generics; both are instantiated from one
+ * body (fkm_lloyd_impl.h through fkm_typed.h), so only the prototypes repeat.
  */
 #ifndef FKM_LLOYD_H
 #define FKM_LLOYD_H
@@ -55,6 +59,7 @@ void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,
  * for small d. */
 void fkm_lloyd_pack_points_f64(double *P, const double *X, fkm_index_t lo,
                                fkm_index_t hi, fkm_index_t d);
+/* deliberate specialization: the float32 twin (see the top of this file). */
 void fkm_lloyd_pack_points_f32(double *P, const float *X, fkm_index_t lo,
                                fkm_index_t hi, fkm_index_t d);
 
@@ -80,6 +85,7 @@ int fkm_lloyd_assign_f64(int32_t *labels, fkm_index_t *n_changed,
                          const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                          fkm_index_t d, const double *ct, const double *hnorm,
                          const double *centers, fkm_index_t k);
+/* deliberate specialization: the float32 twin (see the top of this file). */
 int fkm_lloyd_assign_f32(int32_t *labels, fkm_index_t *n_changed,
                          double *mind, double *sums,
                          double *wsums, double *inertia, const float *X,
@@ -105,6 +111,7 @@ int fkm_lloyd_assign_masked_f64(int32_t *labels, fkm_index_t *n_changed,
                                 fkm_index_t d, const double *ct, const double *hnorm,
                                 const double *centers, fkm_index_t k,
                                 const unsigned char *need);
+/* deliberate specialization: the float32 twin (see the top of this file). */
 int fkm_lloyd_assign_masked_f32(int32_t *labels, fkm_index_t *n_changed,
                                 double *mind, double *sums, double *wsums,
                                 double *inertia, const float *X, const double *P,
@@ -122,6 +129,7 @@ int fkm_lloyd_label_f64(int32_t *labels, fkm_index_t *n_changed, const double *X
                         const double *P, fkm_index_t lo, fkm_index_t hi, fkm_index_t d,
                         const double *ct, const double *hnorm, fkm_index_t k,
                         const unsigned char *need);
+/* deliberate specialization: the float32 twin (see the top of this file). */
 int fkm_lloyd_label_f32(int32_t *labels, fkm_index_t *n_changed, const float *X,
                         const double *P, fkm_index_t lo, fkm_index_t hi, fkm_index_t d,
                         const double *ct, const double *hnorm, fkm_index_t k,

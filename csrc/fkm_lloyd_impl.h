@@ -1,9 +1,21 @@
 /* Type-generic body of fkm_lloyd.c; included once per input type with
- * FKM_REAL and FKM_SFX defined. */
+ * FKM_REAL and FKM_SFX defined (by fkm_typed.h). */
 
 #define FKM_CAT_(a, b) a##_##b
 #define FKM_CAT(a, b) FKM_CAT_(a, b)
 #define FKM_NAME(name) FKM_CAT(name, FKM_SFX)
+
+/* fkm_lloyd_pack_points_{f64,f32} (see fkm_lloyd.h). */
+void FKM_NAME(fkm_lloyd_pack_points)(double *P, const FKM_REAL *X, fkm_index_t lo,
+                                     fkm_index_t hi, fkm_index_t d)
+{
+    FKM_ASSERT(0 <= lo && lo % 4 == 0 && d >= 1);
+    FKM_ASSERT(hi - lo < 4 || (P != NULL && X != NULL));
+    for (fkm_index_t i = lo; i + 4 <= hi; i += 4)
+        for (fkm_index_t j = 0; j < d; ++j)
+            for (fkm_index_t l = 0; l < 4; ++l)
+                P[i * d + 4 * j + l] = (double)X[(i + l) * d + j];
+}
 
 /* Nearest center of the 4 rows r0..r3 (each d values, converted to double on
  * load) by the score 0.5||c||^2 - <x, c>: best[r] gets the index. */
@@ -28,6 +40,10 @@ static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
             fkm_v4d a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
             fkm_v4d a20 = acc[4], a21 = acc[5], a30 = acc[6], a31 = acc[7];
             const fkm_index_t rest = k - p * FKM_LLOYD_PANEL; /* centers left */
+            /* deliberate specialization: the 12-, 8- and 4-lane sweeps
+             * below are register tiles for the centers left in this
+             * panel; a generic width would spill registers or run idle
+             * lanes in the hottest loop of Lloyd. */
             if (rest > 8 && rest <= 12) {
                 /* A full panel and a last half panel together: 12 lanes in
                  * one sweep over the rows (12 independent FMA chains). */
@@ -60,6 +76,7 @@ static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
                 continue;
             }
             if (rest > 4) {
+                /* deliberate specialization: the 8-lane tile (see above) */
                 for (fkm_index_t j = jb; j < je; ++j) {
                     fkm_v4d c0 = LOAD4(pc + j * FKM_LLOYD_PANEL);
                     fkm_v4d c1 = LOAD4(pc + j * FKM_LLOYD_PANEL + 4);
@@ -121,7 +138,10 @@ static inline __attribute__((always_inline)) void FKM_NAME(tile4)(
 
 /* Nearest center for 4 points of a packed panel (coordinate-major: pp[4j + l]
  * is coordinate j of point l): vectorized over the points, so the argmin over
- * centers is vertical.  Scores are the same 0.5||c||^2 - <x, c>. */
+ * centers is vertical.  Scores are the same 0.5||c||^2 - <x, c>.
+ * deliberate specialization: panel4 and panel8 are register tiles of two
+ * widths (4 and 8 accumulator vectors); one generic width would spill or
+ * leave FMA ports idle in the hottest loop of Lloyd. */
 static inline __attribute__((always_inline)) void FKM_NAME(panel4)(
     fkm_index_t *best, const double *restrict pp, fkm_index_t d,
     const double *restrict ct, const double *restrict hnorm, fkm_index_t k)
@@ -188,7 +208,8 @@ static inline __attribute__((always_inline)) double FKM_NAME(accumulate)(
 }
 
 /* panel4 for two consecutive panels (8 points): each broadcast center
- * coordinate feeds two FMAs.  Same scores and tie rule as panel4. */
+ * coordinate feeds two FMAs.  Same scores and tie rule as panel4.
+ * deliberate specialization: the 8-wide register tile of panel4 (see there). */
 static inline __attribute__((always_inline)) void FKM_NAME(panel8)(
     fkm_index_t *best, const double *restrict pa, const double *restrict pb,
     fkm_index_t d, const double *restrict ct, const double *restrict hnorm,
@@ -327,7 +348,9 @@ static inline __attribute__((always_inline)) int FKM_NAME(any_need)(
 }
 
 /* Scores and accumulation for the 4 packed points starting at point i; with
- * need, a group none of whose points is flagged keeps its labels (no scores). */
+ * need, a group none of whose points is flagged keeps its labels (no scores).
+ * deliberate specialization: group_packed and group_packed8 drive the 4- and
+ * 8-wide tiles (panel4, panel8), each inlined whole into the hot loop. */
 static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
     int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
     double *wsums, double *inert, const double *restrict pp, const double *w,
@@ -346,7 +369,8 @@ static inline __attribute__((always_inline)) void FKM_NAME(group_packed)(
                            best, centers);
 }
 
-/* The same for the 8 packed points starting at point i (two panels). */
+/* The same for the 8 packed points starting at point i (two panels).
+ * deliberate specialization: the 8-wide twin of group_packed (see there). */
 static inline __attribute__((always_inline)) void FKM_NAME(group_packed8)(
     int32_t *labels, fkm_index_t *nchg, double *mind, double *sums,
     double *wsums, double *inert, const double *restrict pp, const double *w,
@@ -392,7 +416,9 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
     FKM_REAL *pad = NULL;
     fkm_index_t i = lo;
     if (P) {
-        /* Whole packed panels: scores and sums read the panel only. */
+        /* Whole packed panels: scores and sums read the panel only.
+         * deliberate specialization: groups of 8, then of 4, each with its
+         * own tile (group_packed8, group_packed) and a constant d. */
         for (; i + 8 <= n4; i += 8) {
 #define FKM_PCASE(D)                                                          \
     FKM_NAME(group_packed8)(labels, &nchg, mind, sums, wsums, &inert,         \
@@ -494,7 +520,8 @@ FKM_HOT int FKM_NAME(fkm_lloyd_label)(
     fkm_index_t i = lo;
     fkm_index_t best[8];
     if (P) {
-        /* Whole packed panels, in the groups of fkm_lloyd_assign_masked. */
+        /* Whole packed panels, in the groups of fkm_lloyd_assign_masked.
+         * deliberate specialization: groups of 8, then of 4, as there. */
         for (; i + 8 <= n4; i += 8) {
             if (need && !FKM_NAME(any_need)(need + i, 8))
                 continue;

@@ -167,6 +167,19 @@ static uint64_t rand_elem(fkm_rng_t *rng, fkm_field_t F)
     return u % F.p;
 }
 
+/* The splitting step of Cantor-Zassenhaus: H = gcd(G, A^e - 1 mod G), W
+ * scratch (it holds A^e - 1 mod G afterwards). */
+static int split_gcd(fkm_pctx_t *C, const fkm_poly_t *G, const fkm_poly_t *A,
+                     uint64_t e, fkm_poly_t *W, fkm_poly_t *H)
+{
+    int st = powmod_poly(C, A, &e, 1, G, W);
+    if (!st)
+        st = add_monomial(W, C->F.p - 1, 0, C->F);
+    if (!st)
+        st = fkm_poly_gcd(C, G->c, G->len, W->c, W->len, H);
+    return st;
+}
+
 /* ------------------------------------------------------------------ */
 /* roots                                                               */
 
@@ -198,12 +211,7 @@ static int split_linear(fkm_pctx_t *C, const fkm_poly_t *G, fkm_rng_t *rng,
         X.c[0] = rand_elem(rng, F);
         X.c[1] = 1;
         X.len = 2;
-        if ((st = powmod_poly(C, &X, &e, 1, G, &W)))
-            break;
-        /* W - 1 */
-        if ((st = add_monomial(&W, F.p - 1, 0, F)))
-            break;
-        if ((st = fkm_poly_gcd(C, G->c, G->len, W.c, W.len, &H)))
+        if ((st = split_gcd(C, G, &X, e, &W, &H)))
             break;
         if (H.len <= 1 || H.len == G->len)
             continue;
@@ -415,12 +423,7 @@ static int edf(fkm_pctx_t *C, const fkm_poly_t *G, int64_t d, fkm_rng_t *rng,
             }
             if (st)
                 break;
-            uint64_t eh = (F.p - 1) / 2;
-            if ((st = powmod_poly(C, &Acc, &eh, 1, G, &Bp)))
-                break;
-            if ((st = add_monomial(&Bp, F.p - 1, 0, F)))
-                break;
-            if ((st = fkm_poly_gcd(C, G->c, G->len, Bp.c, Bp.len, &H)))
+            if ((st = split_gcd(C, G, &Acc, (F.p - 1) / 2, &Bp, &H)))
                 break;
         }
         if (H.len <= 1 || H.len == G->len)
@@ -509,24 +512,32 @@ static int export_list(const plist_t *L, fkm_faclist_t *out)
     return FKM_OK;
 }
 
+/* The squarefree factorization of f (lf coefficients, normalized first)
+ * appended to L; FKM_EDOM, L untouched, unless f is monic of degree >= 1. */
+static int sqf_of(fkm_pctx_t *C, const uint64_t *f, int64_t lf, plist_t *L)
+{
+    lf = fkm_poly_normlen(f, lf);
+    if (lf < 2 || f[lf - 1] != 1)
+        return FKM_EDOM;
+    fkm_poly_t Fp;
+    fkm_poly_init(&Fp);
+    int st = fkm_poly_set(&Fp, f, lf);
+    if (!st)
+        st = sqf_rec(C, &Fp, 1, L);
+    fkm_poly_clear(&Fp);
+    return st;
+}
+
 int fkm_poly_sqf(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
                  fkm_faclist_t *out)
 {
     FKM_ASSERT(C != NULL && lf >= 0 && (lf == 0 || f != NULL));
     FKM_ASSERT(out != NULL && out->coef != NULL && out->off != NULL && out->exps != NULL);
-    lf = fkm_poly_normlen(f, lf);
-    if (lf < 2 || f[lf - 1] != 1)
-        return FKM_EDOM;
     plist_t L;
     plist_init(&L);
-    fkm_poly_t Fp;
-    fkm_poly_init(&Fp);
-    int st = fkm_poly_set(&Fp, f, lf);
-    if (!st)
-        st = sqf_rec(C, &Fp, 1, &L);
+    int st = sqf_of(C, f, lf, &L);
     if (!st)
         st = export_list(&L, out);
-    fkm_poly_clear(&Fp);
     plist_clear(&L);
     return st;
 }
@@ -536,22 +547,14 @@ int fkm_poly_factor(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
 {
     FKM_ASSERT(C != NULL && rng != NULL && lf >= 0 && (lf == 0 || f != NULL));
     FKM_ASSERT(out != NULL && out->coef != NULL && out->off != NULL && out->exps != NULL);
-    lf = fkm_poly_normlen(f, lf);
-    if (lf < 2 || f[lf - 1] != 1)
-        return FKM_EDOM;
     plist_t S, L;
     plist_init(&S);
     plist_init(&L);
-    fkm_poly_t Fp;
-    fkm_poly_init(&Fp);
-    int st = fkm_poly_set(&Fp, f, lf);
-    if (!st)
-        st = sqf_rec(C, &Fp, 1, &S);
+    int st = sqf_of(C, f, lf, &S);
     for (int64_t i = 0; i < S.n && !st; i++)
         st = ddf(C, &S.items[i], rng, S.exps[i], &L);
     if (!st)
         st = export_list(&L, out);
-    fkm_poly_clear(&Fp);
     plist_clear(&S);
     plist_clear(&L);
     return st;
