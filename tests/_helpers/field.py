@@ -29,7 +29,7 @@ import numpy as np
 P31 = 2**31 - 1                     # 2147483647, Mersenne prime
 P61 = 2**61 - 1                     # Mersenne prime
 DEFAULT = 4611615649683210241       # 65535 * 2**46 + 1, checked in test_default_prime
-P63 = 2**63 - 25                    # largest prime below 2**63 (checked with sympy below)
+P63 = 2**63 - 25                    # largest prime below 2**63 (checked with sympy in tests/field/test_primes.py)
 PRIMES = [2, 3, 13, P31, P61, DEFAULT]
 
 

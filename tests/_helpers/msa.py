@@ -30,7 +30,6 @@ from pyfkm.secagg.msa import AggregateMessage, MaskedVectorMessage
 
 M64 = 1 << 64
 RUN = bytes(range(16))
-KEY = bytes(range(1, 33))
 
 
 # ------------------------------------------------------------ oracle: ChaCha20

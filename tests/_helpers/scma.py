@@ -51,7 +51,6 @@ import pyfkm.secagg
 import pyfkm.secagg.scma._params
 from pyfkm.field import DEFAULT_PRIME
 from pyfkm.secagg import ScmaClient, ScmaParams, ScmaServer
-from pyfkm.secagg.scma._params import delta_params
 
 
 try:
@@ -162,13 +161,6 @@ def make_run(params, ids, *, threshold=None, degree=0):
     for c in clients.values():
         c.receive_roster(wire(roster))
     return server, clients
-
-
-def round_words(params, delta_nonzeros=0):
-    """Words of a message of a round (full or difference round)."""
-    if delta_nonzeros:
-        return delta_params(params, delta_nonzeros).message_words
-    return params.message_words
 
 
 def share_round(server, clients, participants=None):
