@@ -79,6 +79,66 @@ static void seeding_block_sums(double *bsum, const double *mind,
     }
 }
 
+static int cmp_index(const void *a, const void *b)
+{
+    fkm_index_t x = *(const fkm_index_t *)a, y = *(const fkm_index_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int is_chosen(const fkm_index_t *sorted, fkm_index_t m, fkm_index_t i)
+{
+    fkm_index_t lo = 0, hi = m;
+    while (lo < hi) {
+        fkm_index_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m && sorted[lo] == i;
+}
+
+/* The mass of point i in the fallback draw (seeding_fallback): its weight
+ * (1 without w) if it is active and not a center yet (not in the sorted
+ * sorted[0..m)), else 0. */
+static double fallback_mass(const double *w, const uint8_t *removed,
+                            const fkm_index_t *sorted, fkm_index_t m,
+                            fkm_index_t i)
+{
+    if ((removed && removed[i]) || is_chosen(sorted, m, i))
+        return 0.0;
+    return w ? w[i] : 1.0;
+}
+
+/* The end of a cumulative draw over points [lo, hi): the first point at
+ * which acc plus the positive masses up to it passes target.  Rounding can
+ * leave target beyond the sum: the last point of positive mass is taken
+ * then; FKM_EDOM when none has positive mass.  The masses are point_mass
+ * (fallback 0; sorted, m unused) or fallback_mass (fallback 1; mind
+ * unused). */
+static inline int draw_walk(fkm_index_t *out, double acc, double target,
+                            fkm_index_t lo, fkm_index_t hi, const double *mind,
+                            const double *w, const uint8_t *removed,
+                            const fkm_index_t *sorted, fkm_index_t m,
+                            int fallback)
+{
+    fkm_index_t last = -1;
+    for (fkm_index_t i = lo; i < hi; ++i) {
+        double p = fallback ? fallback_mass(w, removed, sorted, m, i)
+                            : point_mass(mind, w, removed, i);
+        if (p > 0.0) {
+            last = i;
+            acc += p;
+            if (acc > target)
+                break;
+        }
+    }
+    if (last < 0)
+        return FKM_EDOM;
+    *out = last;
+    return FKM_OK;
+}
+
 /* Draw i with probability w_i * mind_i / total, total the sum of bsum in
  * block order.  Rounding can leave the target at the very end of the range:
  * the last point of positive mass is taken then. */
@@ -110,39 +170,7 @@ static int seeding_sample(fkm_rng_t *rng, fkm_index_t *out, const double *bsum,
         return FKM_EDOM;
     fkm_index_t lo = last_block * FKM_SEED_BLOCK;
     fkm_index_t hi = lo + FKM_SEED_BLOCK < n ? lo + FKM_SEED_BLOCK : n;
-    fkm_index_t last = -1;
-    for (fkm_index_t i = lo; i < hi; ++i) {
-        double p = point_mass(mind, w, removed, i);
-        if (p > 0.0) {
-            last = i;
-            acc += p;
-            if (acc > target)
-                break;
-        }
-    }
-    if (last < 0)
-        return FKM_EDOM;
-    *out = last;
-    return FKM_OK;
-}
-
-static int cmp_index(const void *a, const void *b)
-{
-    fkm_index_t x = *(const fkm_index_t *)a, y = *(const fkm_index_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int is_chosen(const fkm_index_t *sorted, fkm_index_t m, fkm_index_t i)
-{
-    fkm_index_t lo = 0, hi = m;
-    while (lo < hi) {
-        fkm_index_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < i)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < m && sorted[lo] == i;
+    return draw_walk(out, acc, target, lo, hi, mind, w, removed, NULL, 0, 0);
 }
 
 /* All remaining D^2 mass is zero: draw proportionally to weight among active
@@ -156,28 +184,11 @@ static int seeding_fallback(fkm_rng_t *rng, fkm_index_t *out,
     qsort(sorted, (size_t)m, sizeof(fkm_index_t), cmp_index);
     double total = 0.0;
     for (fkm_index_t i = 0; i < n; ++i)
-        if (!(removed && removed[i]) && !is_chosen(sorted, m, i))
-            total += w ? w[i] : 1.0;
+        total += fallback_mass(w, removed, sorted, m, i);
     if (!(total > 0.0))
         return FKM_EDOM;
     double target = fkm_rng_double(rng) * total;
-    double acc = 0.0;
-    fkm_index_t last = -1;
-    for (fkm_index_t i = 0; i < n; ++i) {
-        if ((removed && removed[i]) || is_chosen(sorted, m, i))
-            continue;
-        double p = w ? w[i] : 1.0;
-        if (p > 0.0) {
-            last = i;
-            acc += p;
-            if (acc > target)
-                break;
-        }
-    }
-    if (last < 0)
-        return FKM_EDOM;
-    *out = last;
-    return FKM_OK;
+    return draw_walk(out, 0.0, target, 0, n, NULL, w, removed, sorted, m, 1);
 }
 
 /* The preconditions fkm_seeding.h states (FKM_ASSERT: debug builds only),
@@ -204,14 +215,6 @@ static void seeding_assert_args(const fkm_rng_t *rng, const fkm_index_t *centers
     (void)removed, (void)n, (void)d, (void)k, (void)n_prefix, (void)warm;
 }
 
-#define FKM_REAL double
-#define FKM_SFX f64
-#include "fkm_seeding_impl.h"
-#undef FKM_REAL
-#undef FKM_SFX
-
-#define FKM_REAL float
-#define FKM_SFX f32
-#include "fkm_seeding_impl.h"
-#undef FKM_REAL
-#undef FKM_SFX
+/* The bodies for float64 and float32 input. */
+#define FKM_TYPED_BODY "fkm_seeding_impl.h"
+#include "fkm_typed.h"

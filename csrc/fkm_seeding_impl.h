@@ -1,5 +1,6 @@
 /* Type-generic body of fkm_seeding.c; included once per input type with
- * FKM_REAL (element type) and FKM_SFX (name suffix) defined. */
+ * FKM_REAL (element type) and FKM_SFX (name suffix) defined (by
+ * fkm_typed.h). */
 
 #define FKM_CAT_(a, b) a##_##b
 #define FKM_CAT(a, b) FKM_CAT_(a, b)
