@@ -1,4 +1,5 @@
-# Helpers shared by the Cython modules: status mapping and generator plumbing.
+# Helpers shared by the Cython modules: status mapping, optional arrays and
+# generator plumbing.
 from numpy.random cimport bitgen_t
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from pyfkm._core._csrc cimport (fkm_rng_t, fkm_rng_set, FKM_OK, FKM_ENOMEM, FKM_EDOM,
@@ -30,6 +31,22 @@ cdef inline int check_status(int status, str where) except -1:
     if status == FKM_ENOSPLIT_RNG:
         raise exc.PyfkmError(f"{where}: random splitting failed too often")
     raise exc.PyfkmError(f"{where}: unknown status {status}")
+
+
+cdef inline const double *in_ptr(const double[::1] view) noexcept:
+    """The data of an optional IN array for a kernel: NULL for None or an
+    empty view (valid while the caller holds ``view``)."""
+    if view is None or view.shape[0] == 0:
+        return NULL
+    return &view[0]
+
+
+cdef inline double *out_ptr(double[::1] view) noexcept:
+    """The data of an optional OUT array for a kernel: NULL for None or an
+    empty view (valid while the caller holds ``view``)."""
+    if view is None or view.shape[0] == 0:
+        return NULL
+    return &view[0]
 
 
 cdef inline bitgen_t *bitgen_of(object generator) except NULL:

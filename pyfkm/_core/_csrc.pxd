@@ -1,4 +1,9 @@
 # Declarations of the whole C API in csrc/ (one block per header).
+#
+# deliberate specialization: each *_f64 / *_f32 pair is declared once per
+# input type (C has no generics; csrc/fkm_typed.h instantiates one body for
+# both), and every prototype restates its csrc/*.h one (and so the C
+# definition), as Cython reads no C headers; these lines repeat by design.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 cdef extern from "fkm_common.h" nogil:
@@ -30,6 +35,7 @@ cdef extern from "fkm_seeding.h" nogil:
                             int32_t *labels, const double *X, const double *w,
                             const uint8_t *removed, fkm_index_t n, fkm_index_t d,
                             fkm_index_t k, fkm_index_t n_prefix)
+    # deliberate specialization: the float32 twin (see the top of this file)
     int fkm_seeding_run_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
                             int32_t *labels, const float *X, const double *w,
                             const uint8_t *removed, fkm_index_t n, fkm_index_t d,
@@ -39,6 +45,7 @@ cdef extern from "fkm_seeding.h" nogil:
                                int32_t *labels, const double *X, const double *w,
                                const uint8_t *removed, fkm_index_t n, fkm_index_t d,
                                fkm_index_t k, fkm_index_t n_prefix)
+    # deliberate specialization: the float32 twin (see the top of this file)
     int fkm_seeding_resume_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
                                int32_t *labels, const float *X, const double *w,
                                const uint8_t *removed, fkm_index_t n, fkm_index_t d,
@@ -59,6 +66,7 @@ cdef extern from "fkm_lloyd.h" nogil:
                              const double *P, const double *w, fkm_index_t lo, fkm_index_t hi,
                              fkm_index_t d, const double *ct, const double *hnorm,
                              const double *centers, fkm_index_t k)
+    # deliberate specialization: the float32 twin (see the top of this file)
     int fkm_lloyd_assign_f32(int32_t *labels, fkm_index_t *n_changed,
                              double *mind, double *sums,
                              double *wsums, double *inertia, const float *X,
@@ -237,6 +245,8 @@ cdef extern from "fkm_lloyd_loop.h" nogil:
                                   const double *X, const double *w, fkm_index_t n,
                                   fkm_index_t d, fkm_index_t k, fkm_index_t max_iter,
                                   double tol_abs, fkm_lloyd_trace *trace)
+    # deliberate specialization: the prototype of csrc/fkm_lloyd_loop.h restated
+    # (see the top of this file)
     int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *mind,
                                          fkm_index_t *n_iter, double *inertia,
                                          const double *X, const double *P, const double *w,

@@ -31,6 +31,9 @@ cdef class Matrix:
     cdef readonly fkm_index_t n
 
     def __cinit__(self, const double[:, ::1] X):
+        # deliberate specialization: Matrix and Tree are the two indexes of X
+        # the kernels take; their constructors share only the build-and-check
+        # shape around different C objects.
         cdef fkm_index_t n = X.shape[0], d = X.shape[1]
         cdef int status
         self.n = n
@@ -184,6 +187,7 @@ cdef class Tree:
     cdef readonly fkm_index_t n
 
     def __cinit__(self, const double[:, ::1] X):
+        # deliberate specialization: see Matrix.__cinit__.
         cdef fkm_index_t n = X.shape[0], d = X.shape[1]
         cdef int status
         self.tree = NULL

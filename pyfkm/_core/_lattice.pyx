@@ -91,33 +91,34 @@ def _check_finite_out(int status, str what):
 
 def centers(object bins, object phase, double step):
     """float64 centers (bins + 0.5 + phase) * step of C-contiguous int64 bins."""
-    cdef fkm_index_t n = bins.shape[0], d = bins.shape[1]
-    cdef const int64_t[:, ::1] b = bins
-    cdef const double[::1] ph = phase
-    cdef const double *pp = _phase_ptr(phase, ph, d)
-    out = np.empty((n, d), dtype=np.float64)
-    cdef double[:, ::1] o = out
-    cdef int status = FKM_OK
-    if n * d == 0:
-        return out
-    with nogil:
-        status = fkm_lattice_centers(&o[0, 0], &b[0, 0], pp, n, d, step)
-    _check_finite_out(status, "bin centers")
-    return out
+    return _points_in_bins(bins, phase, step, False, None)
 
 
 def sample(object bins, object phase, double step, object generator):
     """float64 points (bins + U + phase) * step, U = generator.random((n, d))."""
+    return _points_in_bins(bins, phase, step, True, generator)
+
+
+cdef object _points_in_bins(object bins, object phase, double step, bint draw,
+                            object generator):
+    """One float64 point per row of bins: the bin's center
+    (fkm_lattice_centers), or with draw a uniform point in it drawn from
+    generator (fkm_lattice_sample)."""
     cdef fkm_index_t n = bins.shape[0], d = bins.shape[1]
     cdef const int64_t[:, ::1] b = bins
     cdef const double[::1] ph = phase
     cdef const double *pp = _phase_ptr(phase, ph, d)
     out = np.empty((n, d), dtype=np.float64)
     cdef double[:, ::1] o = out
-    cdef bitgen_t *bg = bitgen_of(generator)
+    cdef bitgen_t *bg = bitgen_of(generator) if draw else NULL
     cdef fkm_rng_t rng
     cdef int status = FKM_OK
     if n * d == 0:
+        return out
+    if not draw:
+        with nogil:
+            status = fkm_lattice_centers(&o[0, 0], &b[0, 0], pp, n, d, step)
+        _check_finite_out(status, "bin centers")
         return out
     rng_from_bitgen(&rng, bg)
     with generator.bit_generator.lock:

@@ -23,7 +23,7 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 fkm_lloyd_acc_scratch, fkm_lloyd_accumulate_f64,
                                 fkm_lloyd_distances_f64)
 from libc.string cimport memset
-from pyfkm._core._common cimport check_status
+from pyfkm._core._common cimport check_status, in_ptr, out_ptr
 
 
 def part_bounds(fkm_index_t n, fkm_index_t k, fkm_index_t d):
@@ -108,16 +108,10 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
     ``w_or_empty`` of length 0 means unit weights; ``P`` is pack_points(X)
     (or None); ``mind`` None skips distances and inertia.  Releases the GIL.
     """
-    cdef double[::1] mv
-    cdef double *mp = NULL
-    cdef const double[::1] Pv
-    cdef const double *Pp = NULL
-    if mind is not None:
-        mv = mind
-        mp = &mv[0]
-    if P is not None:
-        Pv = P
-        Pp = &Pv[0]
+    cdef double[::1] mv = mind
+    cdef const double[::1] Pv = P
+    cdef double *mp = out_ptr(mv)
+    cdef const double *Pp = in_ptr(Pv)
     cdef fkm_index_t k = centers.shape[0], d = centers.shape[1], p
     _check_assign(X, P, w_or_empty, ct, hn, centers, labels, mind)
     cdef fkm_index_t n = X.shape[0]
@@ -129,7 +123,7 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
     for p in range(part_lo, part_hi):
         if not 0 <= bounds[p] <= bounds[p + 1] <= n or (P is not None and bounds[p] % 4):
             raise ValueError("assign_parts: part bounds out of range")
-    cdef const double *wp = &w_or_empty[0] if w_or_empty.shape[0] > 0 else NULL
+    cdef const double *wp = in_ptr(w_or_empty)
     cdef const double[:, ::1] X64
     cdef const float[:, ::1] X32
     cdef int status = 0
@@ -174,17 +168,11 @@ def assign_explicit(const double[:, ::1] X, P, const double[::1] w_or_empty,
     scratch = np.empty(fkm_lloyd_acc_scratch(k, d), dtype=np.float64)
     cdef double[:, ::1] sv = sums
     cdef double[::1] wv = wsums, scv = scratch
-    cdef double[::1] mv
-    cdef double *mp = NULL
-    cdef const double[::1] Pv
-    cdef const double *Pp = NULL
-    cdef const double *wp = &w_or_empty[0] if w_or_empty.shape[0] > 0 else NULL
-    if mind is not None:
-        mv = mind
-        mp = &mv[0]
-    if P is not None:
-        Pv = P
-        Pp = &Pv[0]
+    cdef double[::1] mv = mind
+    cdef const double[::1] Pv = P
+    cdef double *mp = out_ptr(mv)
+    cdef const double *Pp = in_ptr(Pv)
+    cdef const double *wp = in_ptr(w_or_empty)
     with nogil:
         status = fkm_lloyd_label_f64(&labels[0], &n_changed, &X[0, 0], Pp, 0, n, d, &ct[0],
                                      &hn[0], k, NULL)
@@ -229,21 +217,17 @@ cdef object _loop(str name, const double[:, ::1] X, object centers, object sampl
     mind = np.empty(n, dtype=np.float64)
     cdef int32_t[::1] lv = labels
     cdef double[::1] mv = mind
-    cdef const double[::1] wv
-    cdef const double *wp = NULL
+    cdef const double[::1] wv = None
     cdef fkm_index_t n_iter = 0
     cdef double inertia = 0.0
     cdef int status
-    cdef const double[::1] Pv
-    cdef const double *Pp = NULL
-    if P is not None:
-        Pv = P
-        Pp = &Pv[0]
+    cdef const double[::1] Pv = P
+    cdef const double *Pp = in_ptr(Pv)
     if sample_weight is not None:
         wv = np.ascontiguousarray(sample_weight, dtype=np.float64)
         if wv.shape[0] != n:
             raise ValueError(f"{name}: sample_weight has the wrong length")
-        wp = &wv[0]
+    cdef const double *wp = in_ptr(wv)
     if tr == NULL:
         with nogil:
             status = fkm_lloyd_loop_f64(&cv[0, 0], &lv[0], &mv[0], &n_iter, &inertia,

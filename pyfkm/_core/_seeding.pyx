@@ -13,7 +13,7 @@ from pyfkm._core._csrc cimport (fkm_rng_t, fkm_index_t, fkm_seeding_run_f64,
                                 fkm_seeding_resume_f32, fkm_race_seeding_f64,
                                 fkm_race_seeding_f32, fkm_race_seeding_trace_f64,
                                 fkm_race_seeding_dist_f64)
-from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
+from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen, in_ptr
 
 
 # "auto" picks warm or cold resumption by cost; "always"/"never" force one
@@ -68,12 +68,8 @@ cdef tuple _seed(object X, object sample_weight, object prefix, fkm_index_t k,
     centers[:m] = ids
     mind = np.empty(n, dtype=np.float64)
     labels = np.empty(n, dtype=np.int32)
-    cdef const double[::1] w
-    cdef const double *wp = NULL
-    if sample_weight is not None:
-        w = sample_weight
-        wp = &w[0]
-    _run(generator, centers, mind, labels, X, wp, NULL, k, m)
+    cdef const double[::1] w = sample_weight
+    _run(generator, centers, mind, labels, X, in_ptr(w), NULL, k, m)
     return centers, mind, labels
 
 
