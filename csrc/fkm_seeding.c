@@ -191,8 +191,8 @@ static int seeding_fallback(fkm_rng_t *rng, fkm_index_t *out,
     return draw_walk(out, 0.0, target, 0, n, NULL, w, removed, sorted, m, 1);
 }
 
-/* The preconditions fkm_seeding.h states (FKM_ASSERT: debug builds only),
- * but finiteness of X, which the typed entry points check. */
+/* The preconditions fkm_seeding.h states (FKM_ASSERT: debug builds only).
+ * Non-finite X is not one: it is reported (FKM_ENONFINITE), see the header. */
 static void seeding_assert_args(const fkm_rng_t *rng, const fkm_index_t *centers,
                                 const double *mind, const int32_t *labels,
                                 const void *X, const double *w,

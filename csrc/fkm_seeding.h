@@ -35,10 +35,14 @@
  * X          IN, n x d row-major
  * w          IN, length n, nonnegative weights, or NULL for unit weights
  * removed    IN, length n, nonzero marks a removed point, or NULL
- * Assumes without checking: finite X, 0 <= n_prefix <= k, the prefix ids are
- * active and distinct, at least k active points have positive weight.
- * Returns FKM_OK, FKM_ENOMEM, FKM_ENONFINITE (squared distances overflow) or
- * FKM_EDOM (no point is left to sample: the assumption above is violated).
+ * Assumes without checking: 0 <= n_prefix <= k, the prefix ids are active
+ * and distinct, at least k active points have positive weight.
+ * Non-finite X is allowed and safe: it makes the D^2 mass non-finite, which
+ * returns FKM_ENONFINITE (pyfkm.core.seeding relies on this to skip a pass
+ * over X and then names the bad values).
+ * Returns FKM_OK, FKM_ENOMEM, FKM_ENONFINITE (squared distances overflow, or
+ * NaN/inf in X) or FKM_EDOM (no point is left to sample: the assumption above
+ * is violated).
  */
 int fkm_seeding_run_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
                         int32_t *labels, const double *X, const double *w,

@@ -324,7 +324,6 @@ int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
 {
     seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
                         n_prefix, 0);
-    FKM_ASSERT_EACH(i, n * d, isfinite(X[i]));
     return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
                                   d, k, n_prefix, 0);
 }
@@ -340,7 +339,6 @@ int FKM_NAME(fkm_seeding_resume)(fkm_rng_t *rng, fkm_index_t *centers,
         return FKM_EDOM;
     seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
                         n_prefix, 1);
-    FKM_ASSERT_EACH(i, n * d, isfinite(X[i]));
     return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
                                   d, k, n_prefix, 1);
 }
