@@ -18,6 +18,8 @@ import sysconfig
 
 import pytest
 
+pytestmark = pytest.mark.slow  # compiles the C library twice (~15 s)
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CSRC = ROOT / "csrc"
 DRIVER = ROOT / "tests" / "c" / "assert_fires.c"
