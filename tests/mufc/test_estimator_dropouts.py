@@ -725,6 +725,7 @@ def test_dropped_slots_are_empty_and_erased_in_copies_and_files(how, tmp_path, m
 
 # -- scale ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_fit_of_200_clients_with_two_points_each_completes(capsys):
     """SecAgg+'s sparse graph ("auto" beyond 64 clients).  Timed for the
     record, no timed assertion (the 1000-client run is in the change's
