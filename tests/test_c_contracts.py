@@ -16,10 +16,6 @@ Error tests come first.  Random cases use seeds 0..N-1 and pass for any seed.
 """
 import math
 import pathlib
-import re
-import subprocess
-import sys
-import textwrap
 import threading
 
 import numpy as np

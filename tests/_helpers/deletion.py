@@ -1,5 +1,4 @@
 """Data, models and replays shared by the tests of pyfkm.deletion."""
-import copy
 import pickle
 
 import numpy as np

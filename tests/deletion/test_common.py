@@ -3,7 +3,6 @@ checks, the race seeding kernel, atomic failures, locking, erasure of the
 caller's array, the doctests."""
 import doctest
 import gc
-import pickle
 import sys
 import threading
 

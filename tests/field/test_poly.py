@@ -23,7 +23,6 @@ from sympy.polys.galoistools import (
     gf_sqf_list,
 )
 
-import pyfkm.exceptions
 from pyfkm.field import (DecodeError, berlekamp_massey, factor, poly_derivative, poly_divmod,
                          poly_eval, poly_gcd, poly_mul, poly_powmod, poly_xgcd, roots,
                          squarefree_factorization)

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import pyfkm.mufc.baselines as baselines
-import pyfkm.mufc.kfed as kfed
 from pyfkm.mufc.dckmeans import FederatedDCKMeans
 from pyfkm.mufc.kfed import KFed
 from pyfkm.exceptions import InvalidIdError, InvalidInputError, NotFittedError

@@ -8,7 +8,7 @@ from pyfkm.datasets import make_gaussian_mixture, split_non_iid
 from pyfkm.exceptions import InvalidInputError
 from pyfkm.core.kmeans import KMeans
 from pyfkm.mufc import FederatedKMeans
-from _helpers.mufc_server import copy_gen, server
+from _helpers.mufc_server import copy_gen
 from _helpers.saved import read_saved, write_saved
 
 

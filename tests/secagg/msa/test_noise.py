@@ -11,7 +11,7 @@ from pyfkm.core import noise as privacy
 from pyfkm.exceptions import CapacityError, InvalidInputError
 from pyfkm.secagg.msa import MsaClient, MsaServer, msa_round, setup_msa
 from pyfkm.secagg.msa import _client
-from _helpers.msa import RUN, server_bytes, close_round, fixed, grid, open_round, send
+from _helpers.msa import RUN, server_bytes, close_round, open_round, send
 
 
 def setup_with_server(n, n_words, **server_kw):
