@@ -269,7 +269,8 @@ def nearest_center(X, C, *, n_threads=1):
 
     The one nearest-center kernel of the package: the C assignment step of
     :func:`lloyd` (csrc/fkm_lloyd.h), which scores the centers around a shift
-    near them (accurate far from the origin), gives the lowest index on exact
+    near them (moved close to them first when they sit far from the origin),
+    gives the lowest index on exact
     ties of the score and recomputes the squared distance to the chosen
     center exactly, as ``sum_j (x_j - c_j)^2``.  Results do not depend on
     ``n_threads``.
@@ -299,6 +300,19 @@ def nearest_center(X, C, *, n_threads=1):
     C = np.ascontiguousarray(C, dtype=np.float64)
     if X.shape[0] == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int32)
+    # The kernel scores around the centers' mean rounded to 16 significant
+    # bits.  Far from the origin that shift can sit farther from the centers
+    # than they are from each other (at 1.7e9, up to 2**14 away from centers
+    # 1 apart), and the scores then lose the precision that separates them.
+    # Then move X and C by that shift first (in float64: x - s and c - s are
+    # exact for data near s), so that the kernel's own shift of the moved
+    # centers is close to them.  Elsewhere nothing moves: on simple data
+    # (small integers, dyadic values) exact ties stay exact ties.
+    m = C.mean(axis=0)
+    s = _short_shift(m)
+    if np.abs(m - s).max() > np.abs(C - m).max():
+        X = X - s
+        C = C - s
     ws = LloydWorkspace(X, None, C.shape[0], n_threads, pack=X.shape[0] >= 4096)
     try:
         ws.step(C)

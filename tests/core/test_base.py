@@ -178,6 +178,37 @@ def test_far_from_the_origin(d):
     np.testing.assert_array_equal(far[0], near[0])
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e6, 1.7e9, -3e12])
+@pytest.mark.parametrize("d", [1, 2])
+def test_real_valued_data_far_from_the_origin(offset, d):
+    # Unix-timestamp-like data: 100 centers 1 apart around 1.7e9, points
+    # between them.  The kernel's own shift (16 significant bits) sits up to
+    # 2**14 away from such centers; nearest_center must still pick the
+    # nearest one (found with 5 of 20,000 points wrong before it moved the
+    # data first).  Continuous data: no exact ties to break.
+    rng = np.random.default_rng(11)
+    C = offset + np.repeat(np.arange(100.0)[:, None], d, axis=1)
+    C[:, 1:] += rng.uniform(-0.25, 0.25, size=(100, d - 1))
+    X = offset + rng.uniform(-1.0, 100.0, size=(20000, d))
+    D, lab, mind = oracle(X, C)
+    d2, labels = nearest_center(X, C)
+    np.testing.assert_array_equal(labels, lab)
+    # the distances to the chosen centers, up to the rounding of x - c
+    np.testing.assert_allclose(d2, mind, rtol=1e-12, atol=1e-12)
+
+
+def test_deletion_estimators_predict_exactly_far_from_the_origin():
+    from pyfkm import DCKMeans, QKMeans
+    rng = np.random.default_rng(0)
+    C0 = 1.7e9 + np.sort(rng.uniform(0, 20, 20))
+    X = (C0[rng.integers(20, size=5000)] + rng.normal(size=5000))[:, None]
+    for m in (QKMeans(20, random_state=0).fit(X),
+              DCKMeans(20, n_leaves=4, random_state=0).fit(X)):
+        D = (X - m.cluster_centers_.T) ** 2            # exact in 1-D
+        np.testing.assert_array_equal(m.predict(X), D.argmin(1))
+        assert m.score(X) == pytest.approx(-D.min(1).sum(), rel=1e-12)
+
+
 def test_nearest_center_does_not_depend_on_threads():
     rng = np.random.default_rng(8)
     X = rng.normal(size=(20011, 3))
