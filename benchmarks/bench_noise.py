@@ -1,4 +1,4 @@
-"""Microbenchmarks of the DP noise samplers of :mod:`pyfkm.privacy`.
+"""Microbenchmarks of the DP noise samplers of :mod:`pyfkm.core.noise`.
 
 Run with ``python -m pytest benchmarks/bench_noise.py --benchmark-only
 --benchmark-timer=time.process_time`` or, for the samples-per-second table

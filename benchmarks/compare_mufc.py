@@ -72,8 +72,8 @@ Seed s draws the mixture, the split and the models' ``random_state``.
    server_points, and "centers" with ``client_init="means"`` (the means of the seeds' cells)
    and ``client_init="full"`` (Lloyd after the clients' seeding, paper App. M.3); clear
    aggregation, which gives the same model as secure), K-FED
-   (``pyfkm.baselines.KFed``) and federated DC-k-means
-   (``pyfkm.baselines.FederatedDCKMeans``, leaf = client, weighted root).  K-FED runs four
+   (``pyfkm.mufc.KFed``) and federated DC-k-means
+   (``pyfkm.mufc.FederatedDCKMeans``, leaf = client, weighted root).  K-FED runs four
    ways: with k' = K' local clusters per client (the K-FED paper's heterogeneous setting where
    clients know K', also the k' of the MUFC paper's comparison), its clients run the paper's
    Awasthi-Sheffet step once (k-means++ seeds in the projection, as in the K-FED authors'

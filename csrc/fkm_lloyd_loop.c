@@ -15,7 +15,7 @@ typedef struct {
 } loop_ws;
 
 /* The mean of the centers rounded to 16 significant bits per coordinate
- * (as pyfkm.kmeans._short_shift): x - s stays exact for simple data, so
+ * (as pyfkm.core.kmeans._short_shift): x - s stays exact for simple data, so
  * exact distance ties stay ties. */
 static void short_shift(double *shift, const double *centers, fkm_index_t k, fkm_index_t d)
 {

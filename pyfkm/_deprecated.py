@@ -13,23 +13,26 @@ import warnings
 __all__ = ["alias_module", "renamed_method"]
 
 
-def alias_module(old, new, names):
+def alias_module(old, new, names, more=None):
     """``(__all__, __getattr__, __dir__)`` for the deprecated module ``old``
-    whose public ``names`` now live in ``new`` (``__all__`` assigned from a
-    call: pyflakes does not look for the names, which only ``__getattr__``
-    resolves)."""
+    whose public ``names`` (its ``__all__``) now live in ``new``; ``more``
+    maps the public names it had outside ``__all__`` to their new modules
+    (``__all__`` assigned from a call: pyflakes does not look for the names,
+    which only ``__getattr__`` resolves)."""
     listed = list(names)
-    names = frozenset(names)
+    homes = {name: new for name in listed}
+    homes.update(more or {})
 
     def __getattr__(name):
-        if name not in names:
+        if name not in homes:
             raise AttributeError(f"module {old!r} has no attribute {name!r}")
         warnings.warn(f"{old} is deprecated and will be removed in pyfkm 0.3; "
-                      f"import {name} from {new} instead", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(new), name)
+                      f"import {name} from {homes[name]} instead", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(importlib.import_module(homes[name]), name)
 
     def __dir__():
-        return sorted(names)
+        return sorted(homes)
 
     return listed, __getattr__, __dir__
 

@@ -107,20 +107,19 @@ def _federated(rng, out, n_samples=10_000, n_features=10, n_clusters=10, n_clien
     out(f"   bytes sent             {fkm.bytes_sent_:,} in the round "
         f"({fkm.bytes_sent_ // n_clients:,} per client: key shares, masked input, unmasking)")
     out(f"   secure aggregation     keys from the OS, threshold "
-        f"{fkm._agg.server.threshold} of {n_clients} clients, dropouts recovered "
+        f"{fkm.threshold_} of {n_clients} clients, dropouts recovered "
         "(docs/threat_model.md)")
     out(f"   loss ratio             {ratio:.3f}  (federated objective / best of 5 "
         "centralized k-means++ runs)")
     online, offline, reseeded = [], [], 0
     for _ in range(n_removals):
         c = int(rng.integers(n_clients))
-        alive = np.flatnonzero(~fkm._clients[c].removed_)
+        alive = np.flatnonzero(~fkm.removed_[c])
         rep = fkm.remove(c, int(rng.choice(alive)))
         online.append(rep.client_seconds + rep.aggregation_seconds + rep.server_seconds)
         offline.append(rep.offline_seconds)
         reseeded += rep.reseeded
-    c0 = fkm._clients[0]
-    rep_c = fkm.remove(0, int(c0._active[c0._seeding.center_ids_[0]]))
+    rep_c = fkm.remove(0, int(fkm.client_center_rows_[0][0]))
     rep_l = fkm.remove_clients([n_clients - 1])
     out(f"   {n_removals} random single-point removals: {reseeded} reseeded; online time "
         f"median {_fmt_s(float(np.median(online)))} (client + secure round + server), "
@@ -128,11 +127,11 @@ def _federated(rng, out, n_samples=10_000, n_features=10, n_clusters=10, n_clien
         "shares and masks, prepared ahead: no data involved)")
     out(f"   removing a client's first center: reseeded from position {rep_c.position}, "
         f"online {_fmt_s(rep_c.client_seconds + rep_c.aggregation_seconds + rep_c.server_seconds)}")
-    out(f"   client {n_clients - 1} leaves: secure round over {len(fkm._participants)} clients, "
+    out(f"   client {n_clients - 1} leaves: secure round over {len(fkm.participants_)} clients, "
         f"online {_fmt_s(rep_l.aggregation_seconds + rep_l.server_seconds)}")
     t = time.perf_counter()
     FederatedKMeans(n_clusters, server_points="centers", random_state=rng).fit(
-        [c.X[~c.removed_] for c in fkm._clients[:-1]])
+        [X_l[~gone] for X_l, gone in zip(clients[:-1], fkm.removed_[:-1])])
     t_refit = time.perf_counter() - t
     out(f"   retraining from scratch instead: {_fmt_s(t_refit)} per removal")
     out("   After every removal the whole model is distributed exactly as a fit on the "

@@ -384,21 +384,20 @@ def _remaining_data(model, clients):
                 f"{type(model).__name__} is not fitted (no {attr}); call fit first")
     centers = list(model.client_centers_)
     clients = _check_sequence(clients, "clients", len(centers))
-    internal = getattr(model, "_clients", None)
-    participants = list(getattr(model, "_participants", range(len(centers))))
+    # FederatedKMeans says which clients remain and which rows they removed
+    # (participants_, removed_); the retraining baselines do not track rows
+    masks = getattr(model, "removed_", None)
+    participants = list(getattr(model, "participants_", range(len(centers))))
     data, local = [], []
     for l in participants:
         X = check_array(clients[l], f"clients[{l}]", allow_empty=True)
-        removed = None
-        if internal is not None:
-            held = getattr(internal[l], "X", None)
-            if held is not None and held.shape[0] != X.shape[0]:
+        removed = None if masks is None else masks[l]
+        if removed is not None:
+            if removed.shape[0] != X.shape[0]:
                 raise InvalidInputError(
                     f"clients[{l}] has {X.shape[0]} rows but the model's client {l} was "
-                    f"fitted on {held.shape[0]}; pass the data given to fit")
-            removed = getattr(internal[l], "removed_", None)
-        if removed is not None and np.any(removed):
-            X = X[~np.asarray(removed, dtype=bool)]
+                    f"fitted on {removed.shape[0]}; pass the data given to fit")
+            X = X[~removed]
         data.append(X)
         local.append(centers[l])
     return data, local

@@ -144,3 +144,10 @@ def test_fit_predict_where_a_fit_keeps_labels(fitted):
     np.testing.assert_array_equal(q.sample_ids_, ids)
     np.testing.assert_array_equal(KMeans(3, random_state=0).fit_predict(X),
                                   models["KMeans"].labels_)
+    # scikit-learn's positional form fit_predict(X, y, sample_weight)
+    w = np.linspace(0.5, 2.0, len(X))
+    np.testing.assert_array_equal(KMeans(3, random_state=0).fit_predict(X, None, w),
+                                  KMeans(3, random_state=0).fit(X, sample_weight=w).labels_)
+    # KZCenter keeps labels_ (-1 for declared outliers): fit_predict gives them
+    from pyfkm import KZCenter
+    np.testing.assert_array_equal(KZCenter(3, 4).fit_predict(X), KZCenter(3, 4).fit(X).labels_)

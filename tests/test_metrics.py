@@ -384,3 +384,24 @@ def test_nmi_matches_scikit_learn():
         b = rng.integers(0, rng.integers(1, 6), size=n)
         assert nmi(a, b) == pytest.approx(
             metrics.normalized_mutual_info_score(a, b), abs=1e-12)
+
+
+def test_loss_ratio_data_leaves_out_removed_rows_and_departed_clients():
+    # the data the federated objective is computed on: each remaining
+    # client's rows minus those it removed, for FederatedKMeans and for the
+    # retraining baselines alike (both say so through removed_/participants_)
+    from pyfkm.metrics import _remaining_data
+    from pyfkm.mufc import FederatedKMeans, KFed
+    rng = np.random.default_rng(5)
+    clients = [rng.uniform(-0.4, 0.4, size=(30, 2)) for _ in range(4)]
+    for model in (FederatedKMeans(3, random_state=0), KFed(3, client_clusters=2, random_state=0)):
+        model.fit(clients)
+        model.remove(0, [1, 4])
+        model.remove_clients([2])
+        data, local = _remaining_data(model, clients)
+        assert len(data) == len(local) == 3
+        np.testing.assert_array_equal(data[0], np.delete(clients[0], [1, 4], axis=0))
+        np.testing.assert_array_equal(data[1], clients[1])
+        np.testing.assert_array_equal(data[2], clients[3])
+        with pytest.raises(InvalidInputError, match="pass the data given to fit"):
+            _remaining_data(model, [c[:-1] for c in clients])

@@ -154,6 +154,25 @@ def test_moved_modules_warn_and_alias_the_new_home(old):
     assert all(w.filename == "<string>" for w in record)
 
 
+# Public functions the old flat modules had outside their __all__ (users
+# imported them by name): the aliases resolve them too, from their new homes.
+DEPRECATED_EXTRAS = {
+    ("pyfkm.kmeans", "nearest_center"): "pyfkm.core.kmeans",
+    ("pyfkm.lattice", "row_keys"): "pyfkm.core.lattice",
+    ("pyfkm.baselines", "kfed_server"): "pyfkm.mufc.kfed",
+    ("pyfkm.baselines", "dc_root"): "pyfkm.mufc.dckmeans",
+}
+
+
+@pytest.mark.parametrize("old, name", sorted(DEPRECATED_EXTRAS))
+def test_moved_modules_alias_their_public_names_outside_all(old, name):
+    new = DEPRECATED_EXTRAS[old, name]
+    with pytest.warns(DeprecationWarning, match=f"import {name} from {new}") as record:
+        exec(f"from {old} import {name} as obj", ns := {})
+    assert ns["obj"] is getattr(importlib.import_module(new), name)
+    assert all(w.filename == "<string>" for w in record)
+
+
 def test_pyfkm_privacy_warns_and_is_pyfkm_dp():
     import pyfkm
     import pyfkm.dp

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython wrappers of csrc/fkm_lattice.c (quantize, centers, sample, flatten).
 
-No input validation beyond what protects memory: callers in pyfkm.lattice
+No input validation beyond what protects memory: callers in pyfkm.core.lattice
 pass C-contiguous arrays of the right dtypes (X float32/float64 2-D, bins
 int64 2-D, indices int64 1-D, phase None or float64 of length d) and a
 finite positive step.  The kernels' own checks (NaN, overflow, bins out of

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython wrappers of csrc/fkm_lloyd.c (weighted Lloyd assignment/update).
 
-No input validation beyond what protects memory: pyfkm.kmeans passes
+No input validation beyond what protects memory: pyfkm.core.kmeans passes
 C-contiguous float32/float64 X, float64 weights (or None) and float64
 centers of matching shapes; the assignment wrappers still check every
 length the kernels index with (a model's centers can come from a user or a

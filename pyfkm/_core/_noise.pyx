@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython wrappers of csrc/fkm_chacha.c and csrc/fkm_noise.c.
 
-No input validation beyond memory safety: pyfkm.privacy validates sigma,
+No input validation beyond memory safety: pyfkm.core.noise validates sigma,
 key, nonce and sizes.  Every sampler writes into a caller-allocated array.
 """
 import numpy as np

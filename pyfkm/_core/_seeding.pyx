@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython wrappers of csrc/fkm_seeding.c (weighted D^2 seeding, exact removal).
 
-No input validation beyond what protects memory: callers in pyfkm.seeding
+No input validation beyond what protects memory: callers in pyfkm.core.seeding
 validate shapes, dtypes, finiteness and weights.
 """
 import numpy as np

@@ -147,10 +147,11 @@ class FitPredictMixin:
     """``fit_predict`` for estimators that fit on one ``X`` and set
     ``labels_`` (the cluster of each training row)."""
 
-    def fit_predict(self, X, y=None, **fit_params):
+    def fit_predict(self, X, y=None, *args, **fit_params):
         """Fit on ``X`` and return ``labels_``.
 
-        ``fit_params`` are passed to ``fit`` (``sample_weight``,
-        ``sample_ids``, as the estimator takes them).
+        Further arguments are passed to ``fit`` as given, positional ones
+        included (``sample_weight``, ``sample_ids``, as the estimator takes
+        them): ``fit_predict(X, None, w)`` is ``fit(X, None, w).labels_``.
         """
-        return self.fit(X, **fit_params).labels_
+        return self.fit(X, y, *args, **fit_params).labels_

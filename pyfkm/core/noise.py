@@ -195,7 +195,7 @@ class NoiseStream:
         :class:`pyfkm.exceptions.CapacityError`.
         """
         if not isinstance(key, (bytes, bytearray)) or len(key) != 32:
-            raise InvalidInputError("key must be 32 bytes (use pyfkm.privacy.new_noise_key())")
+            raise InvalidInputError("key must be 32 bytes (use pyfkm.dp.new_noise_key())")
         iteration = check_int(iteration, "iteration", 0)
         if iteration >= 1 << 64:
             raise InvalidInputError(f"iteration={iteration} must be < 2**64")

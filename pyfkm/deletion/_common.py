@@ -123,27 +123,27 @@ class _IdIndex:
     @staticmethod
     def lookup(ids_sorted, order, alive, req, n_alive, k):
         """Positions of the requested ids; raise InvalidIdError (and change
-        nothing) if one is unknown, repeated or already deleted, or if fewer
+        nothing) if one is unknown, repeated or already removed, or if fewer
         than ``k`` points would remain."""
         req = check_ids(req)
         if req.size == 0:
             return req
         if req.size > 1 and np.unique(req).shape[0] != req.shape[0]:
-            raise InvalidIdError("ids contain repeats; nothing was deleted")
+            raise InvalidIdError("ids contain repeats; nothing was removed")
         j = np.searchsorted(ids_sorted, req)
         j = np.minimum(j, len(ids_sorted) - 1)
         bad = ids_sorted[j] != req
         pos = order[j]
         if bad.any():
-            raise InvalidIdError(f"id {int(req[bad][0])} is unknown; nothing was deleted")
+            raise InvalidIdError(f"id {int(req[bad][0])} is unknown; nothing was removed")
         dead = ~alive[pos]
         if dead.any():
-            raise InvalidIdError(f"id {int(req[dead][0])} was already deleted; "
-                                 "nothing was deleted")
+            raise InvalidIdError(f"id {int(req[dead][0])} was already removed; "
+                                 "nothing was removed")
         if n_alive - req.size < k:
             raise InvalidIdError(
-                f"deleting {req.size} points would leave {n_alive - req.size} < "
-                f"n_clusters={k}; nothing was deleted")
+                f"removing {req.size} points would leave {n_alive - req.size} < "
+                f"n_clusters={k}; nothing was removed")
         return pos
 
 
@@ -357,8 +357,8 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
         Raises
         ------
         InvalidIdError
-            An id is unknown, repeated or already deleted, or fewer than
-            ``n_clusters`` points would remain.  Nothing is deleted then
+            An id is unknown, repeated or already removed, or fewer than
+            ``n_clusters`` points would remain.  Nothing is removed then
             (nor after any other exception).
         """
         t0 = time.perf_counter()

@@ -107,7 +107,7 @@ class DCKMeans(_LockedEstimator):
     on the point's term).  What stays is what a fresh fit on the remaining
     rows would hold, but for the race bounds of the leaves whose seeds were
     kept and the deleted *ids* and their leaves (so that deleting one again
-    says "already deleted"; the caller's identifiers, no data), kept until
+    says "already removed"; the caller's identifiers, no data), kept until
     a quarter of the ids are dead.  Those race bounds keep two traces of
     the deleted points of their leaf: the binary exponent of a potential
     that once included a deleted point (a width is a multiple of the power

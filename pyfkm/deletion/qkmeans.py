@@ -123,7 +123,7 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     binary exponent carried over from the deleted rows: the memo does not
     tell which cluster lost a point, nor in which order points were
     deleted), but for the deleted *ids* (marked dead, so that deleting one
-    again says "already deleted"; the caller's identifiers, no data), kept
+    again says "already removed"; the caller's identifiers, no data), kept
     until the arrays are compacted, when a quarter of the stored rows are
     dead and at every retraining.  Pickles, ``copy`` and ``deepcopy`` hold
     the same; an unpickled state is checked field by field before it is

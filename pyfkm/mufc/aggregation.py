@@ -169,6 +169,7 @@ class _SecureAggregator:
         t = resolve_threshold(threshold, L)
         if t > L:
             raise InvalidInputError(f"threshold={t} exceeds the {L} participating clients")
+        self.threshold = t
         # roles (a dict by client id) only for the clients that take part:
         # a departed client costs no key agreement
         self.server, self.roles = setup_in_process(

@@ -242,6 +242,22 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
             raise NotFittedError(
                 f"this {type(self).__name__} is not fitted yet; call fit first")
 
+    @property
+    def participants_(self):
+        """Indices of the clients that have not left, ascending (as
+        :attr:`FederatedKMeans.participants_`)."""
+        self._check_fitted()
+        return [i for i in range(self.n_clients_) if not self._left[i]]
+
+    @property
+    def removed_(self):
+        """Per client, a boolean mask over the rows given to :meth:`fit`:
+        True at the rows removed since (a copy; ``None`` for a client that
+        left), as :attr:`FederatedKMeans.removed_`."""
+        self._check_fitted()
+        return [None if self._left[i] else self._removed[i].copy()
+                for i in range(self.n_clients_)]
+
     # -- unlearning -----------------------------------------------------------
 
     def _check_client(self, client):

@@ -189,6 +189,14 @@ class MufcClient:
     def n_active_(self):
         return int((~self.removed_).sum())
 
+    @property
+    def center_rows_(self):
+        """Row ids (in the data given to fit) of the local centers, in
+        seeding order; empty when no row is left."""
+        if self._seeding is None:
+            return np.zeros(0, dtype=np.int64)
+        return self._active[self._seeding.center_ids_].astype(np.int64)
+
     def _export(self, prefix, arrays):
         """Header dict; arrays go into ``arrays`` under ``prefix``."""
         # copies: a removal erases rows in place, and a save or a pickle

@@ -294,6 +294,39 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             raise InvalidInputError(f"client_timeout={ct!r} must be None or a positive number")
         return int(K), float(g), lo, hi
 
+    # -- the federation's state, read-only ----------------------------------------
+
+    @property
+    def participants_(self):
+        """Indices of the clients in the roster (those that left through
+        :meth:`remove_clients` are not), ascending."""
+        self._check_fitted()
+        return sorted(self._participants)
+
+    @property
+    def removed_(self):
+        """Per client, a boolean mask over the rows given to :meth:`fit`:
+        True at the rows removed since (a copy; ``None`` for a client that
+        left, whose data the model no longer holds)."""
+        self._check_fitted()
+        return [None if c is None else c.removed_.copy() for c in self._clients]
+
+    @property
+    def client_center_rows_(self):
+        """Per client, the row ids (in the rows given to :meth:`fit`) of its
+        local centers in seeding order (``None`` for a client that left):
+        removing the first of them reseeds that client from scratch."""
+        self._check_fitted()
+        return [None if c is None else c.center_rows_ for c in self._clients]
+
+    @property
+    def threshold_(self):
+        """The threshold of the current aggregation: the fewest participants
+        a round completes with (with ``secure=True``, also the fewest
+        colluders that could unmask one client's input)."""
+        self._check_fitted()
+        return int(self._agg.threshold)
+
     # -- locking and copies ------------------------------------------------------
 
     @property

@@ -103,7 +103,7 @@ def kfed_server(centers, sizes, n_clusters, *, max_iter=300, tol=1e-4, random_st
     sizes : list of ndarray (k_l,)
         Local cluster sizes; centers of empty clusters are ignored.
     n_clusters : int
-    max_iter, tol : Lloyd parameters (see :func:`pyfkm.kmeans.lloyd`).
+    max_iter, tol : Lloyd parameters (see :func:`pyfkm.core.kmeans.lloyd`).
     random_state : None, int, SeedSequence or Generator
         Used only for the choice of the device.
 

@@ -26,8 +26,8 @@ __all__ = ["MufcServer"]
 def _lloyd_run(P, c0, w, max_iter, tol_abs, trace=None):
     """One init's Lloyd run: ``(centers, inertia, n_iter)``.
 
-    Without ``trace``: :func:`pyfkm.kmeans.lloyd`, exactly as
-    :meth:`pyfkm.kmeans.KMeans.fit` runs it.  With a
+    Without ``trace``: :func:`pyfkm.core.kmeans.lloyd`, exactly as
+    :meth:`pyfkm.core.kmeans.KMeans.fit` runs it.  With a
     :class:`pyfkm._core._lloyd.LloydTrace` on ``P`` (only for
     ``P.shape[0] < one_call_limit()``, where ``lloyd`` is one ``lloyd_loop``
     call): the same results bit for bit, cheap when rerun from the same
@@ -57,7 +57,7 @@ class MufcServer:
     Notes
     -----
     With ``server_points="centers"`` the server runs the ``n_init``
-    initialisations of :class:`pyfkm.kmeans.KMeans` itself (same generator
+    initialisations of :class:`pyfkm.core.kmeans.KMeans` itself (same generator
     use, same results for the same generator state) and keeps each init's
     seeds (row positions in its point array, in seeding order).
 
@@ -76,7 +76,7 @@ class MufcServer:
     mass, a kept seed is ``c`` with probability ``a_c / (A + a_R)`` and a
     redraw happens with probability ``a_R / (A + a_R)``, so
     ``P(c) = a_c/(A + a_R) + a_R/(A + a_R) * a_c/A = a_c/A``, the new D^2
-    law (the same argument as :class:`pyfkm.seeding.RemovableSeeding`'s; the
+    law (the same argument as :class:`pyfkm.core.seeding.RemovableSeeding`'s; the
     first step, proportional to weight, and the zero-mass fallback, by
     weight among unchosen bins, are the case ``D = 1``).  Each init's seeds
     are therefore distributed as a fresh seeding of the new aggregate, the
@@ -261,7 +261,7 @@ class MufcServer:
 
     def _recluster_centers(self, bins, counts):
         """``"centers"``: a fresh recluster, the loop of
-        :meth:`pyfkm.kmeans.KMeans.fit` with each init's seeds kept.  The
+        :meth:`pyfkm.core.kmeans.KMeans.fit` with each init's seeds kept.  The
         per-init state is replaced only on success."""
         P, w = self._points_of(bins, counts, None)
         k = min(self.n_clusters, int(np.count_nonzero(w > 0)))

@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from .._core import _kcenter
+from ..core.base import FitPredictMixin
 from .._validation import check_array, check_int
 from ..exceptions import InvalidInputError
 from ..rng import as_generator
@@ -142,7 +143,7 @@ def count_outliers(X, centers, radius):
 
 # ----------------------------------------------------------------- estimator
 
-class KZCenter(_KZBase):
+class KZCenter(FitPredictMixin, _KZBase):
     """Centralized (k,z)-center: the 3-approximation of Charikar et al.
 
     For a radius r the greedy picks, k times, the point whose ball of

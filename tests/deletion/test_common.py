@@ -89,7 +89,7 @@ def test_delete_is_a_deprecated_alias_of_remove(cls):
     assert_same_state(m, twin)
     assert cls.delete.__doc__.startswith("Deprecated alias of :meth:`remove`")
     # errors are remove's, and still change nothing
-    with pytest.warns(DeprecationWarning), pytest.raises(InvalidIdError, match="nothing was deleted"):
+    with pytest.warns(DeprecationWarning), pytest.raises(InvalidIdError, match="nothing was removed"):
         m.delete([4])
     assert_same_state(m, twin)
 

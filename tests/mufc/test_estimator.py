@@ -451,3 +451,36 @@ def test_merge_sparse_sums_counts_per_bin_in_lexicographic_order():
                                       np.array([-2**63, 2**62] + zeros))], 1)
         assert bins.tolist() == [[0]] and counts.tolist() == [-2**62]
 
+
+
+def test_the_federation_state_is_public_and_read_only():
+    clients = gaussian_clients(np.random.default_rng(21), L=4)
+    m = FederatedKMeans(4, random_state=2)
+    for name in ("participants_", "removed_", "client_center_rows_", "threshold_"):
+        with pytest.raises(NotFittedError):
+            getattr(m, name)
+    m.fit(clients)
+    assert m.participants_ == [0, 1, 2, 3]
+    assert [r.tolist() for r in m.removed_] == [[False] * len(X) for X in clients]
+    assert m.threshold_ == m._agg.threshold >= 1
+    # the rows of the local centers, in seeding order: a center of client 1
+    # is found again by distance to its local centers
+    rows = m.client_center_rows_[1]
+    np.testing.assert_array_equal(clients[1][rows], m.client_centers_[1])
+    # a non-center row: the mask marks it, the copy cannot change the model
+    other = next(i for i in range(len(clients[2])) if i not in m.client_center_rows_[2])
+    m.remove(2, other)
+    mask = m.removed_[2]
+    assert np.flatnonzero(mask).tolist() == [other]
+    mask[:] = True
+    assert np.flatnonzero(m.removed_[2]).tolist() == [other]
+    # removing the first center reseeds from position 0; the rows move on
+    first = int(m.client_center_rows_[1][0])
+    rep = m.remove(1, first)
+    assert rep.reseeded and rep.position == 0
+    assert first not in m.client_center_rows_[1].tolist()
+    assert not m.removed_[1][m.client_center_rows_[1]].any()
+    # a client that leaves is out of the roster; its data is gone
+    m.remove_clients([3])
+    assert m.participants_ == [0, 1, 2]
+    assert m.removed_[3] is None and m.client_center_rows_[3] is None
