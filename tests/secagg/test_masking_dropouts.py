@@ -65,7 +65,7 @@ from pyfkm.secagg import _keys, _shamir
 from pyfkm.secagg.scma import _crypto
 from pyfkm.secagg.scma._driver import RoundTrip, setup_in_process
 
-from _helpers.scma import make_run as scma_run, wire
+from _helpers.scma import make_run as scma_run, share_round as share, wire
 
 B_SHARE, SK_SHARE = 0, 1          # the kinds of share, as on the wire
 AUTH = "authentication"           # what a failed tag check says
@@ -108,16 +108,6 @@ def give_data(clients, seed, d=2, B=50, nnz=2):
         data[i] = (pool[idx], rng.integers(1, 4, size=len(idx)))
         c.set_data(*data[i])
     return data
-
-
-def share(server, clients, parts=None):
-    """Steps 1-2 of a round; the round message."""
-    rm = wire(server.start_round(parts))
-    for i in rm.participants:
-        server.receive_shares(wire(clients[i].share_keys(wire(rm))))
-    for i in rm.participants:
-        clients[i].receive_shares(wire(server.bundle(i)))
-    return rm
 
 
 def inputs(server, clients, who, delta_nonzeros=0):
