@@ -4,7 +4,10 @@ Every random choice in pyfkm flows from a user seed through an explicit
 :class:`numpy.random.Generator` whose bit generator state is handed to the C
 kernels; nothing reads a global random state.
 """
+from __future__ import annotations
+
 import numbers
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -12,8 +15,15 @@ from .exceptions import InvalidInputError
 
 __all__ = ["as_generator", "spawn"]
 
+#: What every ``random_state`` parameter of pyfkm accepts (for annotations):
+#: ``None`` (fresh OS entropy), a nonnegative int, a
+#: :class:`numpy.random.SeedSequence`, a :class:`numpy.random.Generator` or a
+#: legacy :class:`numpy.random.RandomState`.
+SeedLike = Union[int, np.integer, np.random.Generator, np.random.SeedSequence,
+                 np.random.RandomState, None]
 
-def as_generator(random_state=None):
+
+def as_generator(random_state: SeedLike = None) -> np.random.Generator:
     """Return a :class:`numpy.random.Generator` for ``random_state``.
 
     Parameters
@@ -45,7 +55,7 @@ def as_generator(random_state=None):
         f"numpy.random.Generator, got {type(random_state).__name__}")
 
 
-def spawn(random_state, n):
+def spawn(random_state: SeedLike, n: int) -> list[np.random.Generator]:
     """Return ``n`` independent child generators of ``random_state``.
 
     Examples
@@ -57,13 +67,13 @@ def spawn(random_state, n):
     return as_generator(random_state).spawn(int(n))
 
 
-def _twin_seed_seq(ss):
+def _twin_seed_seq(ss: Any) -> np.random.SeedSequence:
     """A copy of SeedSequence ``ss`` that spawns the same children next."""
     return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size,
                                   n_children_spawned=ss.n_children_spawned)
 
 
-def copy_generator(gen):
+def copy_generator(gen: np.random.Generator) -> np.random.Generator:
     """An independent Generator in ``gen``'s current state, with a copy of
     its seed sequence (so that it spawns the same children); several times
     cheaper than ``copy.deepcopy``."""
@@ -72,7 +82,7 @@ def copy_generator(gen):
     return np.random.Generator(bg)
 
 
-def spawn_aside(gen, n):
+def spawn_aside(gen: Any, n: int) -> tuple[list[np.random.Generator], Callable[[], object]]:
     """``(children, commit)``: the generators ``gen.spawn(n)`` would return,
     drawn from a twin of its seed sequence so that ``gen`` is unchanged until
     ``commit()`` (a call that fails leaves a user's generator as it was)."""

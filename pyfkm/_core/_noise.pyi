@@ -1,0 +1,5 @@
+# The compiled Cython module _noise.pyx, typed as Any: its functions are
+# private kernels that pyfkm's Python layer validates for and calls.
+from typing import Any
+
+def __getattr__(name: str) -> Any: ...
