@@ -13,7 +13,7 @@ contract; imported, not restated).  Rules, one test per documented object:
   ``None``.  A method inherited from a pyfkm base (``predict`` from
   ``CenterModelMixin``, ``get_params`` from ``BaseEstimator``) is checked
   once, where it is defined: the function object is the same for every class
-  that inherits it.  A public **property** needs a non-empty docstring;
+  that inherits it;
 * a public **function**: ``Parameters`` (when it takes arguments),
   ``Returns`` (or ``Yields``) unless it returns ``None``, and ``Examples``.
 
@@ -23,7 +23,9 @@ exactly the signature's (numpydoc's PR01 "parameter not documented" and PR02
 ``self``/``cls`` excepted, ``*args``/``**kwargs`` documented as such.
 
 Exempt: exception classes (their docstring says when they are raised),
-constants and modules (``pyfkm.dp``, the ``kernels`` modules), methods
+constants and modules (``pyfkm.dp``, the ``kernels`` modules), properties
+(attributes, not callables: fitted ones such as ``cluster_centers_`` are
+listed in their class's ``Attributes`` section), methods
 inherited from ``object`` or the standard library (``__eq__``, dataclass
 machinery), and dunder or private methods (``__sklearn_tags__``,
 ``_fitted_centers``).
@@ -177,11 +179,7 @@ def returns_none(func):
 
     Examples
     --------
-    >>> def f(x):
-    ...     def g():
-    ...         return 1
-    ...     x.append(g)
-    >>> returns_none(f), returns_none(lambda: 1)
+    >>> returns_none(test_the_walk_sees_the_api), returns_none(sections)
     (True, False)
     """
     ann = getattr(func, "__annotations__", {}).get("return", inspect.Signature.empty)
@@ -225,23 +223,23 @@ def public_objects():
     Returns
     -------
     list of tuple
-        ``(id, kind, obj, owner)``: ``kind`` is ``"class"``, ``"function"``,
-        ``"method"`` or ``"property"``; ``owner`` is the class that defines a
+        ``(id, kind, obj, owner)``: ``kind`` is ``"class"``, ``"function"``
+        or ``"method"``; ``owner`` is the class that defines a
         method (None otherwise); ``id`` names the object for the test ids.
 
     Examples
     --------
     >>> kinds = {kind for _, kind, _, _ in public_objects()}
     >>> sorted(kinds)
-    ['class', 'function', 'method', 'property']
+    ['class', 'function', 'method']
     """
     seen = set()
     out = []
 
-    def add(key, kind, obj, owner):
+    def add(key, kind, obj, owner, attr_name=None):
         if key not in seen:
             seen.add(key)
-            out.append((kind, obj, owner))
+            out.append((kind, obj, owner, attr_name))
 
     for module in PUBLIC:
         mod = importlib.import_module(module)
@@ -260,7 +258,6 @@ def public_objects():
                         if attr.startswith("_"):
                             continue
                         if isinstance(raw, property):
-                            add(id(raw), "property", raw, klass)
                             continue
                         if isinstance(raw, (classmethod, staticmethod)):
                             func = raw.__func__
@@ -270,15 +267,13 @@ def public_objects():
                             continue  # data attributes
                         if not _is_pyfkm(inspect.unwrap(func)):
                             continue  # e.g. dataclass-generated methods
-                        add(id(inspect.unwrap(func)), "method", raw, klass)
+                        add(id(inspect.unwrap(func)), "method", raw, klass, attr)
             else:
                 add(id(inspect.unwrap(obj)), "function", obj, None)
     result = []
-    for kind, obj, owner in out:
+    for kind, obj, owner, attr_name in out:
         if owner is not None:
-            name = f"{owner.__module__}.{owner.__qualname__}." + (
-                obj.fget.__name__ if kind == "property" else
-                getattr(obj, "__func__", obj).__name__)
+            name = f"{owner.__module__}.{owner.__qualname__}.{attr_name}"
         else:
             name = f"{obj.__module__}.{obj.__qualname__}"
         result.append((name, kind, obj, owner))
@@ -293,11 +288,11 @@ def problems(kind, obj):
 
     Parameters
     ----------
-    kind : {"class", "function", "method", "property"}
+    kind : {"class", "function", "method"}
         What ``obj`` is.
     obj : object
-        The class, function, method (as found in its class's ``__dict__``:
-        a plain function, classmethod or staticmethod) or property.
+        The class, function or method (as found in its class's ``__dict__``:
+        a plain function, classmethod or staticmethod).
 
     Returns
     -------
@@ -312,8 +307,6 @@ def problems(kind, obj):
     >>> problems("function", f)
     ['no Parameters section', 'no Returns section', 'no Examples section']
     """
-    if kind == "property":
-        return [] if (obj.__doc__ or "").strip() else ["no docstring"]
     drop_first = False
     if kind == "method":
         drop_first = not isinstance(obj, staticmethod)
@@ -366,6 +359,13 @@ def test_the_walk_sees_the_api():
     # exception classes, modules and constants are not walked
     assert not any(name.endswith(("Error", ".kernels", "DEFAULT_PRIME")) for name in names)
     assert len(OBJECTS) > 150
+
+
+def test_the_helpers_examples():
+    import doctest
+    import sys
+    result = doctest.testmod(sys.modules[__name__], optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 6 and result.failed == 0
 
 
 def test_the_checker_finds_what_is_missing():
