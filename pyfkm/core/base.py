@@ -24,7 +24,12 @@ to use, checked: override to refuse a model without centers) and
 exact decisions the estimator's ``fit`` shares, as the (k, z)-center
 estimators do).
 """
+from __future__ import annotations
+
+from typing import Any, Callable
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_features, check_sample_weight
 from ..exceptions import InvalidInputError
@@ -90,28 +95,53 @@ class CenterModelMixin:
         from .kmeans import nearest_center  # here: kmeans.KMeans uses this mixin
         return nearest_center(X, C)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.int32]:
         """Index of the nearest center for each row of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Finite data with the fitted number of features.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,), int32
+            Index of the nearest center of each row.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            If ``X`` is not finite, not 2-D, or has another number of
+            features.
         """
         return self._nearest_center(*self._checked(X))[1]
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> NDArray[np.float64]:
         """Euclidean distances of each row of ``X`` to every center.
 
         Computed from coordinate differences (no cancellation far from the
         origin).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite data with the fitted number of features.
+
         Returns
         -------
         distances : ndarray of shape (n_samples, n_clusters), float64
+            ``distances[i, j]`` is the distance from row ``i`` to center
+            ``j``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            If ``X`` is not finite, not 2-D, or has another number of
+            features.
         """
         X, C = self._checked(X)
         out = np.empty((X.shape[0], C.shape[0]))
@@ -121,7 +151,8 @@ class CenterModelMixin:
             out[:, j] = diff.sum(axis=1)
         return np.sqrt(out, out=out)
 
-    def score(self, X, y=None, sample_weight=None):
+    def score(self, X: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None
+              ) -> float:
         """Negative (weighted) sum of squared distances of ``X`` to the
         nearest center: the opposite of the k-means objective, greater is
         better (as scikit-learn's ``KMeans.score``).
@@ -129,13 +160,24 @@ class CenterModelMixin:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : ignored
+            Finite data with the fitted number of features.
+        y : None
+            Ignored; accepted for scikit-learn's API.
         sample_weight : array-like of shape (n_samples,), optional
             Nonnegative weights, not all zero (default: all ones).
 
         Returns
         -------
-        float
+        score : float
+            Minus the weighted sum of squared distances to the nearest
+            center (0 at best).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            If ``X`` or ``sample_weight`` is invalid.
         """
         X, C = self._checked(X)
         w = check_sample_weight(sample_weight, X.shape[0])
@@ -147,11 +189,38 @@ class FitPredictMixin:
     """``fit_predict`` for estimators that fit on one ``X`` and set
     ``labels_`` (the cluster of each training row)."""
 
-    def fit_predict(self, X, y=None, *args, **fit_params):
+    fit: Callable[..., Any]  # the estimator's
+
+    def fit_predict(self, X: ArrayLike, y: object = None, *args: Any, **fit_params: Any
+                    ) -> NDArray[np.int32]:
         """Fit on ``X`` and return ``labels_``.
 
         Further arguments are passed to ``fit`` as given, positional ones
         included (``sample_weight``, ``sample_ids``, as the estimator takes
         them): ``fit_predict(X, None, w)`` is ``fit(X, None, w).labels_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : None
+            Ignored; accepted for scikit-learn's API.
+        *args
+            Further positional arguments of ``fit``.
+        **fit_params
+            Further keyword arguments of ``fit``.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            The cluster of each training row (``labels_`` after ``fit``).
+
+        Examples
+        --------
+        >>> from pyfkm import KMeans
+        >>> X = [[0.0], [0.1], [5.0], [5.1]]
+        >>> labels = KMeans(n_clusters=2, random_state=0).fit_predict(X)
+        >>> bool(labels[0] == labels[1] != labels[2] == labels[3])
+        True
         """
         return self.fit(X, y, *args, **fit_params).labels_
