@@ -332,8 +332,8 @@ class DistributedKZCenter(_SlackBase):
 
     For a guess L, every machine i runs the aggregating procedure on its
     points P_i with threshold y = eps z / (k m) and radii 2L / 4L
-    (Algorithm 2, kernel ``fkm_kcenter_aggregate``) and reports |P'_i|; the
-    coordinator answers "No" when sum_i |P'_i| > k m (1 + 1/eps), otherwise
+    (Algorithm 2, kernel ``fkm_kcenter_aggregate``) and reports ``|P'_i|``; the
+    coordinator answers "No" when ``sum_i |P'_i| > k m (1 + 1/eps)``, otherwise
     collects the weighted points (P', w) and runs the weighted greedy
     kzc(k, z', (P', w), 5L) of Charikar et al. (radii 10L and 20L, kernel
     ``fkm_kcenter_greedy``) with the outlier budget
