@@ -1,14 +1,17 @@
 """Weighted Lloyd k-means over the C assignment/update kernel."""
+from __future__ import annotations
+
 import numbers
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator
 from .._core import _lloyd, _seeding
 from .._validation import check_array, check_n_clusters, check_sample_weight
 from ..exceptions import InvalidInputError, NumericalError
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from .base import CenterModelMixin, FitPredictMixin
 
 __all__ = ["KMeans", "lloyd", "nearest_center", "LloydWorkspace", "absolute_tolerance",
@@ -42,13 +45,13 @@ def _mean_feature_variance(X, chunk=16384):
 _SMALL_N = 4096
 
 
-def one_call_limit():
+def one_call_limit() -> int:
     """Below this many points :func:`lloyd` runs in one C call (one part), so
     a ``kernels.lloyd.LloydTrace`` of the run replays it bit for bit."""
     return 2 * _SMALL_N
 
 
-def absolute_tolerance(X, tol):
+def absolute_tolerance(X: NDArray[np.floating], tol: float) -> float:
     """Absolute tolerance: tol times the mean per-feature variance (as scikit-learn).
 
     Examples
@@ -186,8 +189,11 @@ def _new_centers(ws, centers, sums, wsums):
     return new, int(empty.size)
 
 
-def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1,
-          verbose=0, tol_abs=None):
+def lloyd(X: NDArray[np.floating], centers: ArrayLike, *,
+          sample_weight: NDArray[np.float64] | None = None, max_iter: int = 300,
+          tol: float = 1e-4, n_threads: int = 1, verbose: int = 0,
+          tol_abs: float | None = None
+          ) -> tuple[NDArray[np.float64], NDArray[np.int32], float, int]:
     """Run weighted Lloyd iterations from ``centers`` (no input validation).
 
     Semantics follow scikit-learn's ``lloyd``: each iteration assigns points
@@ -263,7 +269,8 @@ def lloyd(X, centers, *, sample_weight=None, max_iter=300, tol=1e-4, n_threads=1
         ws.close()
 
 
-def nearest_center(X, C, *, n_threads=1):
+def nearest_center(X: NDArray[np.floating], C: ArrayLike, *, n_threads: int = 1
+                   ) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
     """Squared distance of each row of ``X`` to its nearest row of ``C`` and
     that row's index (no input validation).
 
@@ -379,8 +386,9 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
     array([ True])
     """
 
-    def __init__(self, n_clusters=8, *, init="k-means++", n_init=1, max_iter=300,
-                 tol=1e-4, random_state=None, n_threads=1, verbose=0):
+    def __init__(self, n_clusters: int = 8, *, init: str | ArrayLike = "k-means++",
+                 n_init: int = 1, max_iter: int = 300, tol: float = 1e-4,
+                 random_state: SeedLike = None, n_threads: int = 1, verbose: int = 0) -> None:
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
@@ -426,7 +434,8 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
             ids = rng.choice(X.shape[0], size=k, replace=False, p=p)
         return X[ids].astype(np.float64)
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None
+            ) -> KMeans:
         """Compute k-means clustering.
 
         Parameters
@@ -452,7 +461,7 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
                         n_threads=self.n_threads, verbose=self.verbose, tol_abs=tol_abs)
             if best is None or res[2] < best[2]:
                 best = res
-        self.cluster_centers_, self.labels_, self.inertia_, self.n_iter_ = best
+        self.cluster_centers_, self.labels_, self.inertia_, self.n_iter_ = best  # type: ignore[misc]
         self.n_features_in_ = X.shape[1]
         return self
 
