@@ -64,5 +64,8 @@ def renamed_method(old, new):
 
     method.__name__ = method.__qualname__ = old
     method.__doc__ = (f"Deprecated alias of :meth:`{new}` (removed in pyfkm 0.3): warns "
-                      f"and calls ``{new}``.")
+                      f"and calls ``{new}``.\n\n"
+                      f"Parameters\n----------\n*args, **kwargs\n"
+                      f"    The arguments of :meth:`{new}`.\n\n"
+                      f"Returns\n-------\nresult : object\n    What :meth:`{new}` returns.\n")
     return method

@@ -278,8 +278,25 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
         return new
 
     def set_params(self, **params):
-        """Set hyper-parameters (taking effect at the next :meth:`fit`);
-        unknown names raise InvalidInputError."""
+        """Set hyper-parameters, taking effect at the next :meth:`fit`.
+
+        Serialized with the other calls that change the model (the lock).
+
+        Parameters
+        ----------
+        **params : dict
+            Constructor argument names and their new values.
+
+        Returns
+        -------
+        self : object
+            The estimator.
+
+        Raises
+        ------
+        InvalidInputError
+            If a name is not a constructor argument (nothing is set then).
+        """
         with self._lock:
             return super().set_params(**params)
 
@@ -308,7 +325,9 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : ignored
+            Finite training data, at least ``n_clusters`` rows.
+        y : None
+            Ignored; accepted for scikit-learn's API.
         sample_ids : array-like of int, shape (n_samples,), optional
             Distinct nonnegative ids of the rows (default ``0..n-1``), used
             by :meth:`remove` and as the keys of the per-point random draws
@@ -317,7 +336,8 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
 
         Returns
         -------
-        self
+        self : object
+            The fitted estimator.
 
         Raises
         ------
@@ -352,7 +372,9 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
 
         Returns
         -------
-        DeletionReport
+        report : DeletionReport
+            How many points were removed, whether the model retrained and
+            why, and the time taken.
 
         Raises
         ------

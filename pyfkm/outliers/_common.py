@@ -89,12 +89,49 @@ class _KZBase(CenterModelMixin, BaseEstimator):
 
     def predict(self, X):
         """Index of the nearest center, or -1 for points farther than
-        ``radius_`` from every center (declared outliers)."""
+        ``radius_`` from every center (declared outliers).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite data with the fitted number of features.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), int64
+            Index of the nearest center of each row, -1 for an outlier.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            If ``X`` is not finite, not 2-D, or has another number of
+            features.
+        """
         mind, lab = self._nearest_center(*self._checked(X))
         lab[np.sqrt(mind) > self.radius_] = -1
         return lab
 
     def is_outlier(self, X):
-        """Boolean mask: True for points farther than ``radius_`` from every
-        center."""
+        """Boolean mask of the outliers: the points farther than ``radius_``
+        from every center.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite data with the fitted number of features.
+
+        Returns
+        -------
+        mask : ndarray of shape (n_samples,), bool
+            True for a row that :meth:`predict` labels -1.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            If ``X`` is invalid (see :meth:`predict`).
+        """
         return self.predict(X) < 0

@@ -32,6 +32,16 @@ class MalkomesKZCenter(_KZBase):
     the radius after discarding exactly the z farthest points (computed by
     the simulation over all machines; that step is not counted as traffic).
 
+    Parameters
+    ----------
+    n_clusters : int
+        Number of centers k >= 1.
+    n_outliers : int
+        Number of outliers z >= 0; k + z must not exceed the number of
+        points.
+    executor : concurrent.futures.Executor or None, default=None
+        Runs each machine's work (None: in the calling thread).
+
     Examples
     --------
     >>> from pyfkm.outliers import make_noisy_blobs
@@ -47,6 +57,26 @@ class MalkomesKZCenter(_KZBase):
         self.executor = executor
 
     def fit(self, machines, y=None):
+        """Run the protocol on ``machines``.
+
+        Parameters
+        ----------
+        machines : list of array-like of shape (n_i, n_features)
+            The points of each machine (same number of features, finite);
+            ``n_clusters + n_outliers`` must not exceed their total number.
+        y : None
+            Ignored; accepted for scikit-learn's API.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``machines`` or a parameter is invalid.
+        """
         mcs, n, k, z, tr = _open(self, machines)
         res = _run_all(self.executor, mcs, "gonzalez", k + z)
         Q = np.concatenate([c for c, _ in res])
@@ -72,6 +102,20 @@ class GuhaKZCenter(_SlackBase):
     accepted L' <= 5L; ``radius_`` = 4L + 4L' <= 24L.  Communication is
     independent of z.
 
+    Parameters
+    ----------
+    n_clusters : int
+        Number of centers k >= 1.
+    n_outliers : int
+        Number of outliers z >= 0; k + z must not exceed the number of
+        points.
+    epsilon : float, default=0.1
+        eps > 0: the ratio of the grid of guesses is 1 + eps.
+    random_state : None, int, SeedSequence or Generator, default=None
+        Only picks the anchor point of the diameter estimate.
+    executor : concurrent.futures.Executor or None, default=None
+        Runs each machine's work (None: in the calling thread).
+
     Examples
     --------
     >>> from pyfkm.outliers import make_noisy_blobs
@@ -82,6 +126,26 @@ class GuhaKZCenter(_SlackBase):
     """
 
     def fit(self, machines, y=None):
+        """Run the protocol on ``machines``.
+
+        Parameters
+        ----------
+        machines : list of array-like of shape (n_i, n_features)
+            The points of each machine (same number of features, finite);
+            ``n_clusters + n_outliers`` must not exceed their total number.
+        y : None
+            Ignored; accepted for scikit-learn's API.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``machines`` or a parameter is invalid.
+        """
         mcs, n, k, z, tr = _open(self, machines)
         eps, ex, m = float(self.epsilon), self.executor, len(mcs)
         x0, R, lo = _search_bounds(ex, mcs, as_generator(self.random_state), tr, n, z, k)
@@ -125,6 +189,24 @@ class UniformSamplingKZCenter(_SlackBase):
     ``radius_`` is the radius after discarding exactly z points (computed
     by the simulation, not counted as traffic).
 
+    Parameters
+    ----------
+    n_clusters : int
+        Number of centers k >= 1.
+    n_outliers : int
+        Number of outliers z >= 0; k + z must not exceed the number of
+        points.
+    sample_fraction : float, default=0.05
+        Fraction of each machine's points it sends, in (0, 1] (at least
+        one point per machine).
+    epsilon : float, default=0.1
+        eps > 0: the coordinator's outlier budget is round((1+eps) z s / n)
+        for a sample of s of the n points.
+    random_state : None, int, SeedSequence or Generator, default=None
+        Draws the samples.
+    executor : concurrent.futures.Executor or None, default=None
+        Runs each machine's work (None: in the calling thread).
+
     Examples
     --------
     >>> from pyfkm.outliers import make_noisy_blobs
@@ -147,6 +229,26 @@ class UniformSamplingKZCenter(_SlackBase):
             raise InvalidInputError(f"sample_fraction={f!r} must be in (0, 1]")
 
     def fit(self, machines, y=None):
+        """Run the protocol on ``machines``.
+
+        Parameters
+        ----------
+        machines : list of array-like of shape (n_i, n_features)
+            The points of each machine (same number of features, finite);
+            ``n_clusters + n_outliers`` must not exceed their total number.
+        y : None
+            Ignored; accepted for scikit-learn's API.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``machines`` or a parameter is invalid.
+        """
         mcs, n, k, z, tr = _open(self, machines)
         eps, f = float(self.epsilon), self.sample_fraction
         rng = as_generator(self.random_state)

@@ -40,11 +40,31 @@ class RoundTraffic(Report):
 class CommunicationReport(Report):
     """Traffic of one fit, in words, round by round.
 
-    Attributes
+    A distributed (k, z)-center estimator sets one as ``communication_``.
+
+    Parameters
     ----------
     rounds : tuple of RoundTraffic
+        One entry per round: its name, its sender ("machines" or
+        "coordinator") and the words sent (``points`` coordinates,
+        ``weights``, ``scalars``).
+
+    Attributes
+    ----------
     points, weights, scalars, total : int
         Sums over the rounds.
+    n_rounds : int
+        Number of rounds.
+
+    Examples
+    --------
+    >>> from pyfkm.outliers import DistributedKZCenter, make_noisy_blobs
+    >>> X, _, _ = make_noisy_blobs(200, 2, 2, 10, random_state=0)
+    >>> report = DistributedKZCenter(2, 10, random_state=0).fit([X[:100], X[100:]]).communication_
+    >>> report.total == report.points + report.weights + report.scalars > 0
+    True
+    >>> report.n_rounds == len(report.rounds)
+    True
     """
 
     rounds: tuple
@@ -356,9 +376,10 @@ class DistributedKZCenter(_SlackBase):
     Parameters
     ----------
     n_clusters : int
-        k >= 1.
+        Number of centers k >= 1.
     n_outliers : int
-        z >= 0; k + z must not exceed the number of points.
+        Number of outliers z >= 0; k + z must not exceed the number of
+        points.
     epsilon : float, default=0.1
         eps > 0: the outlier slack, (1+eps)z points may be discarded.
     random_state : None, int, SeedSequence or Generator
@@ -435,7 +456,26 @@ class DistributedKZCenter(_SlackBase):
     """
 
     def fit(self, machines, y=None):
-        """Run the protocol on ``machines`` (a list of 2-D arrays)."""
+        """Run the protocol on ``machines``.
+
+        Parameters
+        ----------
+        machines : list of array-like of shape (n_i, n_features)
+            The points of each machine (same number of features, finite);
+            ``n_clusters + n_outliers`` must not exceed their total number.
+        y : None
+            Ignored; accepted for scikit-learn's API.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``machines`` or a parameter is invalid.
+        """
         mcs, n, k, z, tr = _open(self, machines)
         eps, ex, m = float(self.epsilon), self.executor, len(mcs)
         x0, R, lo = _search_bounds(ex, mcs, as_generator(self.random_state), tr, n, z, k)

@@ -130,6 +130,25 @@ def count_outliers(X, centers, radius):
     """Number of points farther than ``radius`` from every center (the
     points a solution declares outliers).
 
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Finite points.
+    centers : array-like of shape (n_centers, n_features)
+        The centers.
+    radius : float
+        Radius >= 0; a point at exactly ``radius`` is not an outlier.
+
+    Returns
+    -------
+    n_outliers : int
+        Number of rows of ``X`` farther than ``radius`` from every center.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``X`` is invalid or ``radius`` is not a real >= 0.
+
     Examples
     --------
     >>> count_outliers([[0.0], [1.0], [5.0]], [[0.0]], 1.0)
@@ -157,7 +176,11 @@ class KZCenter(FitPredictMixin, _KZBase):
     Parameters
     ----------
     n_clusters : int
+        Number of centers k (at least 1).
     n_outliers : int
+        Number of outliers z (total weight with ``sample_weight``) that
+        may be left uncovered, at least 0 and less than the number of
+        points.
     tol : float, default=0.01
         Grid ratio minus one for large inputs.
 
@@ -188,8 +211,29 @@ class KZCenter(FitPredictMixin, _KZBase):
         self.tol = tol
 
     def fit(self, X, y=None, sample_weight=None):
-        """Fit on X (n x d); ``sample_weight``: optional nonnegative integer
-        weights (the outlier budget is then a weight)."""
+        """Fit on ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite training data.
+        y : None
+            Ignored; accepted for scikit-learn's API.
+        sample_weight : array-like of int, shape (n_samples,), optional
+            Nonnegative integer weights (default: all ones); the outlier
+            budget ``n_outliers`` is then a weight.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``X``, ``sample_weight``, ``n_clusters``, ``n_outliers`` or
+            ``tol`` is invalid.
+        """
         X = check_array(X, "X", dtype=(np.float64,))
         n = X.shape[0]
         w = None
