@@ -1,0 +1,80 @@
+"""Sphinx configuration of pyfkm's documentation.
+
+Build from the repository root (what ``.ci/docs`` runs)::
+
+    python -m sphinx -W --keep-going -b html docs /tmp/pyfkm-docs/html
+
+Warnings are errors.  Nothing is fetched at build time (no intersphinx).
+The gallery (``examples/plot_*.py``) is executed at every build; the
+generated folders ``docs/api/generated/`` and ``docs/auto_examples/`` are
+build outputs and git-ignored.
+"""
+import os
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pyfkm  # noqa: E402  (the installed package, never a path hack)
+
+project = "pyfkm"
+author = "the pyfkm developers"
+copyright = f"{time.strftime('%Y')}, {author}"
+release = pyfkm.__version__
+version = ".".join(release.split(".")[:2])
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store",
+                    "auto_examples/*.ipynb", "auto_examples/*.py"]
+
+# -- API reference ----------------------------------------------------------
+autosummary_generate = True
+autosummary_imported_members = False
+autodoc_default_options = {"member-order": "groupwise"}
+autodoc_typehints = "none"          # numpydoc's Parameters sections carry the types
+numpydoc_show_class_members = False  # the class template lists members itself
+numpydoc_class_members_toctree = False
+numpydoc_attributes_as_param_list = True
+numpydoc_xref_param_type = False
+
+# -- Markdown pages (docs/*.md, CHANGELOG.md, CONTRIBUTING.md) --------------
+myst_enable_extensions = ["colon_fence"]
+myst_heading_anchors = 3
+
+# -- Gallery ----------------------------------------------------------------
+here = os.path.dirname(os.path.abspath(__file__))
+sphinx_gallery_conf = {
+    "examples_dirs": os.path.join(here, "..", "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": "/plot_",
+    "download_all_examples": False,
+    "backreferences_dir": None,
+    "remove_config_comments": True,
+    "matplotlib_animations": False,
+    "image_scrapers": ("matplotlib",),
+    "show_memory": False,
+    "within_subsection_order": "FileNameSortKey",
+}
+
+# -- HTML -------------------------------------------------------------------
+html_theme = "alabaster"
+html_title = f"pyfkm {release}"
+html_static_path = []
+html_theme_options = {
+    "description": "Federated k-means that is private and can forget",
+    "fixed_sidebar": True,
+}
+html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
