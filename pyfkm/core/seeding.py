@@ -1,16 +1,19 @@
 """k-means++ (D^2) seeding and seeding with exact removal (MUFC Alg. 3)."""
+from __future__ import annotations
+
 import threading
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._base import Report
 from .._core import _seeding
 from .._validation import (check_array, check_ids, check_n_clusters, check_sample_weight,
                           raise_if_not_finite)
 from ..exceptions import InvalidIdError, NumericalError
-from ..rng import as_generator, copy_generator as _copy_generator
+from ..rng import SeedLike, as_generator, copy_generator as _copy_generator
 
 __all__ = ["kmeans_plusplus", "RemovableSeeding", "RemovalReport"]
 
@@ -25,7 +28,9 @@ def _prepare(X, n_clusters, sample_weight):
     return X, w, k
 
 
-def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None):
+def kmeans_plusplus(X: ArrayLike, n_clusters: int, *, sample_weight: ArrayLike | None = None,
+                    random_state: SeedLike = None
+                    ) -> tuple[NDArray[np.floating], NDArray[np.int64]]:
     """Weighted k-means++ seeding with one candidate per step.
 
     The first center is row ``i`` with probability ``w_i / sum(w)``; every
@@ -94,7 +99,9 @@ def _seed_call(X, fn, *args):
 class RemovalReport(Report):
     """What a removal did.
 
-    Attributes
+    Returned by :meth:`RemovableSeeding.remove`.
+
+    Parameters
     ----------
     n_removed : int
         Number of points removed by the call.
@@ -103,6 +110,15 @@ class RemovalReport(Report):
     position : int or None
         Index (in seeding order) of the first removed center: centers before
         it were kept, the rest resampled.  None when nothing was reseeded.
+
+    Examples
+    --------
+    >>> from pyfkm import RemovableSeeding
+    >>> X = [[0.0], [1.0], [10.0], [11.0]]
+    >>> seeding = RemovableSeeding(X, 2, random_state=0)
+    >>> report = seeding.remove([int(seeding.center_ids_[1])])
+    >>> report.n_removed, report.reseeded, report.position
+    (1, True, 1)
     """
 
     n_removed: int
@@ -195,7 +211,8 @@ class RemovableSeeding:
     (98, 98)
     """
 
-    def __init__(self, X, n_clusters, *, sample_weight=None, random_state=None):
+    def __init__(self, X: ArrayLike, n_clusters: int, *, sample_weight: ArrayLike | None = None,
+                 random_state: SeedLike = None) -> None:
         X, w, k = _prepare(X, n_clusters, sample_weight)
         self.n_clusters = k
         # own copies: removal erases rows, never the caller's buffer
@@ -222,7 +239,7 @@ class RemovableSeeding:
         self._state = _seeding.SeedingState.from_state(X, w, self.n_clusters, gen, arrays)
         self._lock = threading.RLock()
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> RemovalReport:
         """Remove one point or a batch of points.
 
         Parameters
@@ -267,7 +284,7 @@ class RemovableSeeding:
 
     # -- a removal prepared aside, committed by the caller ----------------------
 
-    def clone(self, generator):
+    def clone(self, generator: np.random.Generator) -> RemovableSeeding:
         """A copy that removes independently of this object but shares its data.
 
         The copy's state (removed mask, labels, distances, centers, counts)
@@ -305,7 +322,7 @@ class RemovableSeeding:
         obj._lock = threading.RLock()
         return obj
 
-    def remove_without_erasing(self, ids):
+    def remove_without_erasing(self, ids: ArrayLike) -> tuple[RemovalReport, NDArray[np.int64]]:
         """:meth:`remove`, leaving the removed rows' values in the data buffer.
 
         For a removal prepared on a :meth:`clone`, whose buffer is shared
@@ -331,7 +348,7 @@ class RemovableSeeding:
         with self._lock:
             return self._remove(ids)
 
-    def erase_rows(self, ids=None):
+    def erase_rows(self, ids: ArrayLike | None = None) -> None:
         """Overwrite rows ``ids`` (every row when None) of this object's copy
         of ``X`` with zeros; nothing else changes.
 
@@ -348,7 +365,7 @@ class RemovableSeeding:
 
     # -- persistence -----------------------------------------------------------
 
-    def export_state(self):
+    def export_state(self) -> dict[str, Any]:
         """The seeding's state as plain ints and arrays, for persistence.
 
         Returns
@@ -378,7 +395,9 @@ class RemovableSeeding:
         return self._state.export_state()
 
     @classmethod
-    def from_state(cls, X, n_clusters, generator, state, sample_weight=None):
+    def from_state(cls, X: ArrayLike, n_clusters: int, generator: np.random.Generator,
+                   state: dict[str, Any], sample_weight: ArrayLike | None = None
+                   ) -> RemovableSeeding:
         """Rebuild a seeding from :meth:`export_state` output.
 
         Parameters
@@ -415,35 +434,35 @@ class RemovableSeeding:
         return obj
 
     @property
-    def center_ids_(self):
+    def center_ids_(self) -> NDArray[np.int64]:
         return self._state.center_ids
 
     @property
-    def cluster_centers_(self):
+    def cluster_centers_(self) -> NDArray[np.floating]:
         return self._state.X[self._state.center_ids].copy()
 
     @property
-    def cluster_sizes_(self):
+    def cluster_sizes_(self) -> NDArray[np.int64]:
         return self._state.counts_array
 
     @property
-    def cluster_weights_(self):
+    def cluster_weights_(self) -> NDArray[np.float64]:
         return self._state.weights_array
 
     @property
-    def labels_(self):
+    def labels_(self) -> NDArray[np.int32]:
         return self._state.labels_array
 
     @property
-    def n_active_(self):
+    def n_active_(self) -> int:
         return int(self._state.n_active)
 
     @property
-    def removed_(self):
+    def removed_(self) -> NDArray[np.bool_]:
         """Boolean mask of removed ids."""
         return self._state.removed_mask
 
-    def inertia(self):
+    def inertia(self) -> float:
         """Weighted sum of squared distances of remaining points to their centers."""
         mind = self._state.min_sq_dist
         w = self._state.sample_weight

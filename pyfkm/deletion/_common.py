@@ -78,7 +78,10 @@ def _race_seeding(X, ids, k, key, alive=None, n_trials=1):
 class DeletionReport(Report):
     """What a call to ``remove`` did.
 
-    Attributes
+    Returned by :meth:`QKMeans.remove <pyfkm.deletion.QKMeans.remove>` and
+    :meth:`DCKMeans.remove <pyfkm.deletion.DCKMeans.remove>`.
+
+    Parameters
     ----------
     n_deleted : int
         Number of points removed by the call (also ``n_removed``, the name
@@ -91,6 +94,14 @@ class DeletionReport(Report):
         "leaf path"), or "" when certified.
     seconds : float
         Wall time of the call.
+
+    Examples
+    --------
+    >>> from pyfkm.deletion import QKMeans
+    >>> X = [[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [0.0, 0.1]]
+    >>> report = QKMeans(2, random_state=0).fit(X).remove([4])
+    >>> report.n_removed, isinstance(report.retrained, bool)
+    (1, True)
     """
 
     n_deleted: int

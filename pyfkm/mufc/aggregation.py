@@ -29,10 +29,29 @@ _INT64_MAX = (1 << 63) - 1
 def merge_sparse(parts, d):
     """Sum sparse count vectors ``[(bins, counts), ...]`` in the clear.
 
-    Returns ``(bins, counts)`` with distinct bins sorted lexicographically
-    (the order :func:`pyfkm.secagg.secure_sum_sparse` returns).  Raises
-    :class:`CapacityError` when a bin's total does not fit in int64.
+    Parameters
+    ----------
+    parts : sequence of (bins, counts)
+        One sparse vector per client: ``bins`` array-like of int of shape
+        (n_l, d), ``counts`` of shape (n_l,).
+    d : int
+        Number of features (the width of a bin).
 
+    Returns
+    -------
+    bins : ndarray of shape (n_bins, d), int64
+        Distinct bins sorted lexicographically (the order
+        :func:`pyfkm.secagg.secure_sum_sparse` returns).
+    counts : ndarray of shape (n_bins,), int64
+        The total count of each bin.
+
+    Raises
+    ------
+    CapacityError
+        When a bin's total does not fit in int64.
+
+    Examples
+    --------
     >>> bins, counts = merge_sparse([([[2, 2], [0, 1]], [1, 3]), ([[0, 1]], [2])], 2)
     >>> bins.tolist(), counts.tolist()
     ([[0, 1], [2, 2]], [5, 1])

@@ -54,7 +54,11 @@ __all__ = ["BaselineRemovalReport"]
 class BaselineRemovalReport(Report):
     """What a removal from a retraining baseline did and cost.
 
-    Attributes
+    Returned by ``remove`` and ``remove_clients`` of :class:`KFed` and
+    :class:`FederatedDCKMeans`; ``total_seconds`` is the sum of the two
+    times.
+
+    Parameters
     ----------
     clients : tuple of int
         Clients whose data changed (the client of a point removal, or the
@@ -278,9 +282,17 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
         The client refits its local model on its remaining points (with its
         own seed) and the server step reruns.
 
+        Parameters
+        ----------
+        client : int
+            Index of the client in the list given to ``fit``.
+        ids : int or sequence of int
+            Row positions in that client's data.
+
         Returns
         -------
-        BaselineRemovalReport
+        report : BaselineRemovalReport
+            What was retrained and the time it took.
 
         Raises
         ------
@@ -289,6 +301,7 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
             or already removed; a removal that would leave no point in the
             whole federation.  Nothing changes.
         NotFittedError
+            Before ``fit``.
         """
         self._check_fitted()
         client = self._check_client(client)
@@ -340,9 +353,16 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
         The clients' data and local models are dropped; their entries of
         ``client_centers_`` and ``client_sizes_`` become empty.
 
+        Parameters
+        ----------
+        ids : int or sequence of int
+            Indices of the clients that leave.
+
         Returns
         -------
-        BaselineRemovalReport
+        report : BaselineRemovalReport
+            ``clients``: the clients that left; ``n_removed``: the points
+            they still held.
 
         Raises
         ------
@@ -350,6 +370,7 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
             Unknown, repeated or already removed clients; removing every
             client that still holds data.  Nothing changes.
         NotFittedError
+            Before ``fit``.
         """
         self._check_fitted()
         arr = check_ids(ids, "client ids")

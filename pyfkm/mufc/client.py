@@ -35,6 +35,29 @@ def scale_to_box(X, lower, upper, *, box=(-0.5, 0.5)):
     Use bounds that are public knowledge (a sensor's range, a score's
     scale), not the data's own extrema, which would leak them.
 
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Finite data inside ``[lower, upper]``.
+    lower, upper : float or array-like of shape (n_features,)
+        Finite public bounds, ``upper > lower`` (one per feature or one
+        for all).
+    box : tuple of float, default=(-0.5, 0.5)
+        The target interval of every feature.
+
+    Returns
+    -------
+    X_scaled : ndarray of shape (n_samples, n_features), float64
+        ``box[0] + (X - lower) * (box[1] - box[0]) / (upper - lower)``.
+
+    Raises
+    ------
+    InvalidInputError
+        If the bounds are not finite with ``upper > lower``, or ``X`` has
+        values outside them.
+
+    Examples
+    --------
     >>> scale_to_box([[0.0, 10.0], [5.0, 0.0]], lower=0.0, upper=10.0).tolist()
     [[-0.5, 0.5], [0.0, -0.5]]
     """
@@ -103,8 +126,23 @@ class MufcClient:
         inherits); ``"full"``: seeding followed by Lloyd (paper App. M.3).
         After a removal the centers are recomputed from the (exactly
         unlearned) seeding, so every variant unlearns exactly.
-    max_iter, tol : Lloyd parameters for ``client_init="full"``.
+    max_iter, tol : int, float
+        Lloyd parameters for ``client_init="full"``.
     random_state : None, int or Generator
+        Seed of the local seeding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[-0.4, -0.4], [-0.39, -0.4], [0.4, 0.4], [0.41, 0.4]])
+    >>> client = MufcClient(X, 2, gamma=0.1, random_state=0)
+    >>> client.cluster_centers_.shape
+    (2, 2)
+    >>> bins, counts = client.sparse_counts()
+    >>> int(counts.sum())
+    4
+    >>> client.remove([0]).n_removed, int(client.sparse_counts()[1].sum())
+    (1, 3)
     """
 
     def __init__(self, X, n_clusters, *, gamma, lower=-0.5, upper=0.5,
@@ -243,7 +281,15 @@ class MufcClient:
         return obj
 
     def sparse_counts(self):
-        """This client's sparse count vector ``(bins, counts)``."""
+        """This client's sparse count vector.
+
+        Returns
+        -------
+        bins : ndarray of shape (n_bins, n_features), int64
+            Grid cells of the client's centers.
+        counts : ndarray of shape (n_bins,), int64
+            Number of the client's points in the cluster of each center.
+        """
         return self.bins_, self.counts_
 
     # -- unlearning ---------------------------------------------------------
@@ -251,8 +297,21 @@ class MufcClient:
     def remove(self, ids):
         """Remove local points (one id or a batch) exactly and erase them.
 
-        Raises :class:`InvalidIdError` (nothing changes) for unknown,
-        repeated or already removed ids.
+        Parameters
+        ----------
+        ids : int or sequence of int
+            Row positions in the client's data.
+
+        Returns
+        -------
+        report : ClientRemovalReport
+            Points removed, whether seeding resumed and from which
+            position, and the time taken.
+
+        Raises
+        ------
+        InvalidIdError
+            Unknown, repeated or already removed ids (nothing changes).
         """
         new, report, arr = self._removal(ids)
         self._commit(new, arr)

@@ -79,15 +79,23 @@ __all__ = ["FederatedKMeans", "FederatedRemovalReport"]
 class FederatedRemovalReport(Report):
     """What a federated removal cost.
 
-    Attributes
+    Returned by :meth:`FederatedKMeans.remove` and
+    :meth:`FederatedKMeans.remove_clients`.
+
+    Parameters
     ----------
     clients : tuple of int
-        Clients whose data changed.
+        Clients whose data changed: the client of a point removal, the
+        joining clients of :meth:`FederatedKMeans.add_clients`; empty for
+        :meth:`FederatedKMeans.remove_clients` (the departed clients are
+        no longer in the model).
     reseeded : bool
         Whether some client resampled centers.
     position : int or None
         Earliest reseeding position over the clients (None if none reseeded).
     aggregate_changed, server_reclustered : bool
+        Whether the securely summed bins changed, and so whether the server
+        clustered again (the two are equal).
     client_seconds, aggregation_seconds, server_seconds : float
         Online time of each stage.
     offline_seconds : float
@@ -95,12 +103,27 @@ class FederatedRemovalReport(Report):
         precomputes its mask for the next round (secure aggregation only).
     bytes_sent : int
         Bytes of all messages of the aggregation round (0 in the clear).
-    incremental_decode : bool
-    dropped : tuple of int
+    incremental_decode : bool, default=False
+        Whether the secure aggregation decoded only the change from the
+        previous round (SCMA's incremental decode).
+    details : tuple of RemovalReport, default=()
+        The reports of the clients' removals (not shown by ``str``).
+    dropped : tuple of int, default=()
         Clients that went silent in the round.  In a removal round an
         unchanged client that drops changes nothing (its contribution is
         the one already in the aggregate); a removing client that drops
         makes the removal fail.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pyfkm import FederatedKMeans
+    >>> rng = np.random.default_rng(0)
+    >>> clients = [rng.uniform(-0.5, 0.5, size=(30, 2)) for _ in range(3)]
+    >>> fkm = FederatedKMeans(2, server_points="centers", random_state=0).fit(clients)
+    >>> report = fkm.remove(0, [3, 4])
+    >>> report.clients, report.dropped
+    ((0,), ())
     """
 
     clients: tuple
@@ -543,7 +566,9 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
 
         Returns
         -------
-        FederatedRemovalReport
+        report : FederatedRemovalReport
+            What the removal did (reseeding, re-aggregation, reclustering)
+            and cost.
 
         Raises
         ------
@@ -552,6 +577,8 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         NotFittedError
             Before :meth:`fit`.
 
+        Notes
+        -----
         A removal that raises (bad ids, a failed secure round or server
         update) changes nothing; after one that succeeds no value of the
         removed rows remains in the object, its pickle or its saved file.
@@ -587,13 +614,17 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
 
         Returns
         -------
-        FederatedRemovalReport
+        report : FederatedRemovalReport
+            Of the round over the remaining clients (``clients`` is empty;
+            ``dropped``: clients that went silent and left too).
 
         Raises
         ------
         InvalidIdError
             Unknown, repeated or already removed clients, or all of them.
 
+        Notes
+        -----
         A departed client's data, local model and secure-aggregation data
         are dropped (its slot in ``client_centers_`` becomes empty); a call
         that raises changes nothing.
@@ -648,9 +679,11 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
 
         Returns
         -------
-        FederatedRemovalReport
+        report : FederatedRemovalReport
             Of the joining round (``clients``: the new indices).
 
+        Notes
+        -----
         Each new client fits locally with the model's ``gamma_`` exactly
         as in :meth:`fit`, then every participant takes part in a round of
         a new secure run (fresh keys) and the server reclusters: the model
@@ -780,6 +813,30 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         stored: a loaded model runs the key agreement again before its
         next secure round; its results are identical to
         the original object's because the aggregate is exact.
+
+        Parameters
+        ----------
+        path : str or path-like
+            Where to write the model (conventionally a ``.npz`` name).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        OSError
+            If the file cannot be written (no file is left behind).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> clients = [rng.uniform(-0.5, 0.5, size=(30, 2)) for _ in range(2)]
+        >>> fkm = FederatedKMeans(2, server_points="centers", random_state=0).fit(clients)
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+        >>> fkm.save(path)
+        >>> bool((FederatedKMeans.load(path).cluster_centers_ == fkm.cluster_centers_).all())
+        True
         """
         with self._lock:
             self._check_fitted()

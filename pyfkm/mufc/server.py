@@ -186,8 +186,19 @@ class MufcServer:
         return self._lattice.sample(b, self._rng) + self.lower
 
     def update(self, bins, counts):
-        """Take a new aggregate and recluster if it changed.  Returns whether
-        the model changed.
+        """Take a new aggregate and recluster if it changed.
+
+        Parameters
+        ----------
+        bins : array-like of int, shape (n_bins, n_features)
+            Grid cells of the aggregate (as :func:`merge_sparse` returns).
+        counts : array-like of int, shape (n_bins,)
+            Their counts.
+
+        Returns
+        -------
+        changed : bool
+            Whether the model changed (False for the same aggregate).
 
         With ``server_points="centers"``, an aggregate with the same bins and
         smaller counts (none reaching 0) takes the coupled update (see the
@@ -243,7 +254,16 @@ class MufcServer:
         return np.vstack([samples[k] for k in keys]), None
 
     def points(self):
-        """The server's dataset and weights (None for unit weights)."""
+        """The server's dataset and weights.
+
+        Returns
+        -------
+        X : ndarray of shape (n_points, n_features)
+            The points the server clusters (bin centres or samples inside
+            the bins).
+        weights : ndarray of shape (n_points,) or None
+            Their weights (None for unit weights).
+        """
         return self._points_of(self.bins_, self.counts_, self._samples)
 
     def _empty_model(self):
