@@ -205,7 +205,26 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
     def nicv(self, X):
         """Normalized intra-cluster variance: k-means objective of ``X`` on
         the fitted centers divided by ``len(X)`` (lower is better; the
-        FastLloyd paper's metric).  ``score(X) == -nicv(X) * len(X)``."""
+        FastLloyd paper's metric).  ``score(X) == -nicv(X) * len(X)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite data with the fitted number of features, at least one
+            row.
+
+        Returns
+        -------
+        nicv : float
+            Mean squared distance of a row to its nearest center.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            If ``X`` is invalid.
+        """
         X, C = self._checked(X)
         return float(self._nearest_center(X, C)[0].sum() / X.shape[0])
 

@@ -29,6 +29,35 @@ class GLloyd(_GaussianLloydBase):
     ``clip(0.004 n^2 / (k^3 d (2 rho + sqrt d)^2 sigma_1^2), 2, 7)``, the
     paper's constants.
 
+    Parameters
+    ----------
+    n_clusters : int
+        Number of centers (at least 1, at most the number of points).
+    epsilon : float
+        Privacy budget of the whole fit (add/remove one point), > 0.
+    delta : "auto" or float, default="auto"
+        ``"auto"``: ``1 / (n ln n)``.
+    max_iter : "auto" or int, default="auto"
+        Number of iterations ``T`` (all of them run: the budget is split
+        over ``T``); ``"auto"``: the formula above.
+    init : "sphere_packing" or array (n_clusters, n_features), default="sphere_packing"
+        Initial centers; must not depend on the data (an array is assumed
+        public).
+    postprocess : {"fold", "truncate", "none"}, default="fold"
+        How centers are brought back into the bounds.
+    noise : {"gaussian", "discrete_gaussian"}, default="gaussian"
+        ``"gaussian"``: continuous noise added by the server, rounded to
+        the grid; ``"discrete_gaussian"``: distributed discrete Gaussian
+        shares added by the clients (as :class:`DPFederatedKMeans`).
+    bounds : (float, float), default=(-1, 1)
+        Every feature of every point lies in ``[lo, hi]`` (checked).
+    random_state : None, int, SeedSequence or Generator, default=None
+        Seeds the initialization only; keys, masks and the noise come from
+        the operating system.
+    executor : concurrent.futures.Executor, optional
+        Runs each client's local step (assignment and sums); default: in the
+        calling thread.
+
     Examples
     --------
     >>> import numpy as np
@@ -82,6 +111,28 @@ class SuLloyd(_FederatedLloydBase):
     (``max_iter="auto"``) is ``epsilon / epsilon_m`` with ``epsilon_m =
     sqrt(500 k^3 / n^2 (d + (4 d rho^2)^(1/3))^3)``, clipped to [2, 7].
     Budget by basic composition (reported in ``privacy_``).
+
+    Parameters
+    ----------
+    n_clusters : int
+        Number of centers (at least 1, at most the number of points).
+    epsilon : float
+        Privacy budget of the whole fit (pure epsilon-DP), > 0.
+    max_iter : "auto" or int, default="auto"
+        Number of iterations ``T``; ``"auto"``: the formula above.
+    init : "sphere_packing" or array (n_clusters, n_features), default="sphere_packing"
+        Initial centers; must not depend on the data (an array is assumed
+        public).
+    postprocess : {"fold", "truncate", "none"}, default="fold"
+        How centers are brought back into the bounds.
+    bounds : (float, float), default=(-1, 1)
+        Every feature of every point lies in ``[lo, hi]`` (checked).
+    random_state : None, int, SeedSequence or Generator, default=None
+        Seeds the initialization only; keys, masks and the noise come from
+        the operating system.
+    executor : concurrent.futures.Executor, optional
+        Runs each client's local step (assignment and sums); default: in the
+        calling thread.
 
     Examples
     --------

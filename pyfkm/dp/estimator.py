@@ -208,6 +208,26 @@ class FederatedLloyd(_FederatedLloydBase):
     Relative sums without radius or noise; stops when no center moves by
     more than the fixed-point step ``2**-16`` (or after ``max_iter``).
 
+    Parameters
+    ----------
+    n_clusters : int
+        Number of centers (at least 1, at most the number of points).
+    max_iter : int, default=300
+        Largest number of iterations.
+    init : "sphere_packing" or array (n_clusters, n_features), default="sphere_packing"
+        Initial centers; must not depend on the data (an array is assumed
+        public).
+    postprocess : {"fold", "truncate", "none"}, default="none"
+        How centers are brought back into the bounds.
+    bounds : (float, float), default=(-1, 1)
+        Every feature of every point lies in ``[lo, hi]`` (checked).
+    random_state : None, int, SeedSequence or Generator, default=None
+        Seeds the initialization only; keys and masks come from the
+        operating system, the result is reproducible.
+    executor : concurrent.futures.Executor, optional
+        Runs each client's local step (assignment and sums); default: in the
+        calling thread.
+
     Examples
     --------
     >>> import numpy as np
