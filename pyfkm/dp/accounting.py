@@ -167,6 +167,25 @@ def analytic_gaussian_epsilon(sigma, delta, sensitivity=1.0):
 
     Inverse of :func:`analytic_gaussian_delta` in epsilon (rounded up).
 
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the Gaussian noise (> 0).
+    delta : float
+        Privacy parameter in (0, 1).
+    sensitivity : float, default=1.0
+        L2 sensitivity of the query (> 0).
+
+    Returns
+    -------
+    epsilon : float
+        The smallest epsilon (>= 0).
+
+    Raises
+    ------
+    InvalidInputError
+        If a parameter is out of range.
+
     Examples
     --------
     >>> round(analytic_gaussian_epsilon(calibrate_analytic_gaussian(0.5, 1e-5), 1e-5), 6)
@@ -182,6 +201,18 @@ def analytic_gaussian_epsilon(sigma, delta, sensitivity=1.0):
 def gdp_mu(sigma, sensitivity=1.0):
     """mu of the Gaussian mechanism in Gaussian DP: ``sensitivity / sigma``.
 
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the Gaussian noise (> 0).
+    sensitivity : float, default=1.0
+        L2 sensitivity of the query (> 0).
+
+    Returns
+    -------
+    mu : float
+        The mechanism is mu-GDP.
+
     Examples
     --------
     >>> gdp_mu(4.0, 2.0)
@@ -193,6 +224,16 @@ def gdp_mu(sigma, sensitivity=1.0):
 def compose_gdp(mus):
     """mu of the composition of mu_i-GDP mechanisms: ``sqrt(sum mu_i^2)``
     (Dong, Roth & Su 2022, Cor. 3.3; holds for adaptive composition).
+
+    Parameters
+    ----------
+    mus : iterable of float
+        The mu (>= 0) of each mechanism.
+
+    Returns
+    -------
+    mu : float
+        mu of the composition.
 
     Examples
     --------
@@ -207,6 +248,18 @@ def gdp_delta(mu, epsilon):
     """delta(epsilon) of a mu-GDP mechanism:
     ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)``.
 
+    Parameters
+    ----------
+    mu : float
+        GDP parameter (>= 0).
+    epsilon : float
+        Privacy parameter (>= 0).
+
+    Returns
+    -------
+    delta : float
+        The smallest delta for which the mechanism is (epsilon, delta)-DP.
+
     Examples
     --------
     >>> round(gdp_delta(1.0, 0.0), 6)  # = 2 Phi(1/2) - 1
@@ -218,6 +271,23 @@ def gdp_delta(mu, epsilon):
 def gdp_epsilon(mu, delta):
     """Smallest epsilon for which a mu-GDP mechanism is (epsilon, delta)-DP
     (rounded up; 0 when delta already covers epsilon = 0).
+
+    Parameters
+    ----------
+    mu : float
+        GDP parameter (>= 0).
+    delta : float
+        Privacy parameter in (0, 1).
+
+    Returns
+    -------
+    epsilon : float
+        The smallest epsilon (>= 0).
+
+    Raises
+    ------
+    InvalidInputError
+        If a parameter is out of range.
 
     Examples
     --------
@@ -242,6 +312,27 @@ def calibrate_iterations(epsilon, delta, T, sensitivity=1.0):
     ``sqrt(T) * sensitivity / sigma``-GDP, so the answer is the analytic
     Gaussian sigma for (epsilon, delta) times ``sqrt(T)``.
 
+    Parameters
+    ----------
+    epsilon : float
+        Budget of the whole composition (> 0).
+    delta : float
+        Budget in (0, 1).
+    T : int
+        Number of mechanisms (iterations), >= 1.
+    sensitivity : float, default=1.0
+        L2 sensitivity of each query (> 0).
+
+    Returns
+    -------
+    sigma : float
+        Noise standard deviation of each iteration.
+
+    Raises
+    ------
+    InvalidInputError
+        If a parameter is out of range.
+
     Examples
     --------
     >>> s1 = calibrate_analytic_gaussian(1.0, 1e-5)
@@ -258,6 +349,18 @@ def zcdp_epsilon(rho, delta):
 
     A valid but not tight conversion; used for the rigorous statement of
     the discrete Gaussian (rho = Delta^2 / (2 sigma^2) per use, additive).
+
+    Parameters
+    ----------
+    rho : float
+        zCDP parameter (>= 0).
+    delta : float
+        Target delta in (0, 1).
+
+    Returns
+    -------
+    epsilon : float
+        ``rho + 2 sqrt(rho ln(1/delta))``.
 
     Examples
     --------
@@ -285,6 +388,20 @@ def fastlloyd_noise_scales(sigma, d):
     ``sigma_C / sigma_R = (4d)^(1/4)`` is FastLloyd's choice (Diaa,
     Humphries & Kerschbaum).
 
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation of the one Gaussian mechanism the iteration costs.
+    d : int
+        Number of features.
+
+    Returns
+    -------
+    sigma_R : float
+        Noise scale of each coordinate of a relative sum (per unit of eta).
+    sigma_C : float
+        Noise standard deviation of each count.
+
     Examples
     --------
     >>> sr, sc = fastlloyd_noise_scales(1.0, 4)
@@ -304,6 +421,29 @@ def fastlloyd_iterations(n, k, d, eta, sigma):
     where the real value is rounded down to an integer (``floor``) before
     clipping to [2, 7].
 
+    Parameters
+    ----------
+    n : int
+        Number of points (>= 1).
+    k : int
+        Number of clusters (>= 1).
+    d : int
+        Number of features (>= 1).
+    eta : float
+        Radius of the first iteration (> 0).
+    sigma : float
+        Per-iteration noise standard deviation (> 0).
+
+    Returns
+    -------
+    T : int
+        Number of iterations, between 2 and 7.
+
+    Raises
+    ------
+    InvalidInputError
+        If a parameter is out of range.
+
     Examples
     --------
     >>> fastlloyd_iterations(150, 3, 4, 1.0, 0.1)
@@ -322,6 +462,16 @@ def fastlloyd_iterations(n, k, d, eta, sigma):
 
 def default_delta(n):
     """Default delta for n records: ``1 / (n ln n)`` (n >= 2).
+
+    Parameters
+    ----------
+    n : int
+        Number of records (>= 2).
+
+    Returns
+    -------
+    delta : float
+        ``1 / (n ln n)``.
 
     Examples
     --------
@@ -384,7 +534,19 @@ class PrivacyAccountant:
         return math.sqrt(self._mu2)
 
     def epsilon_spent(self, delta=None):
-        """Epsilon spent so far at ``delta`` (default: the budget's delta)."""
+        """Epsilon spent so far at ``delta`` (default: the budget's delta).
+
+        Parameters
+        ----------
+        delta : float, optional
+            The delta at which to state the spend (default: the budget's delta).
+
+        Returns
+        -------
+        epsilon : float
+            Pure (Laplace) epsilon plus the GDP epsilon of the Gaussian spends at
+            ``delta``.
+        """
         delta = self.delta if delta is None else _delta_arg(delta)
         eps = self._eps_pure
         if self._mu2 > 0:
@@ -392,11 +554,25 @@ class PrivacyAccountant:
         return eps
 
     def spent(self):
-        """``(epsilon, delta)`` spent so far (delta is the budget's delta)."""
+        """``(epsilon, delta)`` spent so far (delta is the budget's delta).
+
+        Returns
+        -------
+        epsilon : float
+            Epsilon spent so far.
+        delta : float
+            The budget's delta.
+        """
         return self.epsilon_spent(), self.delta
 
     def remaining_epsilon(self):
-        """Budget epsilon minus the spent epsilon (>= 0)."""
+        """Budget epsilon minus the spent epsilon (>= 0).
+
+        Returns
+        -------
+        epsilon : float
+            What the budget still allows, >= 0.
+        """
         return max(self.epsilon - self.epsilon_spent(), 0.0)
 
     def _would_spend(self, mechanism, scale, sensitivity, count):
@@ -408,7 +584,29 @@ class PrivacyAccountant:
         return mu2, pure
 
     def can_spend(self, mechanism, sigma, sensitivity=1.0, count=1):
-        """Whether :meth:`spend` with these arguments would be accepted."""
+        """Whether :meth:`spend` with these arguments would be accepted.
+
+        Parameters
+        ----------
+        mechanism : {"gaussian", "discrete_gaussian", "laplace"}
+            The noise distribution.
+        sigma : float
+            Gaussian standard deviation, or the Laplace scale b.
+        sensitivity : float, default=1.0
+            L2 (Gaussian) or L1 (Laplace) sensitivity, in the units of sigma.
+        count : int, default=1
+            Number of uses.
+
+        Returns
+        -------
+        ok : bool
+            True if the spend fits in the budget.
+
+        Raises
+        ------
+        InvalidInputError
+            On bad arguments.
+        """
         mechanism, sigma, sensitivity, count = self._check(mechanism, sigma, sensitivity, count)
         return self._fits(*self._would_spend(mechanism, sigma, sensitivity, count))
 
@@ -435,11 +633,13 @@ class PrivacyAccountant:
         Parameters
         ----------
         mechanism : {"gaussian", "discrete_gaussian", "laplace"}
+            The noise distribution.
         sigma : float
             Gaussian standard deviation, or the Laplace scale b.
         sensitivity : float, default=1.0
             L2 (Gaussian) or L1 (Laplace) sensitivity, in the units of sigma.
         count : int, default=1
+            Number of uses.
 
         Raises
         ------
@@ -460,7 +660,15 @@ class PrivacyAccountant:
 
     def summary(self):
         """A plain dict for reports: budget, spent (GDP), mu, the rigorous
-        zCDP-based epsilon of the module notes, and the list of spends."""
+        zCDP-based epsilon of the module notes, and the list of spends.
+
+        Returns
+        -------
+        summary : dict
+            Keys ``epsilon``, ``delta`` (the budget), ``epsilon_spent``,
+            ``delta_spent``, ``mu``, ``epsilon_laplace``, ``epsilon_zcdp`` and
+            ``spends`` (a list of dicts: mechanism, sigma, sensitivity, count).
+        """
         eps, delta = self.spent()
         eps_z = self._eps_pure + zcdp_epsilon(self._mu2 / 2.0, self.delta)
         return {"epsilon": self.epsilon, "delta": self.delta, "epsilon_spent": eps,
