@@ -33,6 +33,16 @@ def as_generator(random_state: SeedLike = None) -> np.random.Generator:
         SeedSequence seeds a new PCG64 generator; a Generator is used as is
         (and advanced by the caller's use).
 
+    Returns
+    -------
+    generator : numpy.random.Generator
+        The generator (``random_state`` itself when it is one).
+
+    Raises
+    ------
+    InvalidInputError
+        If ``random_state`` is a negative int or of another type.
+
     Examples
     --------
     >>> g = as_generator(42)
@@ -57,6 +67,18 @@ def as_generator(random_state: SeedLike = None) -> np.random.Generator:
 
 def spawn(random_state: SeedLike, n: int) -> list[np.random.Generator]:
     """Return ``n`` independent child generators of ``random_state``.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        The parent, as :func:`as_generator` takes it.
+    n : int
+        Number of children.
+
+    Returns
+    -------
+    generators : list of numpy.random.Generator
+        ``n`` statistically independent generators (``Generator.spawn``).
 
     Examples
     --------

@@ -357,6 +357,11 @@ class RemovableSeeding:
         only rows that are removed, or the data of an object that is
         discarded (a departing client's): a kept row that is erased would
         change later resamplings.
+
+        Parameters
+        ----------
+        ids : array-like of int, optional
+            Row positions to erase (default: every row).
         """
         if ids is None:
             self._state.X[...] = 0
@@ -463,7 +468,13 @@ class RemovableSeeding:
         return self._state.removed_mask
 
     def inertia(self) -> float:
-        """Weighted sum of squared distances of remaining points to their centers."""
+        """Weighted sum of squared distances of remaining points to their centers.
+
+        Returns
+        -------
+        inertia : float
+            The weighted sum (the k-means objective of the remaining points).
+        """
         mind = self._state.min_sq_dist
         w = self._state.sample_weight
         return float(mind.sum() if w is None else (w * mind).sum())

@@ -15,6 +15,20 @@ _TINY = 2.0 ** -1022  # smallest normal float64
 def auto_epsilon(n_samples, n_clusters, n_features):
     """Ginart et al.'s default lattice step ``2^round(-log10(n/(k d^1.5)) - 3)``.
 
+    Parameters
+    ----------
+    n_samples : int
+        Number of points n.
+    n_clusters : int
+        Number of clusters k.
+    n_features : int
+        Number of features d.
+
+    Returns
+    -------
+    epsilon : float
+        The lattice step, a power of two.
+
     Examples
     --------
     >>> auto_epsilon(100_000, 5, 25)

@@ -18,6 +18,16 @@ __all__ = ["DCKMeans", "auto_n_leaves"]
 def auto_n_leaves(n_samples):
     """``n^0.3`` rounded to the nearest power of two (at least 1).
 
+    Parameters
+    ----------
+    n_samples : int
+        Number of points n (>= 1).
+
+    Returns
+    -------
+    n_leaves : int
+        A power of two.
+
     Examples
     --------
     >>> auto_n_leaves(100_000)

@@ -31,6 +31,22 @@ def sphere_packing_init(n_clusters, n_features, bounds=(-1.0, 1.0), random_state
     rejections.  Depends only on the seed, so every client computes the
     same centers.
 
+    Parameters
+    ----------
+    n_clusters : int
+        Number of centers.
+    n_features : int
+        Number of features.
+    bounds : (float, float), default=(-1.0, 1.0)
+        The box ``[lo, hi]`` of every feature.
+    random_state : None, int, SeedSequence or Generator, default=None
+        Seed of the draws.
+
+    Returns
+    -------
+    centers : ndarray of shape (n_clusters, n_features)
+        Centers inside the box.
+
     Examples
     --------
     >>> C = sphere_packing_init(3, 2, random_state=0)
@@ -61,6 +77,24 @@ def step_radius(iteration, n_clusters, n_features, alpha=0.8, bounds=(-1.0, 1.0)
     """FastLloyd's "step" radius: ``diag / 2`` at iteration 0, then
     ``alpha * diag / (2 k^(1/d))``, capped at ``diag``.
 
+    Parameters
+    ----------
+    iteration : int
+        Iteration index, from 0.
+    n_clusters : int
+        Number of centers k.
+    n_features : int
+        Number of features d.
+    alpha : float, default=0.8
+        Radius factor after the first iteration.
+    bounds : (float, float), default=(-1.0, 1.0)
+        The box ``[lo, hi]`` of every feature.
+
+    Returns
+    -------
+    eta : float
+        The radius of that iteration (``diag`` is the box's diagonal).
+
     Examples
     --------
     >>> round(step_radius(0, 3, 4), 6), round(step_radius(1, 3, 4), 6)
@@ -73,6 +107,18 @@ def step_radius(iteration, n_clusters, n_features, alpha=0.8, bounds=(-1.0, 1.0)
 
 def fold_into_bounds(C, bounds=(-1.0, 1.0)):
     """Reflect coordinates into ``[lo, hi]`` (folding at the bounds).
+
+    Parameters
+    ----------
+    C : array-like
+        Coordinates (any shape).
+    bounds : (float, float), default=(-1.0, 1.0)
+        The box ``[lo, hi]`` of every feature.
+
+    Returns
+    -------
+    folded : ndarray, float64
+        ``C`` reflected at the bounds until inside them (same shape).
 
     Examples
     --------
