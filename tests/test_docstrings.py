@@ -6,7 +6,9 @@ contract; imported, not restated).  Rules, one test per documented object:
 * a public **class**: its docstring has an ``Examples`` section with at least
   one ``>>>`` line, and a ``Parameters`` section when its constructor takes
   arguments (dataclasses included: their fields are the constructor's
-  arguments);
+  arguments; a constructor annotated ``-> NoReturn``, which only raises and
+  points at the alternative constructors, such as ``NoiseStream``'s, takes
+  none);
 * a public **method** (no leading underscore) defined in pyfkm, on a public
   class or on one of its pyfkm bases: ``Parameters`` when it takes arguments
   besides ``self``/``cls``, and ``Returns`` (or ``Yields``) unless it returns
@@ -41,6 +43,7 @@ import inspect
 import re
 import textwrap
 import types
+import typing
 
 import pytest
 
@@ -213,6 +216,11 @@ def returns_none(func):
 
 # ---------------------------------------------------------------- the walk
 
+def _never_returns(func):
+    ann = getattr(func, "__annotations__", {}).get("return")
+    return ann is typing.NoReturn or ann in ("NoReturn", "typing.NoReturn")
+
+
 def _is_pyfkm(obj):
     return (getattr(obj, "__module__", None) or "").split(".")[0] == "pyfkm"
 
@@ -321,6 +329,8 @@ def problems(kind, obj):
     try:
         expected = signature_names(func, drop_first)
     except (TypeError, ValueError):  # no signature (a builtin __init__)
+        expected = []
+    if kind == "class" and _never_returns(getattr(obj, "__init__", None)):
         expected = []
     if expected:
         if "Parameters" not in found:

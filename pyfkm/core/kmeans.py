@@ -203,12 +203,49 @@ def lloyd(X: NDArray[np.floating], centers: ArrayLike, *,
     convergence a final assignment makes labels consistent with the returned
     centers.
 
-    ``tol_abs``, when given, is the absolute tolerance already computed
-    from ``X`` and ``tol`` (callers running several inits compute it once).
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Finite data (float64 or float32; not checked).
+    centers : array-like of shape (n_clusters, n_features)
+        Initial centers.
+    sample_weight : ndarray of shape (n_samples,), float64, optional
+        Nonnegative weights (default: all ones).
+    max_iter : int, default=300
+        Largest number of iterations.
+    tol : float, default=1e-4
+        Relative tolerance on the total squared center shift.
+    n_threads : int, default=1
+        Threads of the assignment step (results do not depend on it).
+    verbose : int, default=0
+        Print the inertia of each iteration when positive.
+    tol_abs : float, optional
+        The absolute tolerance already computed from ``X`` and ``tol``
+        (callers running several inits compute it once).
 
     Returns
     -------
-    centers, labels, inertia, n_iter
+    centers : ndarray of shape (n_clusters, n_features), float64
+        Final centers.
+    labels : ndarray of shape (n_samples,), int32
+        Index of each point's center.
+    inertia : float
+        Weighted sum of squared distances to the assigned centers.
+    n_iter : int
+        Iterations run.
+
+    Raises
+    ------
+    NumericalError
+        If squared distances overflow float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    >>> C, labels, inertia, n_iter = lloyd(X, [[0.0], [1.0]])
+    >>> C.ravel().tolist(), labels.tolist(), inertia
+    ([0.5, 10.5], [0, 0, 1, 1], 1.0)
     """
     X = np.ascontiguousarray(X)
     if tol_abs is None:

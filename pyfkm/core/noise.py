@@ -47,16 +47,23 @@ Noise streams and the privacy statement of each mode
   guarantee is claimed for this mode.
 * ``laplace``: double-precision Laplace (SuLloyd baseline), same caveat.
 """
+from __future__ import annotations
+
 import functools
 import math
 import os
 import threading
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._validation import check_int, check_positive
 from ..exceptions import InvalidInputError
+
+if TYPE_CHECKING:
+    from ..rng import SeedLike
 
 __all__ = ["NoiseStream", "discrete_gaussian_variance", "new_noise_key"]
 
@@ -70,12 +77,23 @@ def _float_scale(x, name):
     return x
 
 
-def new_noise_key(random_state=None):
+def new_noise_key(random_state: SeedLike = None) -> bytes:
     """A 32-byte ChaCha20 key for :meth:`NoiseStream.secure`.
 
     ``None`` (the default) reads ``os.urandom`` (secret).  Any other value
     derives the key from ``random_state`` through :func:`pyfkm.rng.as_generator`:
     reproducible, for tests and simulations only, and **not secret**.
+
+    Parameters
+    ----------
+    random_state : None, int, SeedSequence or Generator, default=None
+        ``None``: a secret key from the operating system; anything else: a
+        reproducible, public key.
+
+    Returns
+    -------
+    key : bytes
+        32 bytes.
 
     Examples
     --------
@@ -118,13 +136,28 @@ def _check_sigma(sigma, name="sigma"):
     return sigma
 
 
-def discrete_gaussian_variance(sigma):
+def discrete_gaussian_variance(sigma: float) -> Fraction:
     """The exact variance parameter sigma'^2 used for ``discrete_gaussian(n, sigma)``.
 
     sigma^2 is rounded *up* to a rational ``P / 2^k`` with ``P < 2^61``
     and ``2^k <= 2^62`` (relative increase below ``1 / P``: about 2^-59 for
     sigma >= 1, up to about 2^-45 for the smallest sigma, 2^-10), so the
     sampled N_Z(0, sigma'^2) has at least the requested noise.
+
+    Parameters
+    ----------
+    sigma : float
+        The requested standard deviation, ``2**-10 <= sigma <= 2**30``.
+
+    Returns
+    -------
+    variance : fractions.Fraction
+        sigma'^2 >= sigma^2, exactly.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``sigma`` is out of range.
 
     Examples
     --------
@@ -159,7 +192,9 @@ class NoiseStream:
     (dtype('int64'), (5,))
     """
 
-    def __init__(self, *_args, **_kwargs):
+    _impl: Any  # the ChaCha20 stream of secure mode, else None (set by _make)
+
+    def __init__(self, *_args: object, **_kwargs: object) -> NoReturn:
         raise TypeError("use NoiseStream.secure(key, iteration, tag) or "
                         "NoiseStream.from_generator(random_state)")
 
@@ -173,7 +208,7 @@ class NoiseStream:
         return self
 
     @classmethod
-    def secure(cls, key, iteration, tag):
+    def secure(cls, key: bytes, iteration: int, tag: bytes) -> NoiseStream:
         """ChaCha20 (RFC 8439) stream for one (key, iteration, tag).
 
         Parameters
@@ -184,6 +219,16 @@ class NoiseStream:
             0 <= iteration < 2**64, e.g. the Lloyd iteration.
         tag : bytes
             1 to 4 bytes without NUL, e.g. ``b"SUM"`` or ``b"CNT"``.
+
+        Returns
+        -------
+        stream : NoiseStream
+            A new stream at the start of its keystream.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``key``, ``iteration`` or ``tag`` is invalid.
 
         Notes
         -----
@@ -209,17 +254,27 @@ class NoiseStream:
         return cls._make(impl, None, f"secure(iteration={iteration}, tag={bytes(tag)!r})")
 
     @classmethod
-    def from_generator(cls, random_state=None):
+    def from_generator(cls, random_state: SeedLike = None) -> NoiseStream:
         """Stream drawing from a numpy Generator (not cryptographic).
 
         ``random_state`` is anything :func:`pyfkm.rng.as_generator`
         accepts; a Generator passed in is advanced by the draws.
+
+        Parameters
+        ----------
+        random_state : None, int, SeedSequence or Generator, default=None
+            The source of the draws.
+
+        Returns
+        -------
+        stream : NoiseStream
+            A new stream.
         """
         from ..rng import as_generator
         return cls._make(None, as_generator(random_state), "from_generator")
 
     @property
-    def secure_mode(self):
+    def secure_mode(self) -> bool:
         """True for a ChaCha20 stream."""
         return self._impl is not None
 
@@ -240,24 +295,49 @@ class NoiseStream:
         n = check_int(n, "n", 0)
         return n
 
-    def gaussian(self, n, sigma):
+    def gaussian(self, n: int, sigma: float) -> NDArray[np.float64]:
         """n samples of N(0, sigma^2) as float64 (polar method).
 
         Floating-point noise: the paper's comparison mode, no formal DP
         guarantee (Mironov 2012); prefer :meth:`discrete_gaussian`.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples (>= 0).
+        sigma : float
+            Standard deviation (> 0).
+
+        Returns
+        -------
+        samples : ndarray of shape (n,), float64
+            The draws.
         """
         n = self._n(n)
         sigma = _float_scale(sigma, "sigma")
         return self._sample(_KIND["gaussian"], np.empty(n, np.float64), sigma)
 
-    def laplace(self, n, scale):
+    def laplace(self, n: int, scale: float) -> NDArray[np.float64]:
         """n samples of Laplace(0, scale) as float64 (density
-        ``exp(-|x|/scale) / (2 scale)``); floating point, as :meth:`gaussian`."""
+        ``exp(-|x|/scale) / (2 scale)``); floating point, as :meth:`gaussian`.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples (>= 0).
+        scale : float
+            The scale b (> 0).
+
+        Returns
+        -------
+        samples : ndarray of shape (n,), float64
+            The draws.
+        """
         n = self._n(n)
         scale = _float_scale(scale, "scale")
         return self._sample(_KIND["laplace"], np.empty(n, np.float64), scale)
 
-    def discrete_gaussian(self, n, sigma):
+    def discrete_gaussian(self, n: int, sigma: float) -> NDArray[np.int64]:
         """n exact samples of the discrete Gaussian N_Z(0, sigma^2) as int64.
 
         ``P[x] = exp(-x^2/(2 sigma'^2)) / sum_y exp(-y^2/(2 sigma'^2))`` on
@@ -265,15 +345,45 @@ class NoiseStream:
         (sigma^2 rounded up, see :func:`discrete_gaussian_variance`).  Exact sampler of
         Canonne, Kamath & Steinke (2020), integer arithmetic only;
         ``2**-10 <= sigma <= 2**30``.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples (>= 0).
+        sigma : float
+            The requested standard deviation.
+
+        Returns
+        -------
+        samples : ndarray of shape (n,), int64
+            The draws.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``sigma`` is out of range.
         """
         n = self._n(n)
         sigma = _check_sigma(sigma)
         P, Q = _sigma2_rational(sigma)
         return self._sample(_KIND["discrete_gaussian"], np.empty(n, np.int64), 0.0, P, Q)
 
-    def discrete_laplace(self, n, t):
+    def discrete_laplace(self, n: int, t: int) -> NDArray[np.int64]:
         """n exact samples with ``P[x]`` proportional to ``exp(-|x|/t)`` on
-        the integers (integer scale ``1 <= t <= 2**62``), as int64."""
+        the integers (integer scale ``1 <= t <= 2**62``), as int64.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples (>= 0).
+        t : int
+            The integer scale, ``1 <= t <= 2**62``.
+
+        Returns
+        -------
+        samples : ndarray of shape (n,), int64
+            The draws.
+        """
         n = self._n(n)
         t = check_int(t, "t", 1)
         if t > 1 << 62:
