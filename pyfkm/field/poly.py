@@ -33,6 +33,27 @@ __all__ = ["poly_mul", "poly_divmod", "poly_gcd", "poly_xgcd", "poly_powmod",
 def poly_mul(a, b, p):
     """The product ``a * b``.
 
+    Parameters
+    ----------
+    a : array-like of int
+        Coefficients, low degree first, reduced modulo ``p``.
+    b : array-like of int
+        Coefficients, low degree first, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    product : ndarray of uint64
+        ``a * b``, low degree first, normalized.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced.
+
+    Examples
+    --------
     >>> poly_mul([1, 1], [12, 1], 13).tolist()     # (1 + x)(x - 1) = x^2 - 1
     [12, 0, 1]
     """
@@ -46,6 +67,29 @@ def poly_mul(a, b, p):
 def poly_divmod(a, b, p):
     """Quotient and remainder: ``a = q b + r`` with ``deg r < deg b``.
 
+    Parameters
+    ----------
+    a : array-like of int
+        Dividend, low degree first, reduced modulo ``p``.
+    b : array-like of int
+        Nonzero divisor, low degree first, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    q : ndarray of uint64
+        Quotient, low degree first, normalized.
+    r : ndarray of uint64
+        Remainder, ``deg r < deg b``, low degree first, normalized.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced. Also if ``b`` is zero.
+
+    Examples
+    --------
     >>> [x.tolist() for x in poly_divmod([12, 0, 1], [1, 1], 13)]
     [[12, 1], []]
     """
@@ -62,6 +106,27 @@ def poly_divmod(a, b, p):
 def poly_gcd(a, b, p):
     """The monic greatest common divisor (empty when ``a = b = 0``).
 
+    Parameters
+    ----------
+    a : array-like of int
+        Coefficients, low degree first, reduced modulo ``p``.
+    b : array-like of int
+        Coefficients, low degree first, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    g : ndarray of uint64
+        The monic gcd, low degree first, normalized.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced.
+
+    Examples
+    --------
     >>> poly_gcd([12, 0, 1], [1, 2, 1], 13).tolist()   # gcd(x^2-1, (x+1)^2)
     [1, 1]
     """
@@ -70,7 +135,26 @@ def poly_gcd(a, b, p):
 
 
 def poly_xgcd(a, b, p):
-    """``(g, s, t)`` with ``s a + t b = g`` and ``g`` the monic gcd."""
+    """``(g, s, t)`` with ``s a + t b = g`` and ``g`` the monic gcd.
+
+    Parameters
+    ----------
+    a, b : array-like of int
+        Coefficients, low degree first, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    g, s, t : ndarray of uint64
+        ``s a + t b = g``, ``g`` monic (low degree first).
+
+    Examples
+    --------
+    >>> g, s, t = poly_xgcd([12, 0, 1], [1, 2, 1], 13)   # gcd(x^2-1, (x+1)^2)
+    >>> g.tolist()
+    [1, 1]
+    """
     p = _check_modulus(p)
     return _field.xgcd(_as_poly(a, p, "a"), _as_poly(b, p, "b"), p)
 
@@ -78,6 +162,29 @@ def poly_xgcd(a, b, p):
 def poly_powmod(base, e, f, p):
     """``base**e mod f`` for an integer ``e >= 0`` of any size and ``deg f >= 1``.
 
+    Parameters
+    ----------
+    base : array-like of int
+        Coefficients, low degree first, reduced modulo ``p``.
+    e : int
+        Exponent >= 0 (any size).
+    f : array-like of int
+        Modulus polynomial of degree >= 1, low degree first, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    r : ndarray of uint64
+        ``base**e mod f``, low degree first, normalized.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced. Also if ``e < 0`` or ``deg f < 1``.
+
+    Examples
+    --------
     >>> poly_powmod([0, 1], 13, [1, 0, 1], 13).tolist()   # x^13 mod x^2 + 1
     [0, 1]
     """
@@ -96,6 +203,25 @@ def poly_powmod(base, e, f, p):
 def poly_derivative(f, p):
     """The formal derivative ``f'``.
 
+    Parameters
+    ----------
+    f : array-like of int
+        Coefficients, low degree first, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    df : ndarray of uint64
+        ``f'``, low degree first, normalized.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced.
+
+    Examples
+    --------
     >>> poly_derivative([2, 0, 0, 1], 3).tolist()   # (x^3 + 2)' = 3x^2 = 0 mod 3
     []
     """
@@ -107,6 +233,27 @@ def poly_eval(f, x, p):
     """``f(x)``: an int for a scalar ``x``, a uint64 array for a 1-D array
     (multipoint evaluation through a subproduct tree when large).
 
+    Parameters
+    ----------
+    f : array-like of int
+        Coefficients, low degree first, reduced modulo ``p``.
+    x : int or array-like of int
+        Point(s), reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    value : int or ndarray of uint64
+        ``f(x)`` (an array of the values for an array ``x``).
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced.
+
+    Examples
+    --------
     >>> poly_eval([1, 0, 1], 5, 13), poly_eval([1, 0, 1], [0, 5], 13).tolist()
     (0, [1, 0])
     """
@@ -133,6 +280,25 @@ def berlekamp_massey(seq, p):
     ``N >= 2m``, ``C = prod_j (1 - r_j z)``.  O(N^2) with lazily reduced
     dot products.
 
+    Parameters
+    ----------
+    seq : array-like of int
+        The sequence, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    C : ndarray of uint64
+        The connection polynomial, low degree first, normalized.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced.
+
+    Examples
+    --------
     >>> berlekamp_massey([1, 1, 2, 3, 5, 8], 13).tolist()   # Fibonacci
     [1, 12, 12]
     """
@@ -162,6 +328,8 @@ def roots(f, p, *, require_split=False, random_state=None):
     roots : ndarray of uint64, ascending
     multiplicities : ndarray of int64
 
+    Examples
+    --------
     >>> r, m = roots([12, 0, 1, 0], 13)      # x^2 - 1
     >>> r.tolist(), m.tolist()
     ([1, 12], [1, 1])
@@ -204,6 +372,29 @@ def factor(f, p, *, random_state=None):
     coefficients.  Square-free, distinct-degree, then equal-degree
     factorization (Cantor-Zassenhaus; trace map for p = 2).
 
+    Parameters
+    ----------
+    f : array-like of int
+        Nonzero polynomial, low degree first, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+    random_state : None, int or numpy Generator, default=None
+        Drives the random splitting; the result does not depend on it.
+
+    Returns
+    -------
+    lc : int
+        Leading coefficient of ``f``.
+    factors : list of (ndarray of uint64, int)
+        Monic irreducible factors and their exponents.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced. Also for the zero polynomial.
+
+    Examples
+    --------
     >>> lc, facs = factor([2, 0, 2], 3)           # 2x^2 + 2 = 2 (x^2 + 1), irreducible mod 3
     >>> lc, [(g.tolist(), e) for g, e in facs]
     (2, [([1, 0, 1], 1)])
@@ -221,6 +412,27 @@ def squarefree_factorization(f, p):
     Returns ``(lc, [(g, i), ...])`` with monic, square-free, pairwise coprime
     ``g`` sorted by multiplicity ``i``.
 
+    Parameters
+    ----------
+    f : array-like of int
+        Nonzero polynomial, low degree first, reduced modulo ``p``.
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    lc : int
+        Leading coefficient of ``f``.
+    factors : list of (ndarray of uint64, int)
+        Square-free parts ``g_i`` and multiplicities ``i``.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63`` or a coefficient is not reduced. Also for the zero polynomial.
+
+    Examples
+    --------
     >>> lc, facs = squarefree_factorization([1, 2, 1], 13)   # (x + 1)^2
     >>> lc, [(g.tolist(), i) for g, i in facs]
     (1, [([1, 1], 2)])
