@@ -31,6 +31,23 @@ def is_prime(n):
     Miller-Rabin to the first twelve prime bases, which decides every
     64-bit integer.
 
+    Parameters
+    ----------
+    n : int
+        ``0 <= n < 2**64``.
+
+    Returns
+    -------
+    prime : bool
+        Whether ``n`` is prime.
+
+    Raises
+    ------
+    FieldError
+        If ``n`` is out of range.
+
+    Examples
+    --------
     >>> is_prime(2**61 - 1), is_prime(3215031751)
     (True, False)
     """
@@ -43,6 +60,23 @@ def is_prime(n):
 def prev_prime(n):
     """The largest prime strictly below ``n`` (``3 <= n <= 2**64``).
 
+    Parameters
+    ----------
+    n : int
+        ``3 <= n <= 2**64``.
+
+    Returns
+    -------
+    p : int
+        The largest prime below ``n``.
+
+    Raises
+    ------
+    FieldError
+        If ``n`` is out of range.
+
+    Examples
+    --------
     >>> prev_prime(2**62)
     4611686018427387847
     """
@@ -58,6 +92,25 @@ def ntt_prime(bits, two_adicity):
     Such primes admit number-theoretic transforms of every length up to
     ``2**two_adicity``.  ``bits`` at most 64, ``1 <= two_adicity < bits``.
 
+    Parameters
+    ----------
+    bits : int
+        ``2 <= bits <= 64``.
+    two_adicity : int
+        ``1 <= two_adicity < bits``.
+
+    Returns
+    -------
+    p : int
+        The prime.
+
+    Raises
+    ------
+    FieldError
+        If the arguments are out of range or no such prime exists.
+
+    Examples
+    --------
     >>> ntt_prime(62, 40) == DEFAULT_PRIME
     True
     """
@@ -82,6 +135,18 @@ class Field:
     reduced elements and return a Python int for scalar input, else a
     uint64 array.
 
+    Parameters
+    ----------
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Raises
+    ------
+    FieldError
+        If ``p`` is not a prime below ``2**63``.
+
+    Examples
+    --------
     >>> F = Field(13)
     >>> F.mul(7, 5), F.inv(7), F.pow([2, 3], 12).tolist()
     (9, 2, [1, 1])
@@ -127,28 +192,107 @@ class Field:
         return int(out[0]) if scalar else out
 
     def add(self, a, b):
-        """``(a + b) mod p``."""
+        """``(a + b) mod p``.
+
+        Parameters
+        ----------
+        a : int or array-like of int
+            Reduced element(s).
+        b : int or array-like of int
+            Reduced element(s).
+
+        Returns
+        -------
+        result : int or ndarray of uint64
+            ``(a + b) mod p`` (an int for scalar input).
+        """
         return self._run("add", a, b)
 
     def sub(self, a, b):
-        """``(a - b) mod p``."""
+        """``(a - b) mod p``.
+
+        Parameters
+        ----------
+        a : int or array-like of int
+            Reduced element(s).
+        b : int or array-like of int
+            Reduced element(s).
+
+        Returns
+        -------
+        result : int or ndarray of uint64
+            ``(a - b) mod p`` (an int for scalar input).
+        """
         return self._run("sub", a, b)
 
     def neg(self, a):
-        """``-a mod p``."""
+        """``-a mod p``.
+
+        Parameters
+        ----------
+        a : int or array-like of int
+            Reduced element(s).
+
+        Returns
+        -------
+        result : int or ndarray of uint64
+            ``-a mod p`` (an int for scalar input).
+        """
         return self._run("neg", a)
 
     def mul(self, a, b):
-        """``a * b mod p``."""
+        """``a * b mod p``.
+
+        Parameters
+        ----------
+        a : int or array-like of int
+            Reduced element(s).
+        b : int or array-like of int
+            Reduced element(s).
+
+        Returns
+        -------
+        result : int or ndarray of uint64
+            ``a * b mod p`` (an int for scalar input).
+        """
         return self._run("mul", a, b)
 
     def pow(self, a, e):
-        """``a**e mod p`` for integer exponents ``e >= 0`` (``0**0 = 1``)."""
+        """``a**e mod p`` for integer exponents ``e >= 0`` (``0**0 = 1``).
+
+        Parameters
+        ----------
+        a : int or array-like of int
+            Reduced element(s).
+        e : int or array-like of int
+            Exponents >= 0 (any size).
+
+        Returns
+        -------
+        result : int or ndarray of uint64
+            ``a**e mod p`` (an int for scalar input).
+        """
         return self._run("pow", a, e, b_is_exponent=True)
 
     def inv(self, a):
         """The inverse of nonzero ``a``; :class:`~pyfkm.exceptions.FieldError` if any
-        ``a == 0``."""
+        ``a == 0``.
+
+        Parameters
+        ----------
+        a : int or array-like of int
+            Nonzero reduced element(s).
+
+        Returns
+        -------
+        result : int or ndarray of uint64
+            ``a**-1 mod p`` (an int for scalar input).
+
+        Raises
+        ------
+        FieldError
+            If any ``a == 0``.
+        """
         A = _as_elements(np.atleast_1d(a), self.p, "a", ndim=None)
         if np.any(A == 0):
             raise FieldError("0 has no inverse")

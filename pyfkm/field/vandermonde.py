@@ -27,6 +27,13 @@ class VandermondeSolver:
     p : int
         Prime modulus.
 
+    Raises
+    ------
+    FieldError
+        If the nodes are empty, zero, repeated or not reduced.
+
+    Examples
+    --------
     >>> V = VandermondeSolver([2, 3], 13)
     >>> V.solve([5, 12]).tolist()          # c0 + c1 = 5, 2 c0 + 3 c1 = 12
     [3, 2]
@@ -51,7 +58,23 @@ class VandermondeSolver:
         self.m = nodes.size
 
     def solve(self, rhs):
-        """``c`` with the shape of ``rhs``: (m,) or (m, r) (one system per column)."""
+        """``c`` with the shape of ``rhs``: (m,) or (m, r) (one system per column).
+
+        Parameters
+        ----------
+        rhs : array-like of int, shape (m,) or (m, r)
+            Reduced right-hand sides (one system per column).
+
+        Returns
+        -------
+        c : ndarray of uint64
+            The solution, with the shape of ``rhs``.
+
+        Raises
+        ------
+        FieldError
+            If ``rhs`` has another shape or is not reduced.
+        """
         rhs = _as_elements(rhs, self.p, "rhs", ndim=None)
         if rhs.ndim not in (1, 2) or rhs.shape[0] != self.m:
             raise FieldError(f"rhs must have shape ({self.m},) or ({self.m}, r), got {rhs.shape}")
@@ -66,6 +89,27 @@ def vandermonde_solve(nodes, rhs, p):
     ``rhs`` of shape (m,) or (m, r); see :class:`VandermondeSolver` to reuse
     the precomputation across calls.
 
+    Parameters
+    ----------
+    nodes : array-like of int, shape (m,)
+        Distinct, nonzero, reduced.
+    rhs : array-like of int, shape (m,) or (m, r)
+        Reduced right-hand sides (one system per column).
+    p : int
+        Prime modulus, ``p < 2**63``.
+
+    Returns
+    -------
+    c : ndarray of uint64
+        The solution, with the shape of ``rhs``.
+
+    Raises
+    ------
+    FieldError
+        If the nodes or ``rhs`` are invalid.
+
+    Examples
+    --------
     >>> vandermonde_solve([2, 3], [5, 12], 13).tolist()
     [3, 2]
     """
