@@ -6,15 +6,18 @@ half-open bins ``[(b + theta_j) s, (b + 1 + theta_j) s)``.  Clients of MUFC
 counts; Q-k-means (Ginart et al., NeurIPS 2019) quantizes centroids on a
 lattice with a fresh random phase at every use.
 """
+from __future__ import annotations
+
 import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._core import _lattice
 from .._validation import check_array
 from ..exceptions import InvalidInputError
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 
 __all__ = ["Lattice"]
 
@@ -61,7 +64,7 @@ def _check_int_array(a, name, ndim):
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def row_keys(bins):
+def row_keys(bins: ArrayLike) -> NDArray[np.void]:
     """One sortable key per row of nonnegative integer ``bins`` (n, d): the
     row's coordinates as big-endian int64 bytes, which compare like the
     numbers, so keys sort (and ``np.unique`` them) lexicographically by row,
@@ -133,7 +136,7 @@ class Lattice:
     array([[-1,  0]])
     """
 
-    def __init__(self, step, phase=None):
+    def __init__(self, step: float, phase: ArrayLike | None = None) -> None:
         self.step = _check_step(step)
         if isinstance(phase, str):
             raise InvalidInputError(
@@ -145,7 +148,7 @@ class Lattice:
         self.phase = phase
 
     @classmethod
-    def random(cls, step, n_features, random_state=None):
+    def random(cls, step: float, n_features: int, random_state: SeedLike = None) -> Lattice:
         """Lattice with a phase drawn uniformly in ``[-1/2, 1/2)^n_features``.
 
         Q-k-means (Ginart et al., 2019) uses a fresh random phase for every
@@ -181,7 +184,7 @@ class Lattice:
         return cls(step, generator.random(d) - 0.5)
 
     @property
-    def n_features(self):
+    def n_features(self) -> int | None:
         return None if self.phase is None else int(self.phase.shape[0])
 
     def __repr__(self):
@@ -200,7 +203,7 @@ class Lattice:
         self._check_width(bins.shape[1], name)
         return bins
 
-    def quantize(self, X):
+    def quantize(self, X: ArrayLike) -> NDArray[np.int64]:
         """Bin coordinates ``floor(X / step - phase)`` of each point.
 
         Parameters
@@ -230,7 +233,7 @@ class Lattice:
         self._check_width(X.shape[1], "X")
         return _lattice.quantize(X, self.phase, self.step)
 
-    def centers(self, bins):
+    def centers(self, bins: ArrayLike) -> NDArray[np.float64]:
         """Centers ``((bins + 0.5) + phase) * step`` of the given bins.
 
         Parameters
@@ -258,7 +261,7 @@ class Lattice:
         bins = self._bins(bins)
         return _lattice.centers(bins, self.phase, self.step)
 
-    def sample(self, bins, random_state=None):
+    def sample(self, bins: ArrayLike, random_state: SeedLike = None) -> NDArray[np.float64]:
         """One point drawn uniformly inside each given bin.
 
         Point ``i`` is ``((bins[i] + u_i) + phase) * step`` with
@@ -306,7 +309,7 @@ class Lattice:
     def _n_bins(self, n_bins):
         return _check_count(n_bins, "n_bins", 1)
 
-    def flatten(self, bins, n_bins):
+    def flatten(self, bins: ArrayLike, n_bins: int) -> NDArray[np.int64]:
         """Row-major index of each bin in a grid of ``n_bins`` bins per axis.
 
         ``index = ((b_0 * B + b_1) * B + ...) + b_{d-1}`` with ``B = n_bins``;
@@ -343,7 +346,8 @@ class Lattice:
         bins = self._bins(bins)
         return _lattice.flatten(bins, n_bins)
 
-    def unflatten(self, indices, n_bins, n_features=None):
+    def unflatten(self, indices: ArrayLike, n_bins: int, n_features: int | None = None
+                  ) -> NDArray[np.int64]:
         """Bins of row-major grid indices (inverse of :meth:`flatten`).
 
         Parameters
