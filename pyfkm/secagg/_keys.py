@@ -210,6 +210,26 @@ def sparse_degree(n_clients, colluding=0.05, dropout=0.1, security_bits=40,
     over the clients; SecAgg+, Bell et al. 2020).  0 (the complete graph)
     when no smaller degree does.
 
+    Parameters
+    ----------
+    n_clients : int
+        Number of clients.
+    colluding : float, default=0.05
+        Fraction of clients colluding with the server.
+    dropout : float, default=0.1
+        Probability that a client drops.
+    security_bits : int, default=40
+        Exposure probability at most ``2**-security_bits``.
+    correctness_bits : int, default=20
+        Recovery failure probability at most ``2**-correctness_bits``.
+
+    Returns
+    -------
+    k : int
+        The even degree, or 0 for the complete graph.
+
+    Examples
+    --------
     >>> sparse_degree(1000), sparse_degree(10000)
     (36, 40)
     """
@@ -240,5 +260,21 @@ def check_graph_params(n_clients, threshold, degree):
 
 def default_threshold(n_clients):
     """A strict majority: two sets of ``t`` clients always share one, so no
-    server can collect both kinds of shares of a client."""
+    server can collect both kinds of shares of a client.
+
+    Parameters
+    ----------
+    n_clients : int
+        Number of clients of the run.
+
+    Returns
+    -------
+    threshold : int
+        ``n_clients // 2 + 1``.
+
+    Examples
+    --------
+    >>> default_threshold(4), default_threshold(5)
+    (3, 3)
+    """
     return n_clients // 2 + 1

@@ -12,7 +12,38 @@ def setup_msa(n_clients, n_words, *, scale_bits=DEFAULT_SCALE_BITS, noise=None,
               threshold=None, degree=0):
     """A server and ``n_clients`` clients (ids 0..n-1) after key agreement and
     group-key distribution, every message passed through its bytes.  Every
-    key and the run id come from the operating system."""
+    key and the run id come from the operating system.
+
+    Parameters
+    ----------
+    n_clients : int
+        Number of clients.
+    n_words : int
+        Length of every vector.
+    scale_bits : int, default=DEFAULT_SCALE_BITS
+        Fixed-point scale ``2**scale_bits``.
+    noise : {None, "gaussian", "laplace"}, default=None
+        Noise the server adds to the sum (trusted-curator baselines only).
+    threshold : int, optional
+        Fewest clients of any round (default a strict majority).
+    degree : int, default=0
+        Neighbours per client (even; 0 is the complete graph).
+
+    Returns
+    -------
+    server : MsaServer
+        The server, ready to start a round.
+    clients : list of MsaClient
+        The clients, ids ``0..n_clients-1``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> server, clients = setup_msa(3, 2)
+    >>> total, survivors = msa_round(server, clients, [[1.0, 2.0], [0.5, 0.0], [0.25, 1.0]])
+    >>> np.round(total, 4).tolist(), list(survivors)
+    ([1.75, 3.0], [0, 1, 2])
+    """
     run_id = os.urandom(16)
     server = MsaServer(run_id, n_words, scale_bits=scale_bits, noise=noise,
                        threshold=threshold, degree=degree)
@@ -33,7 +64,43 @@ def msa_round(server, clients, vectors, *, noise=(), server_noise=(), silent=())
     """One MSA round in process, every message through its bytes: the
     clients in ``silent`` share keys and then go silent; returns the
     decoded sum of the others (as every client decodes it) and the
-    survivors."""
+    survivors.
+
+    Parameters
+    ----------
+    server : MsaServer
+        The server of :func:`setup_msa`.
+    clients : list of MsaClient
+        Its clients.
+    vectors : sequence of array-like of float
+        One vector of ``n_words`` reals per client, in the order of ``clients``.
+    noise : sequence of (int, float, bytes), default=()
+        The clients' distributed noise segments ``(length, sigma, tag)``
+        (see :meth:`MsaClient.respond`).
+    server_noise : sequence of (int, float, bytes), default=()
+        The server's noise segments (only with a server ``noise`` mode).
+    silent : iterable of int, default=()
+        Ids of the clients that go silent after sharing keys.
+
+    Returns
+    -------
+    total : ndarray of float64
+        The decoded sum of the surviving clients' vectors.
+    survivors : tuple of int
+        Ids of the clients whose vectors are in the sum.
+
+    Raises
+    ------
+    ProtocolError
+        If too few clients survive.
+
+    Examples
+    --------
+    >>> server, clients = setup_msa(3, 1)
+    >>> total, survivors = msa_round(server, clients, [[1.0], [2.0], [4.0]], silent=[1])
+    >>> total.tolist(), list(survivors)
+    ([5.0], [0, 2])
+    """
     silent = set(silent)
     rmsg = RoundMessage.from_bytes(server.start_round().to_bytes())
     for c in clients:

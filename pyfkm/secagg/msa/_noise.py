@@ -24,7 +24,28 @@ DISCRETE_SIGMA_RANGE = (2.0 ** -10, 2.0 ** 30)   # of pyfkm.core.noise's discret
 def check_discrete_sigma(scales, scale_bits=DEFAULT_SCALE_BITS):
     """Raise :class:`CapacityError` unless every positive real standard
     deviation in ``scales``, in fixed-point units (``* 2**scale_bits``), is
-    within the discrete Gaussian sampler's range ``[2**-10, 2**30]``."""
+    within the discrete Gaussian sampler's range ``[2**-10, 2**30]``.
+
+    Parameters
+    ----------
+    scales : iterable of float
+        Standard deviations in real units (nonpositive ones are ignored).
+    scale_bits : int, default=DEFAULT_SCALE_BITS
+        Fixed-point fraction bits (16).
+
+    Raises
+    ------
+    CapacityError
+        If a scale is outside the sampler's range once scaled.
+
+    Examples
+    --------
+    >>> check_discrete_sigma([0.5, 2.0])          # 2**15 and 2**17 units: fine
+    >>> check_discrete_sigma([2.0 ** 20])
+    Traceback (most recent call last):
+    ...
+    pyfkm.exceptions.CapacityError: ...outside the discrete Gaussian sampler's range...
+    """
     lo, hi = DISCRETE_SIGMA_RANGE
     for s in scales:
         s = float(s)
