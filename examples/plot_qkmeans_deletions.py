@@ -40,12 +40,12 @@ print(f"{retrained.sum()} of {len(order)} deletions retrained; "
       f"same centers as the refit: {np.array_equal(model.cluster_centers_, refit.cluster_centers_)}")
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 3.5))
+fig, ax = plt.subplots(figsize=(8, 3.5))
 steps = np.arange(1, len(order) + 1)
 ax.semilogy(steps[~retrained], seconds[~retrained], ".", label="certified (no retraining)")
 ax.semilogy(steps[retrained], seconds[retrained], "o", color="C3", label="retrained")
 ax.axhline(t_refit, color="k", ls="--", label="a full refit")
 ax.set_xlabel("deletion")
 ax.set_ylabel("seconds")
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
 fig.tight_layout()
