@@ -17,7 +17,35 @@ def setup_in_process(params, n_clients, client_ids=None, *, threshold=None, degr
     """A server and ``n_clients`` clients (ids 0 .. n-1, or ``client_ids``)
     after key agreement, every message passed through its bytes; the clients
     come as a list, or a dict by id when ``client_ids`` is given.  Every key
-    comes from the operating system."""
+    comes from the operating system.
+
+    Parameters
+    ----------
+    params : ScmaParams
+        The run's parameters (:meth:`ScmaParams.create`).
+    n_clients : int
+        Number of clients.
+    client_ids : iterable of int, optional
+        Their ids (default ``0..n_clients-1``).
+    threshold : int, optional
+        Fewest clients of any round (default a strict majority).
+    degree : int, default=0
+        Neighbours per client (even; 0 is the complete graph).
+
+    Returns
+    -------
+    server : ScmaServer
+        The server, ready to start a round.
+    clients : list of ScmaClient or dict of int to ScmaClient
+        The clients, a dict by id when ``client_ids`` is given.
+
+    Examples
+    --------
+    >>> params = ScmaParams.create(2, 10, 4)
+    >>> server, clients = setup_in_process(params, 2, client_ids=[5, 9])
+    >>> sorted(clients), type(server).__name__
+    ([5, 9], 'ScmaServer')
+    """
     ids = list(range(n_clients)) if client_ids is None else [int(i) for i in client_ids]
     roles = [ScmaClient(i) for i in ids]
     server = ScmaServer(params, threshold=threshold, degree=degree)
