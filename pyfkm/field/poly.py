@@ -14,11 +14,14 @@ Every kernel is C (``csrc/fkm_poly.c``, ``fkm_polyfac.c``) and runs without
 the GIL.  Products use a number-theoretic transform when ``p - 1`` has a
 large power of two (the default prime), else Karatsuba.
 """
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._core import _field
 from ..exceptions import FieldError
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from ._args import _EMPTY, _as_elements, _as_int, _as_poly, _check_modulus, _trim
 from .primes import Field
 
@@ -30,7 +33,7 @@ __all__ = ["poly_mul", "poly_divmod", "poly_gcd", "poly_xgcd", "poly_powmod",
 # ---------------------------------------------------------------------------
 # polynomial arithmetic
 
-def poly_mul(a, b, p):
+def poly_mul(a: ArrayLike, b: ArrayLike, p: int) -> NDArray[np.uint64]:
     """The product ``a * b``.
 
     Parameters
@@ -64,7 +67,7 @@ def poly_mul(a, b, p):
     return _field.mul(a, b, p)
 
 
-def poly_divmod(a, b, p):
+def poly_divmod(a: ArrayLike, b: ArrayLike, p: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
     """Quotient and remainder: ``a = q b + r`` with ``deg r < deg b``.
 
     Parameters
@@ -103,7 +106,7 @@ def poly_divmod(a, b, p):
     return q, _trim(r)
 
 
-def poly_gcd(a, b, p):
+def poly_gcd(a: ArrayLike, b: ArrayLike, p: int) -> NDArray[np.uint64]:
     """The monic greatest common divisor (empty when ``a = b = 0``).
 
     Parameters
@@ -134,7 +137,7 @@ def poly_gcd(a, b, p):
     return _field.gcd(_as_poly(a, p, "a"), _as_poly(b, p, "b"), p)
 
 
-def poly_xgcd(a, b, p):
+def poly_xgcd(a: ArrayLike, b: ArrayLike, p: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.uint64]]:
     """``(g, s, t)`` with ``s a + t b = g`` and ``g`` the monic gcd.
 
     Parameters
@@ -159,7 +162,7 @@ def poly_xgcd(a, b, p):
     return _field.xgcd(_as_poly(a, p, "a"), _as_poly(b, p, "b"), p)
 
 
-def poly_powmod(base, e, f, p):
+def poly_powmod(base: ArrayLike, e: int, f: ArrayLike, p: int) -> NDArray[np.uint64]:
     """``base**e mod f`` for an integer ``e >= 0`` of any size and ``deg f >= 1``.
 
     Parameters
@@ -200,7 +203,7 @@ def poly_powmod(base, e, f, p):
     return _trim(_field.powmod(base, limbs, f, p))
 
 
-def poly_derivative(f, p):
+def poly_derivative(f: ArrayLike, p: int) -> NDArray[np.uint64]:
     """The formal derivative ``f'``.
 
     Parameters
@@ -229,7 +232,7 @@ def poly_derivative(f, p):
     return _trim(_field.derivative(_as_poly(f, p, "f"), p))
 
 
-def poly_eval(f, x, p):
+def poly_eval(f: ArrayLike, x: int | ArrayLike, p: int) -> int | NDArray[np.uint64]:
     """``f(x)``: an int for a scalar ``x``, a uint64 array for a 1-D array
     (multipoint evaluation through a subproduct tree when large).
 
@@ -270,7 +273,7 @@ def poly_eval(f, x, p):
 # ---------------------------------------------------------------------------
 # decoding
 
-def berlekamp_massey(seq, p):
+def berlekamp_massey(seq: ArrayLike, p: int) -> NDArray[np.uint64]:
     """The shortest linear recurrence of ``seq`` (Berlekamp-Massey).
 
     Returns the connection polynomial ``C`` (low degree first, ``C[0] = 1``,
@@ -306,7 +309,8 @@ def berlekamp_massey(seq, p):
     return _field.berlekamp_massey(_as_elements(seq, p, "seq"), p)
 
 
-def roots(f, p, *, require_split=False, random_state=None):
+def roots(f: ArrayLike, p: int, *, require_split: bool = False, random_state: SeedLike = None
+          ) -> tuple[NDArray[np.uint64], NDArray[np.int64]]:
     """Distinct roots of a nonzero ``f`` in F_p, with multiplicities.
 
     Parameters
@@ -364,7 +368,8 @@ def _sort_key(item):
     return (g.size, tuple(int(c) for c in g), e)
 
 
-def factor(f, p, *, random_state=None):
+def factor(f: ArrayLike, p: int, *, random_state: SeedLike = None
+           ) -> tuple[int, list[tuple[NDArray[np.uint64], int]]]:
     """Factor ``f`` into monic irreducibles over F_p.
 
     Returns ``(lc, [(factor, exponent), ...])`` with ``f = lc * prod factor**exponent``,
@@ -406,7 +411,7 @@ def factor(f, p, *, random_state=None):
     return lc, sorted(facs, key=_sort_key)
 
 
-def squarefree_factorization(f, p):
+def squarefree_factorization(f: ArrayLike, p: int) -> tuple[int, list[tuple[NDArray[np.uint64], int]]]:
     """Square-free factorization ``f = lc * prod g_i**i``.
 
     Returns ``(lc, [(g, i), ...])`` with monic, square-free, pairwise coprime

@@ -13,7 +13,10 @@ keep values under ``4p < 2**64``; close to ``2**62`` so bin indices of up to
 61 bits fit in the "index" encoding of the secure aggregation; ``2**46``
 divides ``p - 1``, so transforms of every length a decoder can need exist.
 """
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._core import _field
 from ..exceptions import FieldError
@@ -25,7 +28,7 @@ DEFAULT_PRIME = 4611615649683210241
 """The protocols' default modulus: ``65535 * 2**46 + 1`` (see module notes)."""
 
 
-def is_prime(n):
+def is_prime(n: int) -> bool:
     """Deterministic primality test for ``0 <= n < 2**64``.
 
     Miller-Rabin to the first twelve prime bases, which decides every
@@ -57,7 +60,7 @@ def is_prime(n):
     return _field.is_prime(n)
 
 
-def prev_prime(n):
+def prev_prime(n: int) -> int:
     """The largest prime strictly below ``n`` (``3 <= n <= 2**64``).
 
     Parameters
@@ -86,7 +89,7 @@ def prev_prime(n):
     return _field.prev_prime(n % (1 << 64))
 
 
-def ntt_prime(bits, two_adicity):
+def ntt_prime(bits: int, two_adicity: int) -> int:
     """The largest prime ``p < 2**bits`` with ``2**two_adicity`` dividing ``p - 1``.
 
     Such primes admit number-theoretic transforms of every length up to
@@ -152,7 +155,7 @@ class Field:
     (9, 2, [1, 1])
     """
 
-    def __init__(self, p):
+    def __init__(self, p: int) -> None:
         self.p = _check_modulus(p)
 
     def __repr__(self):
@@ -191,7 +194,7 @@ class Field:
         out = out.reshape(shape)
         return int(out[0]) if scalar else out
 
-    def add(self, a, b):
+    def add(self, a: ArrayLike, b: ArrayLike) -> int | NDArray[np.uint64]:
         """``(a + b) mod p``.
 
         Parameters
@@ -208,7 +211,7 @@ class Field:
         """
         return self._run("add", a, b)
 
-    def sub(self, a, b):
+    def sub(self, a: ArrayLike, b: ArrayLike) -> int | NDArray[np.uint64]:
         """``(a - b) mod p``.
 
         Parameters
@@ -225,7 +228,7 @@ class Field:
         """
         return self._run("sub", a, b)
 
-    def neg(self, a):
+    def neg(self, a: ArrayLike) -> int | NDArray[np.uint64]:
         """``-a mod p``.
 
         Parameters
@@ -240,7 +243,7 @@ class Field:
         """
         return self._run("neg", a)
 
-    def mul(self, a, b):
+    def mul(self, a: ArrayLike, b: ArrayLike) -> int | NDArray[np.uint64]:
         """``a * b mod p``.
 
         Parameters
@@ -257,7 +260,7 @@ class Field:
         """
         return self._run("mul", a, b)
 
-    def pow(self, a, e):
+    def pow(self, a: ArrayLike, e: ArrayLike) -> int | NDArray[np.uint64]:
         """``a**e mod p`` for integer exponents ``e >= 0`` (``0**0 = 1``).
 
         Parameters
@@ -274,7 +277,7 @@ class Field:
         """
         return self._run("pow", a, e, b_is_exponent=True)
 
-    def inv(self, a):
+    def inv(self, a: ArrayLike) -> int | NDArray[np.uint64]:
         """The inverse of nonzero ``a``; :class:`~pyfkm.exceptions.FieldError` if any
         ``a == 0``.
 

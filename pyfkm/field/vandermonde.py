@@ -3,7 +3,10 @@ which recovers the counts ``q_j`` from the power sums once the nodes
 ``r_j`` are known.  The kernels are C (``csrc/fkm_vdm.c``) and run without
 the GIL.
 """
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._core import _field
 from ..exceptions import FieldError
@@ -39,7 +42,7 @@ class VandermondeSolver:
     [3, 2]
     """
 
-    def __init__(self, nodes, p):
+    def __init__(self, nodes: ArrayLike, p: int) -> None:
         self.p = _check_modulus(p)
         nodes = _as_elements(nodes, self.p, "nodes")
         if nodes.size == 0:
@@ -57,7 +60,7 @@ class VandermondeSolver:
         self.nodes = nodes
         self.m = nodes.size
 
-    def solve(self, rhs):
+    def solve(self, rhs: ArrayLike) -> NDArray[np.uint64]:
         """``c`` with the shape of ``rhs``: (m,) or (m, r) (one system per column).
 
         Parameters
@@ -83,7 +86,7 @@ class VandermondeSolver:
         return np.ascontiguousarray(self._impl.solve(np.ascontiguousarray(rhs.T)).T)
 
 
-def vandermonde_solve(nodes, rhs, p):
+def vandermonde_solve(nodes: ArrayLike, rhs: ArrayLike, p: int) -> NDArray[np.uint64]:
     """Solve ``sum_j c[j] * nodes[j]**i = rhs[i] (mod p)``, ``i < m``.
 
     ``rhs`` of shape (m,) or (m, r); see :class:`VandermondeSolver` to reuse
