@@ -12,17 +12,22 @@ accountant), ``_converged`` and ``_record``.  The parameter checks shared by
 the estimators (``_check_epsilon``, ``_check_delta``, ``_check_max_iter``) are
 here too.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from concurrent.futures import Executor
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._base import BaseEstimator
 from .._validation import check_array, check_clients, check_n_clusters
 from ..exceptions import InvalidInputError
 from ..core.base import CenterModelMixin
 from ..core.kmeans import LloydWorkspace
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from ..secagg import msa_round, setup_msa
 from .steps import _update_centers, sphere_packing_init
 
@@ -62,13 +67,17 @@ class _LocalData:
             sums -= counts[:, None] * centers
         return np.concatenate([sums.ravel(), counts])
 
+_Lloyd = TypeVar("_Lloyd", bound="_FederatedLloydBase")
+
+
 class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
     """Shared driver: validation, MSA setup, the iteration loop."""
 
     _relative = True
 
-    def __init__(self, n_clusters, *, max_iter, init, postprocess, bounds, random_state,
-                 executor):
+    def __init__(self, n_clusters: int, *, max_iter: int | str, init: str | ArrayLike,
+                 postprocess: str, bounds: tuple[float, float], random_state: SeedLike,
+                 executor: Executor | None) -> None:
         # the hyper-parameters every federated Lloyd has; a subclass's
         # constructor states its own signature (defaults) and adds the rest
         self.n_clusters = n_clusters
@@ -82,6 +91,8 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
     # -- subclasses define _plan(n, k, d) -> list of per-iteration dicts
     #    {"eta": float|None, "sum_scale": float, "count_scale": float} and set
     #    self._privacy_report.
+    _check_params: Callable[[], object]
+    _plan: Callable[..., Any]
 
     def _check_common(self):
         k = check_n_clusters(self.n_clusters)
@@ -129,7 +140,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
                     "the bounds first (e.g. min-max with public ranges)")
         return [np.ascontiguousarray(a, dtype=np.float64) for a in arrs], n
 
-    def fit(self, clients):
+    def fit(self: _Lloyd, clients: Sequence[ArrayLike]) -> _Lloyd:
         """Fit on a sequence of client arrays (each ``(n_l, d)``, same ``d``).
 
         Parameters
@@ -202,7 +213,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
 
     # -- prediction: predict, transform and score are CenterModelMixin's
 
-    def nicv(self, X):
+    def nicv(self, X: ArrayLike) -> float:
         """Normalized intra-cluster variance: k-means objective of ``X`` on
         the fitted centers divided by ``len(X)`` (lower is better; the
         FastLloyd paper's metric).  ``score(X) == -nicv(X) * len(X)``.
@@ -235,8 +246,9 @@ class _GaussianLloydBase(_FederatedLloydBase):
     kind, their checks and their accounting (T identical releases of
     sensitivity 1)."""
 
-    def __init__(self, n_clusters, *, epsilon, delta, max_iter, init, postprocess, noise,
-                 bounds, random_state, executor):
+    def __init__(self, n_clusters: int, *, epsilon: float, delta: float | str,
+                 max_iter: int | str, init: str | ArrayLike, postprocess: str, noise: str,
+                 bounds: tuple[float, float], random_state: SeedLike, executor: Executor | None) -> None:
         super().__init__(n_clusters, max_iter=max_iter, init=init, postprocess=postprocess,
                          bounds=bounds, random_state=random_state, executor=executor)
         self.epsilon = epsilon

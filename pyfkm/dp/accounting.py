@@ -24,7 +24,10 @@ Accounting
 
 The noise itself is drawn by :class:`pyfkm.core.noise.NoiseStream`.
 """
+from __future__ import annotations
+
 import math
+from typing import Any, Iterable
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
@@ -87,7 +90,7 @@ def _solve_decreasing(f, target, lo, hi):
     return brentq(lambda x: f(x) - target, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
 
 
-def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
+def analytic_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
     """Smallest delta for which the Gaussian mechanism is (epsilon, delta)-DP.
 
     Parameters
@@ -116,7 +119,7 @@ def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
     return _delta_of_mu(sensitivity / sigma, epsilon)
 
 
-def calibrate_analytic_gaussian(epsilon, delta, sensitivity=1.0):
+def calibrate_analytic_gaussian(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest sigma making the Gaussian mechanism (epsilon, delta)-DP.
 
     The analytic Gaussian mechanism of Balle & Wang (ICML 2018): the exact
@@ -162,7 +165,7 @@ def calibrate_analytic_gaussian(epsilon, delta, sensitivity=1.0):
     return s * sensitivity
 
 
-def analytic_gaussian_epsilon(sigma, delta, sensitivity=1.0):
+def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest epsilon for which the Gaussian mechanism is (epsilon, delta)-DP.
 
     Inverse of :func:`analytic_gaussian_delta` in epsilon (rounded up).
@@ -198,7 +201,7 @@ def analytic_gaussian_epsilon(sigma, delta, sensitivity=1.0):
 
 
 # ---------------------------------------------------- Gaussian DP (f-DP)
-def gdp_mu(sigma, sensitivity=1.0):
+def gdp_mu(sigma: float, sensitivity: float = 1.0) -> float:
     """mu of the Gaussian mechanism in Gaussian DP: ``sensitivity / sigma``.
 
     Parameters
@@ -221,7 +224,7 @@ def gdp_mu(sigma, sensitivity=1.0):
     return check_positive(sensitivity, "sensitivity") / check_positive(sigma, "sigma")
 
 
-def compose_gdp(mus):
+def compose_gdp(mus: Iterable[float]) -> float:
     """mu of the composition of mu_i-GDP mechanisms: ``sqrt(sum mu_i^2)``
     (Dong, Roth & Su 2022, Cor. 3.3; holds for adaptive composition).
 
@@ -244,7 +247,7 @@ def compose_gdp(mus):
     return math.sqrt(math.fsum(m * m for m in mus))
 
 
-def gdp_delta(mu, epsilon):
+def gdp_delta(mu: float, epsilon: float) -> float:
     """delta(epsilon) of a mu-GDP mechanism:
     ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)``.
 
@@ -268,7 +271,7 @@ def gdp_delta(mu, epsilon):
     return _delta_of_mu(check_nonnegative(mu, "mu"), check_nonnegative(epsilon, "epsilon"))
 
 
-def gdp_epsilon(mu, delta):
+def gdp_epsilon(mu: float, delta: float) -> float:
     """Smallest epsilon for which a mu-GDP mechanism is (epsilon, delta)-DP
     (rounded up; 0 when delta already covers epsilon = 0).
 
@@ -304,7 +307,7 @@ def gdp_epsilon(mu, delta):
     return e
 
 
-def calibrate_iterations(epsilon, delta, T, sensitivity=1.0):
+def calibrate_iterations(epsilon: float, delta: float, T: int, sensitivity: float = 1.0) -> float:
     """Per-iteration sigma so that T Gaussian mechanisms compose to
     (epsilon, delta)-DP.
 
@@ -343,7 +346,7 @@ def calibrate_iterations(epsilon, delta, T, sensitivity=1.0):
     return calibrate_analytic_gaussian(epsilon, delta, sensitivity) * math.sqrt(T)
 
 
-def zcdp_epsilon(rho, delta):
+def zcdp_epsilon(rho: float, delta: float) -> float:
     """Epsilon of the (epsilon, delta)-DP implied by rho-zCDP:
     ``rho + 2 sqrt(rho ln(1/delta))`` (Bun & Steinke, TCC 2016, Prop. 1.3).
 
@@ -373,7 +376,7 @@ def zcdp_epsilon(rho, delta):
 
 
 # ------------------------------------------------------------- FastLloyd
-def fastlloyd_noise_scales(sigma, d):
+def fastlloyd_noise_scales(sigma: float, d: int) -> tuple[float, float]:
     """FastLloyd's split of sigma between relative sums and counts.
 
     Returns ``(sigma_R, sigma_C)`` with
@@ -414,7 +417,7 @@ def fastlloyd_noise_scales(sigma, d):
     return sigma * math.sqrt(g) / (4.0 * d) ** 0.25, sigma * math.sqrt(g)
 
 
-def fastlloyd_iterations(n, k, d, eta, sigma):
+def fastlloyd_iterations(n: int, k: int, d: int, eta: float, sigma: float) -> int:
     """FastLloyd's heuristic number of iterations.
 
     ``T = clip(0.016 n^2 / (k^3 eta^2 (1 + sqrt(4d))^2 sigma^2), 2, 7)``,
@@ -460,7 +463,7 @@ def fastlloyd_iterations(n, k, d, eta, sigma):
     return int(min(max(math.floor(t), 2), 7))
 
 
-def default_delta(n):
+def default_delta(n: int) -> float:
     """Default delta for n records: ``1 / (n ln n)`` (n >= 2).
 
     Parameters
@@ -521,19 +524,19 @@ class PrivacyAccountant:
 
     _RTOL = 1e-9
 
-    def __init__(self, epsilon, delta):
+    def __init__(self, epsilon: float, delta: float) -> None:
         self.epsilon = check_positive(epsilon, "epsilon")
         self.delta = _delta_arg(delta)
         self._mu2 = 0.0
         self._eps_pure = 0.0
-        self.spends = []
+        self.spends: list[dict[str, Any]] = []
 
     @property
-    def mu(self):
+    def mu(self) -> float:
         """GDP mu of the Gaussian spends so far."""
         return math.sqrt(self._mu2)
 
-    def epsilon_spent(self, delta=None):
+    def epsilon_spent(self, delta: float | None = None) -> float:
         """Epsilon spent so far at ``delta`` (default: the budget's delta).
 
         Parameters
@@ -553,7 +556,7 @@ class PrivacyAccountant:
             eps += gdp_epsilon(self.mu, delta)
         return eps
 
-    def spent(self):
+    def spent(self) -> tuple[float, float]:
         """``(epsilon, delta)`` spent so far (delta is the budget's delta).
 
         Returns
@@ -565,7 +568,7 @@ class PrivacyAccountant:
         """
         return self.epsilon_spent(), self.delta
 
-    def remaining_epsilon(self):
+    def remaining_epsilon(self) -> float:
         """Budget epsilon minus the spent epsilon (>= 0).
 
         Returns
@@ -583,7 +586,8 @@ class PrivacyAccountant:
             pure += count * sensitivity / scale
         return mu2, pure
 
-    def can_spend(self, mechanism, sigma, sensitivity=1.0, count=1):
+    def can_spend(self, mechanism: str, sigma: float, sensitivity: float = 1.0, count: int = 1
+                  ) -> bool:
         """Whether :meth:`spend` with these arguments would be accepted.
 
         Parameters
@@ -627,7 +631,8 @@ class PrivacyAccountant:
         return (mechanism, check_positive(sigma, "sigma"), check_positive(sensitivity, "sensitivity"),
                 check_int(count, "count", 1))
 
-    def spend(self, mechanism, sigma, sensitivity=1.0, count=1):
+    def spend(self, mechanism: str, sigma: float, sensitivity: float = 1.0, count: int = 1
+              ) -> None:
         """Record ``count`` uses of a mechanism; raise if over budget.
 
         Parameters
@@ -658,7 +663,7 @@ class PrivacyAccountant:
         self.spends.append({"mechanism": mechanism, "sigma": sigma,
                             "sensitivity": sensitivity, "count": count})
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """A plain dict for reports: budget, spent (GDP), mu, the rigorous
         zCDP-based epsilon of the module notes, and the list of spends.
 

@@ -7,8 +7,14 @@ noise added by the server: they model a trusted curator, which could remove
 it.  Their splits of the budget between sums and counts use Su et al.'s
 ``rho = 0.225``.
 """
-import math
+from __future__ import annotations
 
+import math
+from concurrent.futures import Executor
+
+from numpy.typing import ArrayLike
+
+from ..rng import SeedLike
 from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma
 from ._lloyd_base import _check_epsilon, _check_max_iter, _FederatedLloydBase, _GaussianLloydBase
 
@@ -68,9 +74,11 @@ class GLloyd(_GaussianLloydBase):
 
     _relative = False
 
-    def __init__(self, n_clusters, *, epsilon, delta="auto", max_iter="auto",
-                 init="sphere_packing", postprocess="fold", noise="gaussian", bounds=(-1, 1),
-                 random_state=None, executor=None):
+    def __init__(self, n_clusters: int, *, epsilon: float, delta: float | str = "auto",
+                 max_iter: int | str = "auto", init: str | ArrayLike = "sphere_packing",
+                 postprocess: str = "fold", noise: str = "gaussian",
+                 bounds: tuple[float, float] = (-1, 1), random_state: SeedLike = None,
+                 executor: Executor | None = None) -> None:
         super().__init__(n_clusters, epsilon=epsilon, delta=delta, max_iter=max_iter, init=init,
                          postprocess=postprocess, noise=noise, bounds=bounds,
                          random_state=random_state, executor=executor)
@@ -144,8 +152,10 @@ class SuLloyd(_FederatedLloydBase):
 
     _relative = False
 
-    def __init__(self, n_clusters, *, epsilon, max_iter="auto", init="sphere_packing",
-                 postprocess="fold", bounds=(-1, 1), random_state=None, executor=None):
+    def __init__(self, n_clusters: int, *, epsilon: float, max_iter: int | str = "auto",
+                 init: str | ArrayLike = "sphere_packing", postprocess: str = "fold",
+                 bounds: tuple[float, float] = (-1, 1), random_state: SeedLike = None,
+                 executor: Executor | None = None) -> None:
         super().__init__(n_clusters, max_iter=max_iter, init=init, postprocess=postprocess,
                          bounds=bounds, random_state=random_state, executor=executor)
         self.epsilon = epsilon

@@ -47,14 +47,19 @@ noise, Su et al. 2016).  The pieces that do not touch the data (initial
 centers, radius, folding) are in :mod:`pyfkm.dp.steps`, the loop all of them
 share in ``pyfkm.dp._lloyd_base``.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from concurrent.futures import Executor
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..exceptions import InvalidInputError
 from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma
 from ._lloyd_base import _check_max_iter, _FederatedLloydBase, _GaussianLloydBase
+from ..rng import SeedLike
 from .steps import step_radius
 
 __all__ = ["DPFederatedKMeans", "FederatedLloyd"]
@@ -140,9 +145,12 @@ class DPFederatedKMeans(_GaussianLloydBase):
 
     _relative = True
 
-    def __init__(self, n_clusters, *, epsilon, delta="auto", max_iter="auto", radius="step",
-                 alpha=0.8, init="sphere_packing", postprocess="fold",
-                 noise="discrete_gaussian", bounds=(-1, 1), random_state=None, executor=None):
+    def __init__(self, n_clusters: int, *, epsilon: float, delta: float | str = "auto",
+                 max_iter: int | str = "auto", radius: str | float = "step",
+                 alpha: float = 0.8, init: str | ArrayLike = "sphere_packing",
+                 postprocess: str = "fold", noise: str = "discrete_gaussian",
+                 bounds: tuple[float, float] = (-1, 1), random_state: SeedLike = None,
+                 executor: Executor | None = None) -> None:
         super().__init__(n_clusters, epsilon=epsilon, delta=delta, max_iter=max_iter, init=init,
                          postprocess=postprocess, noise=noise, bounds=bounds,
                          random_state=random_state, executor=executor)
@@ -239,8 +247,10 @@ class FederatedLloyd(_FederatedLloydBase):
 
     _relative = True
 
-    def __init__(self, n_clusters, *, max_iter=300, init="sphere_packing", postprocess="none",
-                 bounds=(-1, 1), random_state=None, executor=None):
+    def __init__(self, n_clusters: int, *, max_iter: int = 300,
+                 init: str | ArrayLike = "sphere_packing", postprocess: str = "none",
+                 bounds: tuple[float, float] = (-1, 1), random_state: SeedLike = None,
+                 executor: Executor | None = None) -> None:
         super().__init__(n_clusters, max_iter=max_iter, init=init, postprocess=postprocess,
                          bounds=bounds, random_state=random_state, executor=executor)
 

@@ -11,18 +11,22 @@
 The federated loop that uses them is :mod:`pyfkm.dp.estimator`'s (its
 shared driver lives in ``pyfkm.dp._lloyd_base``).
 """
+from __future__ import annotations
+
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 
 __all__ = ["sphere_packing_init", "step_radius", "fold_into_bounds"]
 
 _MAX_RETRIES = 100
 
 
-def sphere_packing_init(n_clusters, n_features, bounds=(-1.0, 1.0), random_state=None):
+def sphere_packing_init(n_clusters: int, n_features: int, bounds: tuple[float, float] = (-1.0, 1.0),
+                        random_state: SeedLike = None) -> NDArray[np.float64]:
     """Data-independent initial centers (sphere packing, Su et al. 2016).
 
     Draws centers uniformly in the box shrunk by a margin ``a`` and keeps a
@@ -73,7 +77,8 @@ def sphere_packing_init(n_clusters, n_features, bounds=(-1.0, 1.0), random_state
         margin /= 2.0
 
 
-def step_radius(iteration, n_clusters, n_features, alpha=0.8, bounds=(-1.0, 1.0)):
+def step_radius(iteration: int, n_clusters: int, n_features: int, alpha: float = 0.8,
+                bounds: tuple[float, float] = (-1.0, 1.0)) -> float:
     """FastLloyd's "step" radius: ``diag / 2`` at iteration 0, then
     ``alpha * diag / (2 k^(1/d))``, capped at ``diag``.
 
@@ -105,7 +110,7 @@ def step_radius(iteration, n_clusters, n_features, alpha=0.8, bounds=(-1.0, 1.0)
     return min(eta, diag)
 
 
-def fold_into_bounds(C, bounds=(-1.0, 1.0)):
+def fold_into_bounds(C: ArrayLike, bounds: tuple[float, float] = (-1.0, 1.0)) -> NDArray[np.float64]:
     """Reflect coordinates into ``[lo, hi]`` (folding at the bounds).
 
     Parameters
