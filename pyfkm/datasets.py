@@ -8,19 +8,24 @@
   clients, the latter with at most ``K'`` true clusters per client (the
   paper's non-iid setting).
 """
+from __future__ import annotations
+
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_array, check_n_clusters
 from .exceptions import InvalidInputError
-from .rng import as_generator
+from .rng import SeedLike, as_generator
 
 __all__ = ["make_blobs", "make_gaussian_mixture", "split_iid", "split_non_iid"]
 
 
-def make_blobs(n_samples=10_000, n_features=2, n_clusters=5, *, cluster_std=1.0,
-               center_box=(-10.0, 10.0), random_state=None):
+def make_blobs(n_samples: int = 10_000, n_features: int = 2, n_clusters: int = 5, *,
+               cluster_std: float = 1.0, center_box: tuple[float, float] = (-10.0, 10.0),
+               random_state: SeedLike = None
+               ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
     """Isotropic Gaussian blobs with random centers.
 
     Parameters
@@ -74,8 +79,10 @@ def _check_int(value, name, lo, hi=None):
     return value
 
 
-def make_gaussian_mixture(n_samples=30_000, n_features=10, n_clusters=10, *,
-                          cluster_std=None, box=(-0.5, 0.5), random_state=None):
+def make_gaussian_mixture(n_samples: int = 30_000, n_features: int = 10, n_clusters: int = 10,
+                          *, cluster_std: float | None = None,
+                          box: tuple[float, float] = (-0.5, 0.5), random_state: SeedLike = None
+                          ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
     """Equal-size isotropic Gaussian clusters inside a box, like the MUFC paper's data.
 
     The defaults are the paper's synthetic "Gaussian" setting: 30000 points
@@ -184,7 +191,8 @@ def make_gaussian_mixture(n_samples=30_000, n_features=10, n_clusters=10, *,
     return X, y, centers
 
 
-def split_iid(X, n_clients, *, random_state=None):
+def split_iid(X: ArrayLike, n_clients: int, *, random_state: SeedLike = None
+              ) -> list[NDArray[np.int64]]:
     """Split the rows of ``X`` uniformly at random into ``n_clients`` clients.
 
     Parameters
@@ -234,7 +242,8 @@ def split_iid(X, n_clients, *, random_state=None):
     return [np.sort(p) for p in np.array_split(perm, L)]
 
 
-def split_non_iid(X, y, n_clients, clusters_per_client, *, random_state=None):
+def split_non_iid(X: ArrayLike, y: ArrayLike, n_clients: int, clusters_per_client: int, *,
+                  random_state: SeedLike = None) -> list[NDArray[np.int64]]:
     """Non-iid split: each client holds points of at most ``K'`` true clusters.
 
     The non-iid setting of the MUFC paper: client ``l`` draws a set of

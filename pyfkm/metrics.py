@@ -17,13 +17,17 @@ distances are computed from coordinate differences in float64, in row
 chunks (no ``n x k x d`` temporary for large inputs); ties between equally
 near centers go to the lowest index.
 """
+from __future__ import annotations
+
 import numbers
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validation import check_array, check_n_clusters, check_sample_weight
 from .exceptions import InvalidInputError, NotFittedError, NumericalError
-from .rng import spawn
+from .rng import SeedLike, spawn
 
 __all__ = [
     "kmeans_objective",
@@ -93,7 +97,8 @@ def _check_centers(centers, d, name):
     return C
 
 
-def kmeans_objective(X, centers, sample_weight=None):
+def kmeans_objective(X: ArrayLike, centers: ArrayLike, sample_weight: ArrayLike | None = None
+                     ) -> float:
     """Centralized k-means objective: (weighted) sum of squared distances of
     the points to their nearest center.
 
@@ -157,8 +162,9 @@ def _check_index_array(a, name, length, upper):
     return arr.astype(np.int64, copy=False)
 
 
-def federated_objective(clients, local_labels, local_centers, server_centers, *,
-                        server_labels=None):
+def federated_objective(clients: Sequence[ArrayLike], local_labels: Sequence[ArrayLike] | None,
+                        local_centers: Sequence[ArrayLike], server_centers: ArrayLike, *,
+                        server_labels: Sequence[ArrayLike] | None = None) -> float:
     """Federated k-means objective ``phi_f`` (MUFC paper, Def. 3.1).
 
     Each point ``x`` of client ``l`` belongs to a local cluster with local
@@ -282,8 +288,9 @@ def _check_runs(n_runs):
     return int(n_runs)
 
 
-def best_kmeans_objective(X, n_clusters, *, n_runs=5, random_state=None, max_iter=300,
-                          tol=1e-4):
+def best_kmeans_objective(X: ArrayLike, n_clusters: int, *, n_runs: int = 5,
+                          random_state: SeedLike = None, max_iter: int = 300,
+                          tol: float = 1e-4) -> float:
     """Best centralized k-means objective over ``n_runs`` runs of k-means++
     seeding followed by Lloyd (:class:`pyfkm.KMeans`).
 
@@ -326,7 +333,8 @@ def best_kmeans_objective(X, n_clusters, *, n_runs=5, random_state=None, max_ite
     return float(best)
 
 
-def loss_ratio(objective_value, X, n_clusters, *, n_runs=5, random_state=None):
+def loss_ratio(objective_value: float, X: ArrayLike, n_clusters: int, *, n_runs: int = 5,
+               random_state: SeedLike = None) -> float:
     """Objective value divided by the best centralized k-means objective on ``X``.
 
     The quality measure of the MUFC paper: ``phi / phi*_c(X)``, where
@@ -403,7 +411,8 @@ def _remaining_data(model, clients):
     return data, local
 
 
-def federated_loss_ratio(model, clients, *, n_runs=5, random_state=None):
+def federated_loss_ratio(model: Any, clients: Sequence[ArrayLike], *, n_runs: int = 5,
+                         random_state: SeedLike = None) -> float:
     """Loss ratio ``phi_f(X; C_s) / phi*_c(X)`` of a fitted federated model.
 
     Parameters
@@ -453,7 +462,7 @@ def federated_loss_ratio(model, clients, *, n_runs=5, random_state=None):
     phi_f = federated_objective(data, None, local, S)
     pooled = np.vstack(data)
     k = getattr(model, "n_clusters", S.shape[0])
-    k = min(int(k), pooled.shape[0])
+    k = min(int(k), pooled.shape[0])  # type: ignore[arg-type]
     return loss_ratio(phi_f, pooled, k, n_runs=n_runs, random_state=random_state)
 
 
@@ -462,7 +471,7 @@ def _entropy(counts):
     return float(-(p * np.log(p)).sum())
 
 
-def nmi(labels_true, labels_pred):
+def nmi(labels_true: ArrayLike, labels_pred: ArrayLike) -> float:
     """Normalized mutual information of two labelings (arithmetic mean).
 
     ``NMI = I(U; V) / ((H(U) + H(V)) / 2)`` with natural logarithms, the
