@@ -26,7 +26,36 @@ from ._framing import (_BUNDLE, _INPUTS, _KEY, _ROUND, _SHARES, _UNMASK, _UNMASK
 
 @dataclass(frozen=True)
 class KeyMessage:
-    """Client -> server: the client's X25519 public key (body: 32 bytes)."""
+    """Client -> server: the client's X25519 public key (body: 32 bytes).
+
+    The message that opens a run for one client (:meth:`ScmaClient.key_message`,
+    :meth:`MsaClient.key_message`); once every key is in, the server answers
+    with the roster.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    sender : int
+        The client's id, in ``[0, 2**32 - 1)``.
+    public_key : bytes
+        The client's 32-byte X25519 channel key for this run.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import KeyMessage
+    >>> msg = KeyMessage(run_id=bytes(16), sender=3, public_key=bytes(32))
+    >>> data = msg.to_bytes()
+    >>> len(data)
+    76
+    >>> KeyMessage.from_bytes(data) == msg
+    True
+    """
 
     run_id: bytes
     sender: int
@@ -40,10 +69,35 @@ class KeyMessage:
         object.__setattr__(self, "public_key", bytes(self.public_key))
 
     def to_bytes(self):
+        """The wire form of the message.
+
+        Returns
+        -------
+        bytes
+            The 44-byte header (round and modulus 0) and the 32-byte key.
+        """
         return _pack_header(_KEY, self.run_id, 0, self.sender, 0) + self.public_key
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse a key message from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        KeyMessage
+            The message.
+
+        Raises
+        ------
+        MessageFormatError
+            Not a key message of this format version, a wrong length, a round or
+            modulus in the header, or the server's id as the sender.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _KEY)
         _expect_len(data, HEADER_BYTES + 32)
         if round_ != 0 or modulus != 0 or sender == SERVER_ID:
@@ -76,6 +130,40 @@ class RoundMessage:
     since round ``base_round`` (a finished round with the same
     participants), encoded for at most ``delta_nonzeros`` bins, under fresh
     masks of that shorter length.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round number, in ``[1, 2**64)``; rounds of a run only increase.
+    participants : sequence of int
+        The clients asked to take part, strictly increasing ids in
+        ``[0, 2**32 - 1)``; stored as a tuple.
+    delta_nonzeros : int, default=0
+        0 for a full round, else the largest number of changed bins of a
+        difference round.
+    base_round : int, default=0
+        The round a difference round's changes are taken against, in
+        ``[1, round)``; 0 exactly when ``delta_nonzeros`` is 0.
+
+    Raises
+    ------
+    InvalidInputError
+        A field out of range, participants not strictly increasing, or only
+        one of ``delta_nonzeros`` and ``base_round`` set.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import RoundMessage
+    >>> msg = RoundMessage(bytes(16), round=1, participants=[0, 2, 5])
+    >>> msg.participants, msg.delta_nonzeros
+    ((0, 2, 5), 0)
+    >>> data = msg.to_bytes()
+    >>> len(data) == RoundMessage.size(3)
+    True
+    >>> RoundMessage.from_bytes(data) == msg
+    True
     """
 
     run_id: bytes
@@ -121,10 +209,34 @@ class RoundMessage:
 
     @staticmethod
     def size(n_participants):
-        """Bytes of a round message with ``n_participants`` participants."""
+        """Bytes of a round message with ``n_participants`` participants.
+
+        Parameters
+        ----------
+        n_participants : int
+            Number of participants.
+
+        Returns
+        -------
+        int
+            ``44 + 4 + 4 n_participants + 12``: the header, the count, the ids
+            and the difference-round fields.
+
+        Examples
+        --------
+        >>> RoundMessage.size(3)
+        72
+        """
         return HEADER_BYTES + 4 + 4 * n_participants + 12
 
     def to_bytes(self):
+        """The wire form of the message.
+
+        Returns
+        -------
+        bytes
+            :meth:`size` ``(len(participants))`` bytes, sent by the server.
+        """
         ids = np.asarray(self.participants, dtype="<u4").tobytes()
         return (_pack_header(_ROUND, self.run_id, self.round, SERVER_ID, 0)
                 + struct.pack("<I", len(self.participants)) + ids
@@ -132,6 +244,26 @@ class RoundMessage:
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse a round message from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        RoundMessage
+            The message.
+
+        Raises
+        ------
+        MessageFormatError
+            Not a round message of this format version, a wrong length, a
+            sender other than the server, or fields the constructor would refuse
+            (round 0, participants not strictly increasing, an inconsistent
+            difference round).
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _ROUND)
         n = _counted(data, "round message", 4, 12)
         if sender != SERVER_ID or modulus != 0:
@@ -161,7 +293,53 @@ class ShareMessage:
     """Client -> server (step 1): the client's round key, the commitment to
     its self seed and one encrypted share pair per holder (body: key 32s,
     commitment 32s, count u32, then per holder id u32 and ciphertext of
-    ``SHARE_CT_BYTES``; then the tag)."""
+    ``SHARE_CT_BYTES``; then the tag).
+
+    Built by :meth:`ScmaClient.share_keys` and :meth:`MsaClient.share_keys`;
+    the server checks it with :meth:`ScmaServer.receive_shares` and forwards
+    each ciphertext to its holder in a :class:`ShareBundle`.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round, in ``[1, 2**64)``.
+    sender : int
+        The client's id, in ``[0, 2**32 - 1)``.
+    round_key : bytes
+        The client's 32-byte public round key (the X25519 key its pair masks
+        of this round derive from).
+    commitment : bytes
+        32 bytes committing to the client's self-mask seed.
+    holders : sequence of int
+        The neighbours that hold the client's shares, strictly increasing,
+        the sender not among them (may be empty).
+    ciphertexts : sequence of bytes
+        One ``SHARE_CT_BYTES`` (98) byte ciphertext per holder, in the order
+        of ``holders``: the holder's shares of the round key and of the self
+        seed, encrypted under the pair's channel key.
+    tag : bytes, default=bytes(16)
+        The 16-byte tag authenticating :meth:`signed_bytes` to the server;
+        the client sets it after building the rest.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range, or not one ciphertext per
+        holder.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import ScmaParams, ShareMessage, setup_in_process
+    >>> server, clients = setup_in_process(ScmaParams.create(2, 10, 4), 3)
+    >>> msg = clients[0].share_keys(server.start_round())
+    >>> msg.round, msg.sender, msg.holders, len(msg.ciphertexts[0])
+    (1, 0, (1, 2), 98)
+    >>> ShareMessage.from_bytes(msg.to_bytes()) == msg
+    True
+    >>> server.receive_shares(msg)          # the tag checks out
+    """
 
     run_id: bytes
     round: int
@@ -187,15 +365,48 @@ class ShareMessage:
         _check_tag(self)
 
     def signed_bytes(self):
+        """The bytes the tag authenticates: the wire form without the tag.
+
+        Returns
+        -------
+        bytes
+            Header and body.
+        """
         body = b"".join(struct.pack("<I", h) + c for h, c in zip(self.holders, self.ciphertexts))
         return (_pack_header(_SHARES, self.run_id, self.round, self.sender, 0) + self.round_key
                 + self.commitment + struct.pack("<I", len(self.holders)) + body)
 
     def to_bytes(self):
+        """The wire form of the message.
+
+        Returns
+        -------
+        bytes
+            :meth:`signed_bytes` followed by the 16-byte tag.
+        """
         return self.signed_bytes() + self.tag
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse a share message from its wire form (the tag is kept, not
+        checked: only the server can check it).
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        ShareMessage
+            The message.
+
+        Raises
+        ------
+        MessageFormatError
+            Not a share message of this format version, a wrong length, the
+            server's id as the sender, or fields the constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _SHARES)
         off = HEADER_BYTES + 64
         if len(data) < off + 4 or sender == SERVER_ID or modulus != 0:
@@ -220,7 +431,51 @@ class ShareBundle:
     and, for each of the recipient's neighbours among them, its round key
     and the ciphertext addressed to the recipient (body: recipient u32,
     U2 count u32 + ids, item count u32, items of owner u32, key 32s,
-    ciphertext)."""
+    ciphertext).
+
+    Built by the server's ``bundle(client_id)``; read by the recipient's
+    ``receive_shares``.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round, in ``[1, 2**64)``.
+    recipient : int
+        The client the bundle is for.
+    sharers : sequence of int
+        Every client that shared keys in the round (``U2``), strictly
+        increasing, non-empty.
+    owners : sequence of int
+        The recipient's neighbours among the sharers, strictly increasing,
+        the recipient not among them.
+    round_keys : sequence of bytes
+        The 32-byte public round key of each owner.
+    ciphertexts : sequence of bytes
+        The ``SHARE_CT_BYTES`` ciphertext each owner addressed to the
+        recipient.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range, not one key and one
+        ciphertext per owner, or an owner that is not a sharer.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import ScmaParams, ShareBundle, setup_in_process
+    >>> server, clients = setup_in_process(ScmaParams.create(2, 10, 4), 3)
+    >>> rmsg = server.start_round()
+    >>> for c in clients:
+    ...     server.receive_shares(c.share_keys(rmsg))
+    >>> bundle = server.bundle(0)
+    >>> bundle.recipient, bundle.sharers, bundle.owners
+    (0, (0, 1, 2), (1, 2))
+    >>> ShareBundle.from_bytes(bundle.to_bytes()) == bundle
+    True
+    >>> clients[0].receive_shares(bundle)
+    """
 
     run_id: bytes
     round: int
@@ -247,6 +502,13 @@ class ShareBundle:
         object.__setattr__(self, "ciphertexts", cts)
 
     def to_bytes(self):
+        """The wire form of the bundle.
+
+        Returns
+        -------
+        bytes
+            Header (sent by the server) and body.
+        """
         head = _pack_header(_BUNDLE, self.run_id, self.round, SERVER_ID, 0)
         u2 = struct.pack("<II", self.recipient, len(self.sharers)) + \
             np.asarray(self.sharers, dtype="<u4").tobytes()
@@ -256,6 +518,24 @@ class ShareBundle:
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse a share bundle from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        ShareBundle
+            The bundle.
+
+        Raises
+        ------
+        MessageFormatError
+            Not a share bundle of this format version, a wrong length, a sender
+            other than the server, or fields the constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _BUNDLE)
         if sender != SERVER_ID or modulus != 0 or len(data) < HEADER_BYTES + 4:
             raise MessageFormatError("share bundle not from the server, or truncated")
@@ -281,7 +561,40 @@ class ShareBundle:
 @dataclass(frozen=True)
 class InputRequest:
     """Server -> clients (step 3): send your masked input for this round
-    (body: delta_nonzeros u32, base_round u64; both 0 for a full round)."""
+    (body: delta_nonzeros u32, base_round u64; both 0 for a full round).
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round, in ``[1, 2**64)``.
+    delta_nonzeros : int, default=0
+        0 for a full round; else a difference round with at most this many
+        changed bins (see :class:`RoundMessage`).
+    base_round : int, default=0
+        The round a difference round's changes are taken against, in
+        ``[1, round)``; 0 exactly when ``delta_nonzeros`` is 0.
+
+    Raises
+    ------
+    InvalidInputError
+        A field out of range, or only one of ``delta_nonzeros`` and
+        ``base_round`` set.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import InputRequest
+    >>> req = InputRequest(bytes(16), round=3)
+    >>> InputRequest.from_bytes(req.to_bytes()) == req
+    True
+    >>> InputRequest(bytes(16), round=3, delta_nonzeros=5, base_round=2).base_round
+    2
+    >>> InputRequest(bytes(16), round=3, delta_nonzeros=5)
+    Traceback (most recent call last):
+    ...
+    pyfkm.exceptions.InvalidInputError: a difference round needs both delta_nonzeros and base_round
+    """
 
     run_id: bytes
     round: int
@@ -305,11 +618,36 @@ class InputRequest:
         object.__setattr__(self, "base_round", int(br))
 
     def to_bytes(self):
+        """The wire form of the request.
+
+        Returns
+        -------
+        bytes
+            The header (sent by the server) and the 12-byte body.
+        """
         return (_pack_header(_INPUTS, self.run_id, self.round, SERVER_ID, 0)
                 + struct.pack("<IQ", self.delta_nonzeros, self.base_round))
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse an input request from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        InputRequest
+            The request.
+
+        Raises
+        ------
+        MessageFormatError
+            Not an input request of this format version, a wrong length, a
+            sender other than the server, or fields the constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _INPUTS)
         _expect_len(data, HEADER_BYTES + 12)
         if sender != SERVER_ID or modulus != 0:
@@ -322,7 +660,34 @@ class InputRequest:
 @dataclass(frozen=True)
 class UnmaskRequest:
     """Server -> clients (step 4): the survivors ``U3`` whose inputs arrived
-    (body: count u32, ids u32 strictly increasing)."""
+    (body: count u32, ids u32 strictly increasing).
+
+    Each survivor answers with an :class:`UnmaskMessage`.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round, in ``[1, 2**64)``.
+    survivors : sequence of int
+        The clients whose inputs arrived, strictly increasing, non-empty.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type or range, or survivors not strictly
+        increasing.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import UnmaskRequest
+    >>> req = UnmaskRequest(bytes(16), round=1, survivors=[0, 2])
+    >>> req.survivors
+    (0, 2)
+    >>> UnmaskRequest.from_bytes(req.to_bytes()) == req
+    True
+    """
 
     run_id: bytes
     round: int
@@ -334,12 +699,38 @@ class UnmaskRequest:
         object.__setattr__(self, "survivors", _ids_tuple(self.survivors, "survivor"))
 
     def to_bytes(self):
+        """The wire form of the request.
+
+        Returns
+        -------
+        bytes
+            The header (sent by the server), the count and the ids.
+        """
         return (_pack_header(_UNMASK_REQ, self.run_id, self.round, SERVER_ID, 0)
                 + struct.pack("<I", len(self.survivors))
                 + np.asarray(self.survivors, dtype="<u4").tobytes())
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse an unmask request from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        UnmaskRequest
+            The request.
+
+        Raises
+        ------
+        MessageFormatError
+            Not an unmask request of this format version, a wrong length, a
+            sender other than the server, or survivors the constructor would
+            refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _UNMASK_REQ)
         if sender != SERVER_ID or modulus != 0:
             raise MessageFormatError("unmask request not from the server")
@@ -356,7 +747,51 @@ class UnmaskMessage:
     """Client -> server (step 4): the shares the client reveals -- of the
     self seed of each surviving holder-peer (kind 0) and of the round key
     of each dropped one (kind 1) -- then the tag (body: count u32, items of
-    owner u32, kind u8, share 33s)."""
+    owner u32, kind u8, share 33s).
+
+    Built by :meth:`ScmaClient.unmask` and :meth:`MsaClient.unmask_shares`;
+    the server collects them with ``receive_unmask`` until every secret it
+    needs has enough shares.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round, in ``[1, 2**64)``.
+    sender : int
+        The client's id, in ``[0, 2**32 - 1)``.
+    owners : sequence of int
+        The clients whose shares are revealed, strictly increasing,
+        non-empty.
+    kinds : sequence of int
+        Per owner, 0 (a share of its self seed: a survivor) or 1 (a share of
+        its round key: a dropped client).
+    shares : sequence of bytes
+        Per owner, the 33-byte Shamir share.
+    tag : bytes, default=bytes(16)
+        The 16-byte tag authenticating :meth:`signed_bytes` to the server;
+        the client sets it after building the rest.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range, or not one kind and one
+        share per owner.
+
+    Examples
+    --------
+    A message with placeholder shares (a client reveals real ones):
+
+    >>> from pyfkm.secagg import UnmaskMessage
+    >>> msg = UnmaskMessage(bytes(16), round=1, sender=0, owners=(1, 2), kinds=(0, 1),
+    ...                     shares=(bytes(33), bytes(33)))
+    >>> data = msg.to_bytes()
+    >>> len(data) == len(msg.signed_bytes()) + 16
+    True
+    >>> UnmaskMessage.from_bytes(data) == msg
+    True
+    """
 
     run_id: bytes
     round: int
@@ -383,16 +818,49 @@ class UnmaskMessage:
         _check_tag(self)
 
     def signed_bytes(self):
+        """The bytes the tag authenticates: the wire form without the tag.
+
+        Returns
+        -------
+        bytes
+            Header and body.
+        """
         return (_pack_header(_UNMASK, self.run_id, self.round, self.sender, 0)
                 + struct.pack("<I", len(self.owners))
                 + b"".join(_UNMASK_ITEM.pack(o, k, s)
                            for o, k, s in zip(self.owners, self.kinds, self.shares)))
 
     def to_bytes(self):
+        """The wire form of the message.
+
+        Returns
+        -------
+        bytes
+            :meth:`signed_bytes` followed by the 16-byte tag.
+        """
         return self.signed_bytes() + self.tag
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse an unmask answer from its wire form (the tag is kept, not
+        checked: only the server can check it).
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        UnmaskMessage
+            The message.
+
+        Raises
+        ------
+        MessageFormatError
+            Not an unmask answer of this format version, a wrong length, the
+            server's id as the sender, or fields the constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _UNMASK)
         if sender == SERVER_ID or modulus != 0 or len(data) < HEADER_BYTES + 4:
             raise MessageFormatError("unmask answer not from a client, or truncated")
