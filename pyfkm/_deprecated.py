@@ -7,13 +7,17 @@ that points at the user's line (PEP 562 module ``__getattr__``, the way SciPy
 retires its private modules).  A renamed method (``QKMeans.delete``, now
 ``remove``) stays as an alias that warns the same way and calls the new one.
 """
+from __future__ import annotations
+
 import importlib
 import warnings
+from typing import Any, Callable, Iterable
 
 __all__ = ["alias_module", "renamed_method"]
 
 
-def alias_module(old, new, names, more=None):
+def alias_module(old: str, new: str, names: Iterable[str], more: dict[str, str] | None = None
+                 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """``(__all__, __getattr__, __dir__)`` for the deprecated module ``old``
     whose public ``names`` (its ``__all__``) now live in ``new``; ``more``
     maps the public names it had outside ``__all__`` to their new modules
@@ -23,7 +27,7 @@ def alias_module(old, new, names, more=None):
     homes = {name: new for name in listed}
     homes.update(more or {})
 
-    def __getattr__(name):
+    def __getattr__(name: str) -> Any:
         if name not in homes:
             raise AttributeError(f"module {old!r} has no attribute {name!r}")
         warnings.warn(f"{old} is deprecated and will be removed in pyfkm 0.3; "
@@ -31,13 +35,13 @@ def alias_module(old, new, names, more=None):
                       stacklevel=2)
         return getattr(importlib.import_module(homes[name]), name)
 
-    def __dir__():
+    def __dir__() -> list[str]:
         return sorted(homes)
 
     return listed, __getattr__, __dir__
 
 
-def renamed_method(old, new):
+def renamed_method(old: str, new: str) -> Callable[..., Any]:
     """A method ``old`` that warns (``DeprecationWarning`` pointing at the
     caller's line) and calls the method ``new`` with the same arguments.
 
@@ -56,7 +60,7 @@ def renamed_method(old, new):
     'Model.delete is deprecated and will be removed in pyfkm 0.3; use Model.remove instead'
     """
 
-    def method(self, *args, **kwargs):
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         cls = type(self).__name__
         warnings.warn(f"{cls}.{old} is deprecated and will be removed in pyfkm 0.3; "
                       f"use {cls}.{new} instead", DeprecationWarning, stacklevel=2)

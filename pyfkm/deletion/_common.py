@@ -4,14 +4,18 @@ laid out"), the deletion report and the id index, all-or-nothing writes,
 and the locked estimator base with the field-by-field checks of an
 unpickled state (a pickle is data from outside).
 """
+from __future__ import annotations
+
 import contextlib
 import copy
 import math
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._base import BaseEstimator, Report
 from .._deprecated import renamed_method
@@ -110,7 +114,7 @@ class DeletionReport(Report):
     seconds: float
 
     @property
-    def n_removed(self):
+    def n_removed(self) -> int:
         """``n_deleted`` under the name every other removal report uses."""
         return self.n_deleted
 
@@ -222,15 +226,18 @@ def _writable(state, names):
             setattr(state, name, v.copy())
 
 
-def _fitted_attr(read):
+def _fitted_attr(read: Callable[[Any], Any]) -> Any:
     """A read-only fitted attribute: ``read(state)`` of the fitted state,
     under the lock (NotFittedError before fit)."""
 
-    def get(self):
+    def get(self: Any) -> Any:
         with self._lock:
             return read(self._fitted())
 
     return property(get)
+
+
+_Locked = TypeVar("_Locked", bound="_LockedEstimator")
 
 
 class _LockedEstimator(CenterModelMixin, BaseEstimator):
@@ -261,6 +268,12 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
     _check_pickled): a pickle is data from outside.
     """
 
+    # for the type checker: the subclass's steps and hyper-parameter
+    _check_params: Callable[..., Any]
+    _fitted_state: Callable[..., Any]
+    _removal: Callable[..., Any]
+    random_state: Any
+
     def __new__(cls, *args, **kwargs):
         obj = super().__new__(cls)
         obj._lock = threading.RLock()
@@ -288,7 +301,7 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
                              for k, v in state.items()})
         return new
 
-    def set_params(self, **params):
+    def set_params(self: _Locked, **params: Any) -> _Locked:
         """Set hyper-parameters, taking effect at the next :meth:`fit`.
 
         Serialized with the other calls that change the model (the lock).
@@ -330,7 +343,8 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
     sample_ids_ = _fitted_attr(lambda s: s.ids[s.alive].copy())
     n_features_in_ = _fitted_attr(lambda s: s.d)
 
-    def fit(self, X, y=None, *, sample_ids=None):
+    def fit(self: _Locked, X: ArrayLike, y: object = None, *, sample_ids: ArrayLike | None = None
+            ) -> _Locked:
         """Fit on ``X``.
 
         Parameters
@@ -367,7 +381,7 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
             self._state = state  # the commit: one assignment
         return self
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> DeletionReport:
         """Remove points by id; the model becomes, bit for bit, the fit on
         the remaining points with the same ``random_state`` and ids.
 

@@ -1,6 +1,8 @@
 """The Q-Lloyd run of QKMeans and its memo: fit, certification of a
 deletion, and the updated or retrained state (see QKMeans Notes).
 """
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass
 
@@ -12,7 +14,7 @@ from ._common import _U, _overwrite, _shallow, _writable
 _TINY = 2.0 ** -1022  # smallest normal float64
 
 
-def auto_epsilon(n_samples, n_clusters, n_features):
+def auto_epsilon(n_samples: int, n_clusters: int, n_features: int) -> float:
     """Ginart et al.'s default lattice step ``2^round(-log10(n/(k d^1.5)) - 3)``.
 
     Parameters

@@ -1,9 +1,12 @@
 """DC-k-means: divide-and-conquer k-means with exact deletion (Ginart et
 al., NeurIPS 2019, Sec. 4.2).
 """
+from __future__ import annotations
+
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._checks import _dc_check_state
 from ._common import _LockedEstimator, _fitted_attr
@@ -11,11 +14,12 @@ from ._dctree import _dc_deleted, _dc_fit
 from .._validation import check_int, check_n_clusters
 from ..core.kmeans import nearest_center
 from ..exceptions import InvalidInputError
+from ..rng import SeedLike
 
 __all__ = ["DCKMeans", "auto_n_leaves"]
 
 
-def auto_n_leaves(n_samples):
+def auto_n_leaves(n_samples: int) -> int:
     """``n^0.3`` rounded to the nearest power of two (at least 1).
 
     Parameters
@@ -162,8 +166,9 @@ class DCKMeans(_LockedEstimator):
     True
     """
 
-    def __init__(self, n_clusters, *, n_leaves="auto", height=1, max_iter=10, n_init=1,
-                 n_local_trials="auto", random_state=None):
+    def __init__(self, n_clusters: int, *, n_leaves: int | str = "auto", height: int = 1,
+                 max_iter: int = 10, n_init: int = 1, n_local_trials: int | str = "auto",
+                 random_state: SeedLike = None) -> None:
         self.n_clusters = n_clusters
         self.n_leaves = n_leaves
         self.height = height
@@ -209,7 +214,7 @@ class DCKMeans(_LockedEstimator):
     n_leaves_ = _fitted_attr(lambda st: st.L)
 
     @property
-    def cluster_centers_(self):
+    def cluster_centers_(self) -> NDArray[np.float64]:
         with self._lock:
             st = self._fitted()
             C, m = st.levels[-1][0]
@@ -218,7 +223,7 @@ class DCKMeans(_LockedEstimator):
             return C.copy()
 
     @property
-    def inertia_(self):
+    def inertia_(self) -> float:
         with self._lock:
             st = self._fitted()
             if st.inertia is None:

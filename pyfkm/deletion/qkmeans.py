@@ -1,6 +1,8 @@
 """Q-k-means: quantized Lloyd with certified exact deletion (Ginart et
 al., NeurIPS 2019, Alg. 2).
 """
+from __future__ import annotations
+
 import math
 import numbers
 
@@ -12,6 +14,7 @@ from ._qlloyd import _QParams, _q_certified, _q_certify, _q_retrained, _q_state
 from .._validation import check_int, check_n_clusters
 from ..core.base import FitPredictMixin
 from ..exceptions import InvalidInputError
+from ..rng import SeedLike
 
 __all__ = ["QKMeans"]
 
@@ -163,8 +166,8 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     True
     """
 
-    def __init__(self, n_clusters, *, epsilon="auto", gamma=0.2, max_iter=10,
-                 random_state=None):
+    def __init__(self, n_clusters: int, *, epsilon: float | str = "auto", gamma: float = 0.2,
+                 max_iter: int = 10, random_state: SeedLike = None) -> None:
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.gamma = gamma
@@ -211,7 +214,7 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     n_samples_ = _fitted_attr(lambda s: s.n_alive)
 
     @property
-    def inertia_(self):
+    def inertia_(self) -> float:
         with self._lock:
             s = self._fitted()
             if s.inertia is None:
