@@ -26,12 +26,39 @@ class RoundSteps:
     server (step 3, the inputs, and the final sum are each protocol's own)."""
 
     def receive_key(self, msg):
-        """A client's key message (before the roster closes)."""
+        """A client's key message (before the roster closes).
+
+        Parameters
+        ----------
+        msg : KeyMessage
+            The client's key for this run.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`KeyMessage`, a message of another run, a roster
+            already sent, or a second key from the same client.
+        """
         check_key_message(msg, self.run_id, self._keys, self._roster is not None)
         self._keys[msg.sender] = msg.public_key
 
     def roster(self):
-        """Close key collection; the roster every client receives."""
+        """Close key collection; the roster every client receives.
+
+        Returns
+        -------
+        RosterMessage or MsaRosterMessage
+            The protocol's roster: the clients that sent keys, their keys, the
+            threshold (default a strict majority), the graph degree and the
+            server's channel key.  Later calls return the same roster.
+
+        Raises
+        ------
+        ProtocolError
+            No key was received, or two clients sent the same public key.
+        InvalidInputError
+            The threshold given to the server is not in ``[1, n clients]``.
+        """
         if not self._keys:
             raise ProtocolError("no client keys received")
         if self._roster is None:
@@ -69,7 +96,21 @@ class RoundSteps:
         self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
 
     def receive_shares(self, msg):
-        """Step 1: a client's :class:`ShareMessage` (authenticated)."""
+        """Step 1: a client's :class:`ShareMessage` (authenticated).
+
+        Parameters
+        ----------
+        msg : ShareMessage
+            The client's round key, commitment and encrypted shares.
+
+        Raises
+        ------
+        ProtocolError
+            No round is collecting shares, a message of another run or round, a
+            sender outside the roster or the round, a second message from it, a
+            tag that fails (an altered or replayed message), or shares not
+            addressed to each of its neighbours in the round.
+        """
         o = self._need("shares")
         self._check_sender(msg, ShareMessage, o["st"])
         self._m.add_shares(o["st"], msg.sender, msg.round_key, msg.commitment,
@@ -77,7 +118,25 @@ class RoundSteps:
 
     def bundle(self, client_id_):
         """Step 2: the :class:`ShareBundle` of one client that shared keys
-        (the first call closes key sharing: ``U2``)."""
+        (the first call closes key sharing: ``U2``).
+
+        Parameters
+        ----------
+        client_id_ : int
+            The recipient, a client that shared keys in the open round.
+
+        Returns
+        -------
+        ShareBundle
+            The sharers, and the round keys and ciphertexts of the recipient's
+            neighbours among them.
+
+        Raises
+        ------
+        ProtocolError
+            No round is relaying shares, the client did not share keys, or (on
+            the first call) fewer than ``threshold`` clients shared keys.
+        """
         o = self._open
         if o is None or o["step"] not in ("shares", "bundles"):
             raise ProtocolError("no round is relaying shares")
@@ -96,14 +155,39 @@ class RoundSteps:
 
     def unmask_request(self):
         """Step 4: close inputs and name the survivors (those whose inputs
-        arrived); raises :class:`ProtocolError` below the threshold."""
+        arrived); raises :class:`ProtocolError` below the threshold.
+
+        Returns
+        -------
+        UnmaskRequest
+            The survivors ``U3``, broadcast to each of them.
+
+        Raises
+        ------
+        ProtocolError
+            No round is waiting for inputs, or fewer than ``threshold`` inputs
+            arrived.
+        """
         o = self._need("inputs")
         u3 = self._m.close_inputs(o["st"], o["got"])
         o["step"] = "unmask"
         return _built(UnmaskRequest, run_id=self.run_id, round=o["st"]["round"], survivors=u3)
 
     def receive_unmask(self, msg):
-        """Step 4: a survivor's revealed shares (authenticated)."""
+        """Step 4: a survivor's revealed shares (authenticated).
+
+        Parameters
+        ----------
+        msg : UnmaskMessage
+            The shares the survivor reveals.
+
+        Raises
+        ------
+        ProtocolError
+            No unmask request is open, a message of another run or round, a
+            sender that is not a survivor or answered already, a tag that fails,
+            or an answer with unexpected or missing shares.
+        """
         o = self._need("unmask")
         self._check_sender(msg, UnmaskMessage, o["st"])
         self._m.add_unmask(o["st"], msg.sender, list(zip(msg.owners, msg.kinds, msg.shares)))
