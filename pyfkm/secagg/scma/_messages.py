@@ -41,7 +41,46 @@ class RosterMessage:
     Body: parameters (n_dims u32, bins_per_dim u64, max_nonzeros u32,
     max_client_nonzeros u32, mode u8, hash_seed 32s), threshold u32, degree
     u32 (0: complete graph), the server's channel key 32s, count u32, then
-    per client id u32 and key 32s (ids strictly increasing).
+    per client id u32 and key 32s (ids strictly increasing).  The modulus
+    travels in the header.
+
+    Built by :meth:`ScmaServer.roster` once every key is in; each client
+    checks it with :meth:`ScmaClient.receive_roster`.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    params : ScmaParams
+        The run's parameters (their ``run_id`` must be ``run_id``).
+    client_ids : sequence of int
+        The clients of the run, strictly increasing.
+    public_keys : sequence of bytes
+        Each client's 32-byte X25519 channel key, in the order of
+        ``client_ids``.
+    threshold : int, default=1
+        Fewest clients of any step of a round, in ``[1, len(client_ids)]``.
+    degree : int, default=0
+        Neighbours per client (even; 0 is the complete graph).
+    server_key : bytes, default=bytes(32)
+        The server's 32-byte channel key (the clients' message tags are
+        keyed with it).
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range, parameters of another
+        run, or not one key per client.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import RosterMessage, ScmaParams, setup_in_process
+    >>> server, clients = setup_in_process(ScmaParams.create(2, 10, 4), 3)
+    >>> roster = server.roster()
+    >>> roster.client_ids, roster.threshold, roster.degree, roster.params.mode
+    ((0, 1, 2), 2, 0, 'index')
+    >>> RosterMessage.from_bytes(roster.to_bytes()) == roster
+    True
     """
 
     # deliberate specialization: the roster fields are declared again in
@@ -64,10 +103,23 @@ class RosterMessage:
         _check_roster_clients(self)
 
     def params_bytes(self):
-        """What the roster digest binds of the run's parameters."""
+        """What the roster digest binds of the run's parameters.
+
+        Returns
+        -------
+        bytes
+            The parameters' part of the body (from ``n_dims`` to ``hash_seed``).
+        """
         return _params_bytes(self.params)
 
     def to_bytes(self):
+        """The wire form of the roster.
+
+        Returns
+        -------
+        bytes
+            The header (sent by the server, with the modulus) and the body.
+        """
         P = self.params
         body = [_params_bytes(P), _extras_bytes(self), struct.pack("<I", len(self.client_ids))]
         for i, k in zip(self.client_ids, self.public_keys):
@@ -76,6 +128,25 @@ class RosterMessage:
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse a roster from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        RosterMessage
+            The roster, with its :class:`ScmaParams` rebuilt (and checked).
+
+        Raises
+        ------
+        MessageFormatError
+            Not a roster of this format version, a wrong length, a sender other
+            than the server, an unknown mode, parameters :class:`ScmaParams`
+            refuses, or fields the constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _ROSTER)
         off = HEADER_BYTES
         if len(data) < off + _PARAMS.size + _EXTRAS.size + 4:
@@ -126,7 +197,47 @@ class RosterMessage:
 class SyndromeMessage:
     """Client -> server: the masked syndromes of one round (body: count u32,
     then that many u64 field elements, each below the modulus; then the
-    16-byte tag authenticating every byte before it to the server)."""
+    16-byte tag authenticating every byte before it to the server).
+
+    Built by :meth:`ScmaClient.respond`; read by :meth:`ScmaServer.receive`
+    (or, as wire bytes, :meth:`ScmaServer.receive_many`).  Two messages are
+    equal when every field and the payload are.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round, in ``[1, 2**64)``.
+    sender : int
+        The client's id, in ``[0, 2**32 - 1)``.
+    modulus : int
+        The field prime, in ``(2, 2**63)``.
+    payload : array-like of int
+        The masked field elements, 1-D, each below ``modulus``; stored as a
+        read-only uint64 array.
+    tag : bytes, default=bytes(16)
+        The 16-byte tag authenticating :meth:`signed_bytes` to the server;
+        the client sets it after building the rest.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range, or a payload entry not
+        below the modulus.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import SyndromeMessage
+    >>> msg = SyndromeMessage(bytes(16), round=1, sender=4, modulus=101, payload=[7, 0, 100])
+    >>> msg.payload.dtype, msg.payload.flags.writeable
+    (dtype('uint64'), False)
+    >>> data = msg.to_bytes()
+    >>> len(data) == SyndromeMessage.size(3)
+    True
+    >>> SyndromeMessage.from_bytes(data) == msg
+    True
+    """
 
     run_id: bytes
     round: int
@@ -176,17 +287,52 @@ class SyndromeMessage:
                       modulus=int(modulus), payload=payload, tag=tag)
 
     def signed_bytes(self):
-        """The bytes the tag authenticates (everything before it)."""
+        """The bytes the tag authenticates (everything before it).
+
+        Returns
+        -------
+        bytes
+            Header, word count and payload (little-endian u64).
+        """
         payload = self.payload
         return (_SYNDROME_HEAD.pack(MAGIC, VERSION, _SYNDROMES, 0, self.run_id, self.round,
                                     self.sender, self.modulus, payload.size)
                 + (payload.tobytes() if _LITTLE else payload.astype("<u8").tobytes()))
 
     def to_bytes(self):
+        """The wire form of the message.
+
+        Returns
+        -------
+        bytes
+            :meth:`signed_bytes` followed by the 16-byte tag:
+            :meth:`size` ``(payload.size)`` bytes.
+        """
         return self.signed_bytes() + self.tag
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse a syndrome message from its wire form (the tag is kept, not
+        checked: only the server can check it).
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        SyndromeMessage
+            The message; its payload is a read-only view of the bytes on
+            little-endian hosts.
+
+        Raises
+        ------
+        MessageFormatError
+            Not a syndrome message of this format version, a wrong length, the
+            server's id as the sender, round 0, a modulus outside
+            ``(2, 2**63)``, or a payload entry not below the modulus.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _SYNDROMES)
         n = _counted(data, "syndrome message", 8, TAG_BYTES)
         if sender == SERVER_ID:
@@ -208,7 +354,23 @@ class SyndromeMessage:
 
     @staticmethod
     def size(n_words):
-        """Bytes of a message carrying ``n_words`` field elements."""
+        """Bytes of a message carrying ``n_words`` field elements.
+
+        Parameters
+        ----------
+        n_words : int
+            Field elements in the payload.
+
+        Returns
+        -------
+        int
+            ``44 + 4 + 8 n_words + 16``: header, count, payload and tag.
+
+        Examples
+        --------
+        >>> SyndromeMessage.size(3)
+        88
+        """
         return HEADER_BYTES + 4 + 8 * n_words + TAG_BYTES
 
 
