@@ -95,7 +95,7 @@ class CenterModelMixin:
         from .kmeans import nearest_center  # here: kmeans.KMeans uses this mixin
         return nearest_center(X, C)
 
-    def predict(self, X: ArrayLike) -> NDArray[np.int32]:
+    def predict(self, X: ArrayLike) -> NDArray[np.integer]:
         """Index of the nearest center for each row of ``X``.
 
         Parameters
@@ -192,7 +192,7 @@ class FitPredictMixin:
     fit: Callable[..., Any]  # the estimator's
 
     def fit_predict(self, X: ArrayLike, y: object = None, *args: Any, **fit_params: Any
-                    ) -> NDArray[np.int32]:
+                    ) -> NDArray[np.integer]:
         """Fit on ``X`` and return ``labels_``.
 
         Further arguments are passed to ``fit`` as given, positional ones

@@ -1,10 +1,13 @@
 """What the (k,z)-center estimators share: the checks of k, z and eps, the
 bisection over a geometric grid of guesses, and predict / is_outlier.
 """
+from __future__ import annotations
+
 import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator
 from .._core import _kcenter
@@ -75,6 +78,8 @@ class _KZBase(CenterModelMixin, BaseEstimator):
     """predict / outlier flags shared by the (k,z)-center estimators;
     ``transform`` and ``score`` are :class:`~pyfkm.core.base.CenterModelMixin`'s."""
 
+    radius_: float  # set by fit
+
     def _check_fit_params(self):
         """Checks of the parameters beyond k and z, run by a distributed fit
         after those of the machines, k and z (none here)."""
@@ -87,7 +92,7 @@ class _KZBase(CenterModelMixin, BaseEstimator):
         # farther than radius_ (radius_ is often itself such a distance).
         return _kcenter.nearest(X, C)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.int64]:
         """Index of the nearest center, or -1 for points farther than
         ``radius_`` from every center (declared outliers).
 
@@ -113,7 +118,7 @@ class _KZBase(CenterModelMixin, BaseEstimator):
         lab[np.sqrt(mind) > self.radius_] = -1
         return lab
 
-    def is_outlier(self, X):
+    def is_outlier(self, X: ArrayLike) -> NDArray[np.bool_]:
         """Boolean mask of the outliers: the points farther than ``radius_``
         from every center.
 

@@ -2,14 +2,19 @@
 framework: Malkomes et al. (NeurIPS 2015), a 2z-bicriteria scheme after
 Guha, Li & Zhang (SPAA 2017), and uniform sampling.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from concurrent.futures import Executor
+from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._core import _kcenter
 from ..exceptions import InvalidInputError
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from ._common import _MATRIX_MAX_N, _KZBase, _grid_search
 from .distributed import _call, _open, _publish, _run_all, _search_bounds, _SlackBase
 from .kzcenter import _charikar
@@ -51,12 +56,13 @@ class MalkomesKZCenter(_KZBase):
     (3, 2)
     """
 
-    def __init__(self, n_clusters, n_outliers, *, executor=None):
+    def __init__(self, n_clusters: int, n_outliers: int, *, executor: Executor | None = None
+                 ) -> None:
         self.n_clusters = n_clusters
         self.n_outliers = n_outliers
         self.executor = executor
 
-    def fit(self, machines, y=None):
+    def fit(self, machines: Sequence[ArrayLike], y: object = None) -> MalkomesKZCenter:
         """Run the protocol on ``machines``.
 
         Parameters
@@ -125,7 +131,7 @@ class GuhaKZCenter(_SlackBase):
     True
     """
 
-    def fit(self, machines, y=None):
+    def fit(self, machines: Sequence[ArrayLike], y: object = None) -> GuhaKZCenter:
         """Run the protocol on ``machines``.
 
         Parameters
@@ -216,8 +222,9 @@ class UniformSamplingKZCenter(_SlackBase):
     (3, 2)
     """
 
-    def __init__(self, n_clusters, n_outliers, *, sample_fraction=0.05, epsilon=0.1,
-                 random_state=None, executor=None):
+    def __init__(self, n_clusters: int, n_outliers: int, *, sample_fraction: float = 0.05,
+                 epsilon: float = 0.1, random_state: SeedLike = None,
+                 executor: Executor | None = None) -> None:
         super().__init__(n_clusters, n_outliers, epsilon=epsilon, random_state=random_state,
                          executor=executor)
         self.sample_fraction = sample_fraction
@@ -228,7 +235,7 @@ class UniformSamplingKZCenter(_SlackBase):
         if not (isinstance(f, numbers.Real) and 0 < f <= 1):
             raise InvalidInputError(f"sample_fraction={f!r} must be in (0, 1]")
 
-    def fit(self, machines, y=None):
+    def fit(self, machines: Sequence[ArrayLike], y: object = None) -> UniformSamplingKZCenter:
         """Run the protocol on ``machines``.
 
         Parameters

@@ -1,16 +1,21 @@
 """Distributed (k,z)-center (Guo & Li, NeurIPS 2018, Algorithm 3): the
 machines, the traffic accounting and the coordinator's search over guesses.
 """
+from __future__ import annotations
+
 import math
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._base import Report
 from .._core import _kcenter
 from .._validation import check_array
 from ..exceptions import InvalidInputError, NumericalError
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from ._common import _MATRIX_MAX_N, _KZBase, _check_epsilon, _check_kz, _grid_search
 
 __all__ = ["DistributedKZCenter", "CommunicationReport"]
@@ -32,7 +37,7 @@ class RoundTraffic(Report):
     _summary = ("total",)
 
     @property
-    def total(self):
+    def total(self) -> int:
         return self.points + self.weights + self.scalars
 
 
@@ -72,23 +77,23 @@ class CommunicationReport(Report):
     _summary = ("n_rounds", "points", "weights", "scalars", "total")
 
     @property
-    def points(self):
+    def points(self) -> int:
         return sum(r.points for r in self.rounds)
 
     @property
-    def weights(self):
+    def weights(self) -> int:
         return sum(r.weights for r in self.rounds)
 
     @property
-    def scalars(self):
+    def scalars(self) -> int:
         return sum(r.scalars for r in self.rounds)
 
     @property
-    def total(self):
+    def total(self) -> int:
         return self.points + self.weights + self.scalars
 
     @property
-    def n_rounds(self):
+    def n_rounds(self) -> int:
         return len(self.rounds)
 
 
@@ -335,8 +340,8 @@ class _SlackBase(_KZBase):
     """The parameters (k, z, the slack epsilon, the seed, the executor) of
     the distributed estimators with an outlier slack, and their check."""
 
-    def __init__(self, n_clusters, n_outliers, *, epsilon=0.1, random_state=None,
-                 executor=None):
+    def __init__(self, n_clusters: int, n_outliers: int, *, epsilon: float = 0.1,
+                 random_state: SeedLike = None, executor: Executor | None = None) -> None:
         self.n_clusters = n_clusters
         self.n_outliers = n_outliers
         self.epsilon = epsilon
@@ -455,7 +460,7 @@ class DistributedKZCenter(_SlackBase):
     (2, True)
     """
 
-    def fit(self, machines, y=None):
+    def fit(self, machines: Sequence[ArrayLike], y: object = None) -> DistributedKZCenter:
         """Run the protocol on ``machines``.
 
         Parameters

@@ -1,16 +1,19 @@
 """Centralized (k,z)-center (Charikar et al., SODA 2001), the (k,z)-center
 cost functions and the noisy-blobs generator.
 """
+from __future__ import annotations
+
 import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._core import _kcenter
 from ..core.base import FitPredictMixin
 from .._validation import check_array, check_int
 from ..exceptions import InvalidInputError
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from ._common import _MATRIX_MAX_N, _KZBase, _check_epsilon, _check_kz, _grid_search
 
 __all__ = ["KZCenter", "kzcenter_radius", "count_outliers", "make_noisy_blobs"]
@@ -18,9 +21,11 @@ __all__ = ["KZCenter", "kzcenter_radius", "count_outliers", "make_noisy_blobs"]
 
 # ---------------------------------------------------------------- data, costs
 
-def make_noisy_blobs(n_samples=20_000, n_features=5, n_clusters=10, n_outliers=2_000, *,
-                     cluster_std=1.0, center_box=(-10.0, 10.0), box_scale=2.0,
-                     random_state=None):
+def make_noisy_blobs(n_samples: int = 20_000, n_features: int = 5, n_clusters: int = 10,
+                     n_outliers: int = 2_000, *, cluster_std: float = 1.0,
+                     center_box: tuple[float, float] = (-10.0, 10.0), box_scale: float = 2.0,
+                     random_state: SeedLike = None
+                     ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]]:
     """Gaussian clusters plus uniform outliers ("heavy noise").
 
     ``n_samples - n_outliers`` points form ``n_clusters`` isotropic Gaussian
@@ -95,7 +100,7 @@ def _distances(X, centers):
     return np.sqrt(mind)
 
 
-def kzcenter_radius(X, centers, n_discard):
+def kzcenter_radius(X: ArrayLike, centers: ArrayLike, n_discard: int) -> float:
     """The (k,z)-center cost: radius after discarding the ``n_discard``
     points farthest from ``centers``.
 
@@ -126,7 +131,7 @@ def kzcenter_radius(X, centers, n_discard):
     return float(np.partition(dist, j)[j])
 
 
-def count_outliers(X, centers, radius):
+def count_outliers(X: ArrayLike, centers: ArrayLike, radius: float) -> int:
     """Number of points farther than ``radius`` from every center (the
     points a solution declares outliers).
 
@@ -205,12 +210,13 @@ class KZCenter(FitPredictMixin, _KZBase):
     ([0.0, 5.0], [0, 0, 1, 1, -1])
     """
 
-    def __init__(self, n_clusters, n_outliers, *, tol=0.01):
+    def __init__(self, n_clusters: int, n_outliers: int, *, tol: float = 0.01) -> None:
         self.n_clusters = n_clusters
         self.n_outliers = n_outliers
         self.tol = tol
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None
+            ) -> KZCenter:
         """Fit on ``X``.
 
         Parameters
