@@ -95,6 +95,19 @@ class ScmaParams:
 
     Use :meth:`create` to pick the mode automatically and draw ``run_id``
     and ``hash_seed`` from the OS.
+
+    Examples
+    --------
+    >>> P = ScmaParams(n_dims=2, bins_per_dim=10, max_nonzeros=4, mode="index")
+    >>> P.n_syndromes, P.n_check_words, P.message_words
+    (8, 1, 9)
+    >>> P = ScmaParams(n_dims=3, bins_per_dim=10**7, max_nonzeros=4)   # hashed
+    >>> P.coords_per_element, P.n_payload_rows, P.message_words
+    (2, 3, 20)
+    >>> ScmaParams(n_dims=3, bins_per_dim=10**7, max_nonzeros=4, mode="index")
+    Traceback (most recent call last):
+    ...
+    pyfkm.exceptions.InvalidInputError: index mode needs bins_per_dim**n_dims < modulus; ...
     """
 
     n_dims: int
@@ -158,11 +171,45 @@ class ScmaParams:
         and ``run_id`` (unless given) and ``hash_seed`` drawn from
         ``os.urandom``: run ids and seeds never follow a user seed.
 
+        Parameters
+        ----------
+        n_dims : int
+            Dimension ``d`` of the bins.
+        bins_per_dim : int
+            Bins per dimension ``B``.
+        max_nonzeros : int
+            ``M``, the largest number of distinct nonzero bins of the aggregate.
+        modulus : int, default=DEFAULT_PRIME
+            Prime ``p < 2**63``.
+        mode : {"auto", "index", "hashed"}, default="auto"
+            The encoding; ``"auto"`` takes ``"index"`` when ``B**d < p``, else
+            ``"hashed"``.
+        max_client_nonzeros : int, optional
+            Largest number of nonzero bins one client may send (default ``M``).
+        run_id : bytes, optional
+            16 bytes naming the run (default: drawn from ``os.urandom``).
+
+        Returns
+        -------
+        ScmaParams
+            The parameters, with a fresh ``hash_seed``.
+
+        Raises
+        ------
+        InvalidInputError
+            A parameter out of range (as the constructor).
+        CapacityError
+            The messages would exceed :data:`MAX_MESSAGE_WORDS`.
+
+        Examples
+        --------
         >>> P = ScmaParams.create(2, 10, 8)
         >>> P.mode, P.n_syndromes, P.n_check_words, P.message_words
         ('index', 16, 1, 17)
         >>> P.run_id != ScmaParams.create(2, 10, 8).run_id
         True
+        >>> ScmaParams.create(3, 10**7, 8).mode
+        'hashed'
         """
         d = _int(n_dims, "n_dims", 1, MAX_DIMS)
         B = _int(bins_per_dim, "bins_per_dim", 1)
