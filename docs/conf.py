@@ -9,8 +9,8 @@ The gallery (``examples/plot_*.py``) is executed at every build; the
 generated folders ``docs/api/generated/`` and ``docs/auto_examples/`` are
 build outputs and git-ignored.
 """
+import inspect
 import os
-import sys
 import time
 
 import matplotlib
@@ -78,3 +78,21 @@ html_theme_options = {
     "fixed_sidebar": True,
 }
 html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
+
+
+# -- A class whose __new__ takes (*args, **kwargs) --------------------------
+# (pyfkm.deletion's estimators: __new__ sets up their lock) would show that
+# signature; show its constructor's parameters instead, without annotations
+# (autodoc_typehints = "none").
+def _constructor_signature(app, what, name, obj, options, signature, return_annotation):
+    if what != "class" or signature != "(*args, **kwargs)":
+        return None
+    sig = inspect.signature(obj)
+    empty = inspect.Parameter.empty
+    sig = sig.replace(parameters=[q.replace(annotation=empty) for q in sig.parameters.values()],
+                      return_annotation=empty)
+    return str(sig), return_annotation
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", _constructor_signature)
