@@ -46,6 +46,46 @@ class ScmaReport(Report):
     every message); ``n_participants`` the survivors summed; ``dropped`` the
     clients that shared keys but whose inputs did not arrive (recovered
     from the others' shares).
+
+    Parameters
+    ----------
+    mode : {"index", "hashed"}
+        The run's encoding.
+    modulus : int
+        The field prime.
+    round : int
+        The round.
+    n_participants : int
+        Number of survivors summed.
+    message_words : int
+        Field elements of one masked input (fewer in a difference round).
+    bytes_per_client : int
+        Bytes of one masked input (:meth:`SyndromeMessage.size`).
+    server_bytes : int
+        Bytes of the round message sent to each survivor, in total.
+    decode_seconds : float
+        Wall time of the decode.
+    incremental : bool
+        Whether the decode took the incremental path (the change since the
+        previous decode; always for a difference round).
+    paper_bits_per_client : int
+        ``2 M log2 p`` bits: the message size of Pan et al.'s analysis.
+    dense_bits_per_client : int
+        ``B**d log2 p`` bits: a dense vector of every bin, for comparison.
+    dropped : tuple of int, default=()
+        The clients left out of the sum.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import secure_sum_sparse
+    >>> _, _, report = secure_sum_sparse([([[0, 1]], [2]), ([[0, 1]], [1]), ([[2, 2]], [4])],
+    ...                                  bins_per_dim=3, dropouts=[1])
+    >>> report.mode, report.n_participants, report.dropped
+    ('index', 2, (1,))
+    >>> report.message_words, report.bytes_per_client
+    (7, 120)
+    >>> report.as_dict()["round"]
+    1
     """
 
     mode: str
@@ -67,7 +107,32 @@ class ScmaResult:
     """Aggregated sparse vector (rows sorted lexicographically) and report.
 
     ``survivors``: the clients whose inputs are in this round's sum;
-    ``dropped``: those that shared keys but whose inputs did not arrive."""
+    ``dropped``: those that shared keys but whose inputs did not arrive.
+    Returned by :meth:`ScmaServer.finish_round` and :meth:`RoundTrip.finish`.
+
+    Parameters
+    ----------
+    bins : ndarray of shape (m, n_dims), dtype int64
+        The aggregate's nonzero bins, rows sorted lexicographically.
+    counts : ndarray of shape (m,)
+        Their summed counts (positive).
+    report : ScmaReport
+        What the round cost.
+    survivors : tuple of int, default=()
+        The clients whose inputs are in the sum.
+    dropped : tuple of int, default=()
+        The clients that shared keys but whose inputs did not arrive.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import RoundTrip, ScmaParams, setup_in_process
+    >>> server, clients = setup_in_process(ScmaParams.create(2, 10, 4), 3)
+    >>> for c, counts in zip(clients, [[1, 2], [3, 4], [5, 6]]):
+    ...     c.set_data([[0, 0], [9, 9]], counts)
+    >>> res = RoundTrip(server, dict(enumerate(clients)), silent=[0]).share().inputs().finish()
+    >>> res.bins.tolist(), res.counts.tolist(), res.survivors, res.dropped
+    ([[0, 0], [9, 9]], [8, 10], (1, 2), (0,))
+    """
 
     bins: np.ndarray
     counts: np.ndarray
@@ -78,17 +143,6 @@ class ScmaResult:
 
 class ScmaServer(RoundSteps):
     """The aggregation server: relays keys and shares, runs rounds, decodes.
-
-    Parameters
-    ----------
-    params : ScmaParams
-    threshold : int, optional
-        Fewest clients any round may have at every step; clients refuse
-        rounds below it.  Default: a strict majority of the roster.
-    degree : int, default=0
-        Neighbours per client (even); 0 is the complete graph.  With
-        ``degree = k`` a client's keys, shares and masks involve ``k``
-        peers, not the whole roster (SecAgg+).
 
     It only ever sees masked messages, shares it cannot combine, and the
     aggregate over at least ``threshold`` clients.  Every method validates
@@ -105,6 +159,57 @@ class ScmaServer(RoundSteps):
         unmask_request()            -> UnmaskRequest (broadcast to survivors)
         receive_unmask(UnmaskMessage) for each survivor
         finish_round()              -> ScmaResult
+
+    Before the first round the server collects one
+    :class:`KeyMessage` per client (``receive_key``) and sends the
+    :meth:`roster`; :func:`setup_in_process` does both.
+
+    Parameters
+    ----------
+    params : ScmaParams
+        The run's public parameters (:meth:`ScmaParams.create`).
+    threshold : int, optional
+        Fewest clients any round may have at every step; clients refuse
+        rounds below it.  Default: a strict majority of the roster.
+    degree : int, default=0
+        Neighbours per client (even); 0 is the complete graph.  With
+        ``degree = k`` a client's keys, shares and masks involve ``k``
+        peers, not the whole roster (SecAgg+).
+
+    Raises
+    ------
+    InvalidInputError
+        ``params`` not :class:`ScmaParams`, or an odd or negative degree.
+
+    Examples
+    --------
+    One round, step by step, in which client 2 drops out after sharing its
+    keys (in a deployment every message crosses the network as its
+    ``to_bytes()``; :class:`RoundTrip` does that in process):
+
+    >>> from pyfkm.secagg import ScmaParams, setup_in_process
+    >>> server, clients = setup_in_process(ScmaParams.create(2, 10, 4), 3)
+    >>> data = [([[0, 1]], [2]), ([[0, 1], [3, 3]], [1, 1]), ([[9, 9]], [5])]
+    >>> for c, (bins, counts) in zip(clients, data):
+    ...     c.set_data(bins, counts)
+    >>> rmsg = server.start_round()
+    >>> for c in clients:
+    ...     server.receive_shares(c.share_keys(rmsg))
+    >>> for c in clients:
+    ...     c.receive_shares(server.bundle(c.client_id))
+    >>> req = server.request_inputs()
+    >>> for c in clients[:2]:
+    ...     server.receive(c.respond(req))
+    >>> ureq = server.unmask_request()
+    >>> ureq.survivors
+    (0, 1)
+    >>> for c in clients[:2]:
+    ...     server.receive_unmask(c.unmask(ureq))
+    >>> res = server.finish_round()
+    >>> res.bins.tolist(), res.counts.tolist(), res.dropped
+    ([[0, 1], [3, 3]], [3, 1], (2,))
+    >>> server.last_decoded
+    (1, (0, 1))
     """
 
     def __init__(self, params, *, threshold=None, degree=0):
@@ -142,7 +247,23 @@ class ScmaServer(RoundSteps):
         return RosterMessage(self.run_id, self.params, ids, keys, threshold, degree, server_key)
 
     def neighbours(self, cid):
-        """The neighbours of client ``cid`` in the run's graph."""
+        """The neighbours of client ``cid`` in the run's graph.
+
+        Parameters
+        ----------
+        cid : int
+            A client of the roster.
+
+        Returns
+        -------
+        tuple of int
+            Its neighbours (every other client with the complete graph).
+
+        Raises
+        ------
+        ProtocolError
+            Before the roster, or ``cid`` not in it.
+        """
         if self._roster is None:
             raise ProtocolError("send the roster first")
         cid = client_id(cid)
@@ -152,7 +273,27 @@ class ScmaServer(RoundSteps):
 
     def start_round(self, participants=None):
         """Open the next round over ``participants`` (default: the roster);
-        an unfinished round is abandoned."""
+        an unfinished round is abandoned.
+
+        Parameters
+        ----------
+        participants : iterable of int, optional
+            The clients asked to take part (default: every roster client).
+
+        Returns
+        -------
+        RoundMessage
+            The broadcast that opens the round (its number is the last round's
+            plus one).
+
+        Raises
+        ------
+        ProtocolError
+            Before the roster; participants outside the roster, repeated or
+            none, or fewer than ``threshold``.
+        InvalidInputError
+            Participants that are not ints.
+        """
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
         ids = self._roster.client_ids if participants is None else participants
@@ -179,7 +320,27 @@ class ScmaServer(RoundSteps):
         most ``delta_nonzeros`` changed bins in total, in messages of
         ``delta_params(params, delta_nonzeros).message_words`` words.  The
         server learns what a full round would tell it (the new aggregate,
-        whose difference to the last one it could compute anyway)."""
+        whose difference to the last one it could compute anyway).
+
+        Parameters
+        ----------
+        delta_nonzeros : int, default=0
+            0 for a full round; else the difference round's bound on changed
+            bins, in ``[1, max_nonzeros]``.
+
+        Returns
+        -------
+        InputRequest
+            The broadcast to the sharers; ``base_round`` is the last decoded
+            round in a difference round.
+
+        Raises
+        ------
+        ProtocolError
+            No round is ready for inputs, ``delta_nonzeros`` out of range, a
+            difference round before any decoded round, or (closing key sharing)
+            fewer than ``threshold`` clients shared keys.
+        """
         o = self._open
         if o is None or o["step"] not in ("shares", "bundles"):
             raise ProtocolError("no round is ready for inputs")
@@ -213,7 +374,20 @@ class ScmaServer(RoundSteps):
         return self._delta_codec(dn).params.message_words if dn else self.params.message_words
 
     def receive(self, msg):
-        """Step 3: a client's masked :class:`SyndromeMessage` (authenticated)."""
+        """Step 3: a client's masked :class:`SyndromeMessage` (authenticated).
+
+        Parameters
+        ----------
+        msg : SyndromeMessage
+            The client's masked input for the open round.
+
+        Raises
+        ------
+        ProtocolError
+            No round is waiting for inputs, a message of another run or round,
+            a sender that did not share keys or already sent, another modulus or
+            length than the round's, or a tag that fails.
+        """
         o = self._need("inputs")
         if not isinstance(msg, SyndromeMessage):
             raise ProtocolError("expected a SyndromeMessage")
@@ -243,6 +417,18 @@ class ScmaServer(RoundSteps):
         each, all messages at once (a server draining its queue); either
         every message is accepted or, on the first that is rejected (same
         error as :meth:`receive`), none is and the server is unchanged.
+
+        Parameters
+        ----------
+        datas : iterable of bytes
+            The messages' wire forms (:meth:`SyndromeMessage.to_bytes`).
+
+        Raises
+        ------
+        MessageFormatError
+            A message that does not parse.
+        ProtocolError
+            A message :meth:`receive` would refuse.
         """
         datas = list(datas)
         if not datas:
@@ -282,11 +468,31 @@ class ScmaServer(RoundSteps):
         """Remove the survivors' self masks and their pair masks with the
         dropped clients, and decode the survivors' sum.
 
-        Raises :class:`ProtocolError` when some secret has too few shares
-        (more dropouts than the threshold allows; more unmask answers may
-        still arrive) and :class:`DecodeError` when the aggregate cannot be
-        decoded or its counts are out of the range honest clients allow;
-        the server is then unchanged.
+        The server is unchanged when this raises.
+
+        Parameters
+        ----------
+        incremental : bool, default=True
+            Decode the change since the previous decode when that is cheaper
+            (the result is the same); False always runs the full decode.  A
+            difference round is always decoded against the previous one.
+
+        Returns
+        -------
+        ScmaResult
+            The aggregate (bins sorted lexicographically, counts), the report,
+            the survivors and the dropped clients.
+
+        Raises
+        ------
+        ProtocolError
+            No round is waiting for unmasking, or some secret has too few
+            shares (more dropouts than the threshold allows; more unmask
+            answers may still arrive).
+        DecodeError
+            The aggregate cannot be decoded (more than ``max_nonzeros`` bins, a
+            hash collision) or its counts are out of the range honest clients
+            allow.
         """
         o = self._need("unmask")
         st = o["st"]
