@@ -64,11 +64,6 @@ def check_sparse(bins, counts, params, name="client"):
 class ScmaClient:
     """One client of an SCMA run.
 
-    Parameters
-    ----------
-    client_id : int
-        In ``[0, 2**32 - 1)``; unique in the run.
-
     Every key of the client comes from the operating system: a fresh X25519
     channel key for each run (:meth:`key_message`), a fresh round key and
     self-mask seed for each round (:meth:`share_keys`).  Nothing about them
@@ -86,11 +81,41 @@ class ScmaClient:
     that would make it reveal both kinds of share of one peer, and a full
     round that resends the same data to a different set of survivors than
     the last full round it was summed in (so that no two rounds can be
-    differenced to isolate a client).
+    differenced to isolate a client).  Each refusal is a
+    :class:`ProtocolError`.
+
+    Parameters
+    ----------
+    client_id : int
+        In ``[0, 2**32 - 1)``; unique in the run.
+
+    Raises
+    ------
+    InvalidInputError
+        ``client_id`` not an int in range.
 
     Examples
     --------
-    See :func:`secure_sum_sparse` for the whole exchange in one call.
+    A full round, then a difference round after client 0 forgot a bin (an
+    unlearning round: only the change is sent, under shorter masks);
+    :class:`ScmaServer` shows the steps of a round one by one.
+
+    >>> from pyfkm.secagg import RoundTrip, ScmaParams, setup_in_process
+    >>> server, clients = setup_in_process(ScmaParams.create(2, 10, 4), 2)
+    >>> clients[0].set_data([[0, 1], [3, 3]], [1, 1])
+    >>> clients[1].set_data([[0, 1]], [2])
+    >>> roles = dict(enumerate(clients))
+    >>> RoundTrip(server, roles).share().inputs().finish().counts.tolist()
+    [3, 1]
+    >>> clients[0].set_data([[0, 1]], [1])
+    >>> clients[0].changed_bins(base_round=1), clients[1].changed_bins(base_round=1)
+    (1, 0)
+    >>> trip = RoundTrip(server, roles).share()
+    >>> clients[0].precompute_mask(delta_nonzeros=1)      # offline, before the request
+    >>> res = trip.inputs(delta_nonzeros=1).finish()
+    >>> res.bins.tolist(), res.counts.tolist(), res.report.message_words
+    ([[0, 1]], [3], 4)
+    >>> clients[0].forget_rounds_before(res.report.round)
     """
 
     def __init__(self, client_id):
@@ -122,7 +147,27 @@ class ScmaClient:
 
     def key_message(self, run_id):
         """The key message that opens run ``run_id`` (16 bytes), with a fresh
-        channel key; a client joins a run id once."""
+        channel key; a client joins a run id once.
+
+        Joining a run forgets the previous run's roster, data and rounds.
+
+        Parameters
+        ----------
+        run_id : bytes
+            16 bytes naming the run (:attr:`ScmaParams.run_id`).
+
+        Returns
+        -------
+        KeyMessage
+            The client's new public channel key, for the server.
+
+        Raises
+        ------
+        InvalidInputError
+            ``run_id`` not 16 bytes.
+        ProtocolError
+            This client already joined that run id.
+        """
         rid = _check_run_id_arg(run_id)
         self._public = self._m.open_run(rid)
         self._run_id = rid
@@ -132,7 +177,21 @@ class ScmaClient:
 
     def receive_roster(self, roster):
         """Check the roster (this client's key in it, the threshold, the graph)
-        and derive the channel keys with the client's neighbours."""
+        and derive the channel keys with the client's neighbours.
+
+        Parameters
+        ----------
+        roster : RosterMessage
+            The server's roster of the run; its parameters become
+            :attr:`params`.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`RosterMessage`, a roster of another run or before
+            :meth:`key_message`, a second roster, a roster without this client's
+            key or repeating a key, or an unusable peer key.
+        """
         if not isinstance(roster, RosterMessage):
             raise ProtocolError("expected a RosterMessage")
         if self._run_id is None or roster.run_id != self._run_id:
@@ -149,9 +208,27 @@ class ScmaClient:
     def set_data(self, bins, counts):
         """Set this client's sparse vector and cache its unmasked encoding.
 
-        ``bins``: int array (nnz, d) with coordinates in ``[0, B)``;
-        ``counts``: positive ints, summing to at most :attr:`count_budget`.
-        Duplicate bins are merged.
+        Duplicate bins are merged (their counts added).  The data can change
+        between rounds; a difference round then sends the change.
+
+        Parameters
+        ----------
+        bins : array-like of int, shape (nnz, n_dims)
+            Nonzero bins, coordinates in ``[0, bins_per_dim)``; may be empty.
+        counts : array-like of int, shape (nnz,)
+            Their positive counts, summing to at most :attr:`count_budget`.
+
+        Raises
+        ------
+        ProtocolError
+            Before the roster.
+        InvalidInputError
+            Bins or counts of the wrong type, shape or range.
+        CapacityError
+            More than ``max_client_nonzeros`` distinct bins, or a total count
+            above :attr:`count_budget`.
+        DecodeError
+            A bin hashes to 0 (hashed mode; a fresh hash seed avoids it).
         """
         if self.params is None:
             raise ProtocolError("receive the roster before setting data")
@@ -185,7 +262,27 @@ class ScmaClient:
     # -- step 1
     def share_keys(self, round_msg):
         """Step 1 of a round: a fresh round key and self seed, shared among
-        this client's neighbours in the round (:class:`ShareMessage`)."""
+        this client's neighbours in the round (:class:`ShareMessage`).
+
+        Parameters
+        ----------
+        round_msg : RoundMessage
+            The server's broadcast opening the round.
+
+        Returns
+        -------
+        ShareMessage
+            The round key, the commitment to the self seed and the encrypted
+            shares, tagged for the server.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`RoundMessage`, a round of another run or before the
+            roster, a round not after the client's last one, a round the client
+            is not in, fewer participants (or holders) than the threshold, or a
+            round message with ``delta_nonzeros`` set.
+        """
         if not isinstance(round_msg, RoundMessage):
             raise ProtocolError("expected a RoundMessage")
         if self.params is None or round_msg.run_id != self._run_id:
@@ -203,7 +300,20 @@ class ScmaClient:
     # -- step 2
     def receive_shares(self, bundle):
         """Step 2: the shares of this client's neighbours and their round
-        keys; derives the round's pair keys."""
+        keys; derives the round's pair keys.
+
+        Parameters
+        ----------
+        bundle : ShareBundle
+            The server's bundle for this client.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`ShareBundle`, a bundle of another run, round or
+            recipient, shares that fail to decrypt or are missing or repeated,
+            or fewer sharers than the threshold.
+        """
         if not isinstance(bundle, ShareBundle):
             raise ProtocolError("expected a ShareBundle")
         if bundle.run_id != self._run_id or bundle.recipient != self.client_id:
@@ -222,7 +332,25 @@ class ScmaClient:
     def mask(self, round_, n_words=None):
         """This client's mask of its open round (after :meth:`receive_shares`):
         its self stream plus its signed pair streams, ``n_words`` long
-        (default a full message)."""
+        (default a full message).
+
+        Parameters
+        ----------
+        round_ : int
+            The open round (the one whose shares were received).
+        n_words : int, optional
+            Length of the mask (default :attr:`ScmaParams.message_words`).
+
+        Returns
+        -------
+        ndarray of shape (n_words,), dtype uint64
+            Field elements below the modulus.
+
+        Raises
+        ------
+        ProtocolError
+            The shares of ``round_`` were not received.
+        """
         if self._input_round is None or int(round_) != self._input_round:
             raise ProtocolError(f"round {round_}: shares not received")
         n = self.params.message_words if n_words is None else int(n_words)
@@ -237,7 +365,20 @@ class ScmaClient:
         """Offline phase: compute the open round's mask now, sized for a
         difference round of ``delta_nonzeros`` bins (0: a full round), so
         that :meth:`respond` is one addition; a mask also serves any
-        shorter message of its round, and is used once."""
+        shorter message of its round, and is used once.
+
+        Parameters
+        ----------
+        delta_nonzeros : int, default=0
+            The difference round's bound on changed bins, in
+            ``[1, max_nonzeros]``; 0 for a full round.
+
+        Raises
+        ------
+        ProtocolError
+            The round's shares were not received, or ``delta_nonzeros`` out of
+            range.
+        """
         if self._input_round is None:
             raise ProtocolError("receive the round's shares before precomputing its mask")
         n = self._delta_codec(delta_nonzeros).params.message_words if delta_nonzeros \
@@ -290,7 +431,26 @@ class ScmaClient:
         round whose sum included this client; the server's
         :attr:`ScmaServer.last_decoded`).  What a driver sizes a difference
         round with; the server learns the same number from the decoded
-        change anyway."""
+        change anyway.
+
+        Parameters
+        ----------
+        base_round : int
+            The base round of the difference; the latest round at or before it
+            whose sum included this client is taken.
+
+        Returns
+        -------
+        int
+            Bins whose count differs from the base's (added, removed or
+            changed).
+
+        Raises
+        ------
+        ProtocolError
+            No data set, or no remembered round at or before ``base_round``
+            summed this client (a full round is needed).
+        """
         if self._data is None:
             raise ProtocolError("set_data first")
         return int(self._change(self._base(base_round)[0])[1].size)
@@ -315,7 +475,13 @@ class ScmaClient:
         change computed against them): after an unlearning round is
         decoded, nothing of the data it replaced stays with the client.
         Difference rounds based on the dropped rounds then need a full
-        round."""
+        round.
+
+        Parameters
+        ----------
+        round_ : int
+            The first round to keep.
+        """
         self._answered = {r: v for r, v in self._answered.items() if r >= int(round_)}
         self._last_change = None
 
@@ -343,7 +509,32 @@ class ScmaClient:
     # -- step 3
     def respond(self, req):
         """Step 3: the masked syndromes asked for by ``req`` (an
-        :class:`InputRequest` of the round whose shares were received)."""
+        :class:`InputRequest` of the round whose shares were received).
+
+        A full round sends the encoding of the data; a difference round the
+        encoding of its change since ``req.base_round``.  A mask from
+        :meth:`precompute_mask` is used when it fits.
+
+        Parameters
+        ----------
+        req : InputRequest
+            The server's request.
+
+        Returns
+        -------
+        SyndromeMessage
+            The masked input, its tag binding the request and the round's
+            sharers.
+
+        Raises
+        ------
+        ProtocolError
+            Not an :class:`InputRequest`, a request of another run or round, no
+            data set, a round already answered, a difference round out of range
+            or without a remembered base.
+        CapacityError
+            A difference round with more changed bins than ``delta_nonzeros``.
+        """
         if not isinstance(req, InputRequest):
             raise ProtocolError("expected an InputRequest")
         if self.params is None or req.run_id != self._run_id:
@@ -385,7 +576,25 @@ class ScmaClient:
         round (:class:`UnmaskMessage`).  Refuses, revealing nothing, below
         the threshold, when the survivors are not a subset of the sharers,
         or when a full round would resend the same data to a different set
-        of survivors (two such sums differ by a subset's vectors)."""
+        of survivors (two such sums differ by a subset's vectors).
+
+        Parameters
+        ----------
+        req : UnmaskRequest
+            The server's survivors of the round this client answered last.
+
+        Returns
+        -------
+        UnmaskMessage
+            Shares of the surviving neighbours' self seeds and of the dropped
+            neighbours' round keys, tagged for the server.
+
+        Raises
+        ------
+        ProtocolError
+            Not an :class:`UnmaskRequest`, a request of another run or round
+            than the client's last input, or one of the refusals above.
+        """
         if not isinstance(req, UnmaskRequest):
             raise ProtocolError("expected an UnmaskRequest")
         if req.run_id != self._run_id or self._sent is None or self._sent[0] != req.round:
