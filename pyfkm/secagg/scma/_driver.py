@@ -68,7 +68,44 @@ class RoundTrip:
     answers never arrive); a client whose step raises
     :class:`ProtocolError` is treated the same way (a client that cannot
     answer is a dropout), so the round completes over the survivors or
-    raises when too few remain.
+    raises when too few remain.  Every message goes through its bytes.
+
+    Parameters
+    ----------
+    server : ScmaServer
+        The run's server, after the roster (:func:`setup_in_process`).
+    roles : dict of int to ScmaClient
+        The clients by id.
+    participants : iterable of int, optional
+        The clients of the round (default: every id of ``roles``).
+    silent : iterable of int, default=()
+        Ids of the clients that go silent after sharing keys.
+    progress : bool or callable, default=False
+        Report progress of the round's steps (see :mod:`pyfkm._progress`).
+
+    Attributes
+    ----------
+    bytes_up, bytes_down : int
+        Bytes sent to and from the server so far, every message counted.
+    round : int
+        The round (after :meth:`share`).
+    sharers : tuple of int
+        The participants whose key shares reached the server.
+    failed : dict of int to ProtocolError
+        The clients whose step raised, with the error.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import RoundTrip, ScmaParams, setup_in_process
+    >>> server, clients = setup_in_process(ScmaParams.create(2, 10, 4), 3)
+    >>> for c, counts in zip(clients, [[1], [2], [4]]):
+    ...     c.set_data([[5, 5]], counts)
+    >>> trip = RoundTrip(server, dict(enumerate(clients)), silent=[2])
+    >>> res = trip.share().inputs().finish()
+    >>> res.counts.tolist(), res.dropped, trip.sharers
+    ([3], (2,), (0, 1, 2))
+    >>> trip.bytes_up > 0 and trip.bytes_down > 0
+    True
     """
 
     def __init__(self, server, roles, participants=None, silent=(), progress=False):
@@ -83,6 +120,20 @@ class RoundTrip:
         return progress_bar(self.progress, len(self.parts), desc)
 
     def share(self):
+        """Steps 1-2: open the round, collect the key shares and deliver the
+        bundles (no data involved: can run ahead of time).
+
+        Returns
+        -------
+        RoundTrip
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ProtocolError
+            The server refuses the round, or fewer than ``threshold`` clients
+            share keys.
+        """
         srv, roles = self.server, self.roles
         rmsg = srv.start_round(self.parts)
         raw = rmsg.to_bytes()
@@ -112,6 +163,25 @@ class RoundTrip:
         return self
 
     def inputs(self, delta_nonzeros=0):
+        """Step 3: request and collect the masked inputs of the clients that
+        are not silent.
+
+        Parameters
+        ----------
+        delta_nonzeros : int, default=0
+            0 for a full round; else a difference round for at most this many
+            changed bins (see :meth:`ScmaServer.request_inputs`).
+
+        Returns
+        -------
+        RoundTrip
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ProtocolError
+            The server refuses the request or an input.
+        """
         srv, roles = self.server, self.roles
         req = srv.request_inputs(delta_nonzeros).to_bytes()
         msg = InputRequest.from_bytes(req)
@@ -132,6 +202,27 @@ class RoundTrip:
         return self
 
     def finish(self, incremental=True):
+        """Step 4 and the decode: the survivors reveal their shares and the
+        server decodes their sum.
+
+        Parameters
+        ----------
+        incremental : bool, default=True
+            Passed to :meth:`ScmaServer.finish_round`.
+
+        Returns
+        -------
+        ScmaResult
+            The survivors' aggregate and the round's report.
+
+        Raises
+        ------
+        ProtocolError
+            Fewer than ``threshold`` inputs arrived, or too few shares to
+            remove the masks (naming the survivors that refused to unmask).
+        DecodeError
+            The aggregate cannot be decoded.
+        """
         srv, roles = self.server, self.roles
         req = srv.unmask_request()
         raw = req.to_bytes()
