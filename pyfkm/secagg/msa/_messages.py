@@ -63,6 +63,46 @@ class MsaRosterMessage:
     Body: n_words u32, scale_bits u8, threshold u32, degree u32, server key
     32s, count u32, then per client id u32 and X25519 key 32s (ids strictly
     increasing; the first is the leader).
+
+    Built by :meth:`MsaServer.roster` once every key is in; each client
+    checks it with :meth:`MsaClient.receive_roster`.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    n_words : int
+        Length of every vector, in ``[1, 2**23]``.
+    scale_bits : int
+        Fixed-point scale ``2**scale_bits``, in ``[0, 48]``.
+    client_ids : sequence of int
+        The clients of the run, strictly increasing, at least one.
+    public_keys : sequence of bytes
+        Each client's 32-byte X25519 channel key, in the order of
+        ``client_ids``.
+    threshold : int, default=1
+        Fewest clients of any step of a round, in ``[1, len(client_ids)]``.
+    degree : int, default=0
+        Neighbours per client (even; 0 is the complete graph).
+    server_key : bytes, default=bytes(32)
+        The server's 32-byte channel key (the clients' message tags are
+        keyed with it).
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range, or not one key per
+        client.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import MsaRosterMessage, setup_msa
+    >>> server, clients = setup_msa(3, 2)
+    >>> roster = server.roster()
+    >>> roster.n_words, roster.scale_bits, roster.client_ids, roster.threshold
+    (2, 16, (0, 1, 2), 2)
+    >>> MsaRosterMessage.from_bytes(roster.to_bytes()) == roster
+    True
     """
 
     # deliberate specialization: the roster fields are declared again in
@@ -91,10 +131,23 @@ class MsaRosterMessage:
         _check_roster_extras(self)
 
     def params_bytes(self):
-        """What the roster digest binds of the run's parameters."""
+        """What the roster digest binds of the run's parameters.
+
+        Returns
+        -------
+        bytes
+            ``b"MSA"``, ``n_words`` (u32) and ``scale_bits`` (u8).
+        """
         return b"MSA" + struct.pack("<IB", self.n_words, self.scale_bits)
 
     def to_bytes(self):
+        """The wire form of the roster.
+
+        Returns
+        -------
+        bytes
+            The header (sent by the server) and the body.
+        """
         body = [struct.pack("<IBII", self.n_words, self.scale_bits, self.threshold,
                             self.degree), self.server_key,
                 struct.pack("<I", len(self.client_ids))]
@@ -103,6 +156,25 @@ class MsaRosterMessage:
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse an MSA roster from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        MsaRosterMessage
+            The roster.
+
+        Raises
+        ------
+        MessageFormatError
+            Not an MSA roster of this format version, a wrong length, a sender
+            other than the server, a round or modulus in the header, or fields
+            the constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _MSA_ROSTER)
         off = HEADER_BYTES
         if len(data) < off + 13 + 32 + 4:
@@ -129,7 +201,41 @@ class GroupKeyMessage:
     """Leader -> (server relays) -> one client: the group key encrypted for
     the recipient.  Body: recipient u32, nonce 12s, ciphertext 48s
     (ChaCha20-Poly1305 of the 32-byte key under the pair's channel key,
-    bound to the roster digest; 16-byte AEAD tag)."""
+    bound to the roster digest; 16-byte AEAD tag).
+
+    Built by :meth:`MsaClient.group_key_messages`, relayed by
+    :meth:`MsaServer.relay_group_key` and :meth:`MsaServer.group_key_for`,
+    read by :meth:`MsaClient.receive_group_key`.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    sender : int
+        The leader (the roster's lowest id).
+    recipient : int
+        The client the key is for, not the sender.
+    nonce : bytes
+        The 12-byte AEAD nonce.
+    ciphertext : bytes
+        The 48-byte encrypted group key (32 bytes and the AEAD tag).
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range, or the sender as the
+        recipient.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import GroupKeyMessage, setup_msa
+    >>> server, clients = setup_msa(3, 2)
+    >>> msg = server.group_key_for(2)
+    >>> msg.sender, msg.recipient, len(msg.ciphertext)
+    (0, 2, 48)
+    >>> GroupKeyMessage.from_bytes(msg.to_bytes()) == msg
+    True
+    """
 
     run_id: bytes
     sender: int
@@ -151,11 +257,37 @@ class GroupKeyMessage:
         object.__setattr__(self, "ciphertext", bytes(self.ciphertext))
 
     def to_bytes(self):
+        """The wire form of the message.
+
+        Returns
+        -------
+        bytes
+            The header (sent by the leader) and the 64-byte body.
+        """
         return (_pack_header(_GROUP_KEY, self.run_id, 0, self.sender, 0)
                 + struct.pack("<I", self.recipient) + self.nonce + self.ciphertext)
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse a group key message from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        GroupKeyMessage
+            The message (the ciphertext is not decrypted).
+
+        Raises
+        ------
+        MessageFormatError
+            Not a group key message of this format version, a wrong length, the
+            server's id as the sender, a round or modulus in the header, or
+            fields the constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _GROUP_KEY)
         _expect_len(data, HEADER_BYTES + 4 + 12 + 48)
         if sender == SERVER_ID or round_ != 0 or modulus != 0:
@@ -172,7 +304,43 @@ class GroupKeyMessage:
 class MaskedVectorMessage(_WordsEq):
     """Client -> server: one round's masked fixed-point vector (body: count
     u32, then that many u64 words; any word is a valid ring element), then
-    the 16-byte tag authenticating every byte before it to the server."""
+    the 16-byte tag authenticating every byte before it to the server.
+
+    Built by :meth:`MsaClient.respond`, read by :meth:`MsaServer.receive`.
+    Two messages are equal when every field and the payload are.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round, in ``[1, 2**64)``.
+    sender : int
+        The client's id, in ``[0, 2**32 - 1)``.
+    payload : array-like of int
+        The masked words, 1-D (signed ints are taken modulo ``2**64``);
+        stored as a read-only uint64 copy.
+    tag : bytes, default=bytes(16)
+        The 16-byte tag authenticating :meth:`signed_bytes` to the server;
+        the client sets it after building the rest.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import MaskedVectorMessage
+    >>> msg = MaskedVectorMessage(bytes(16), round=1, sender=2, payload=[1, -1])
+    >>> msg.payload.tolist()
+    [1, 18446744073709551615]
+    >>> data = msg.to_bytes()
+    >>> len(data)
+    80
+    >>> MaskedVectorMessage.from_bytes(data) == msg
+    True
+    """
 
     run_id: bytes
     round: int
@@ -193,14 +361,48 @@ class MaskedVectorMessage(_WordsEq):
         return (self.run_id, self.round, self.sender, self.payload, self.tag)
 
     def signed_bytes(self):
+        """The bytes the tag authenticates: the wire form without the tag.
+
+        Returns
+        -------
+        bytes
+            Header, word count and words (little-endian u64).
+        """
         return (_pack_header(_MASKED, self.run_id, self.round, self.sender, 0)
                 + _words_body(self.payload))
 
     def to_bytes(self):
+        """The wire form of the message.
+
+        Returns
+        -------
+        bytes
+            :meth:`signed_bytes` followed by the 16-byte tag.
+        """
         return self.signed_bytes() + self.tag
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse a masked vector from its wire form (the tag is kept, not
+        checked: only the server can check it).
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        MaskedVectorMessage
+            The message.
+
+        Raises
+        ------
+        MessageFormatError
+            Not a masked vector of this format version, a wrong length, the
+            server's id as the sender, a modulus in the header, or fields the
+            constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _MASKED)
         payload = _parse_words(data, "masked vector", TAG_BYTES)
         if sender == SERVER_ID or modulus != 0:
@@ -214,7 +416,39 @@ class MaskedVectorMessage(_WordsEq):
 @dataclass(frozen=True, eq=False)
 class AggregateMessage(_WordsEq):
     """Server -> clients: the survivors' sum, still under the output masks
-    (body: survivor count u32 and ids u32, then count u32 and u64 words)."""
+    (body: survivor count u32 and ids u32, then count u32 and u64 words).
+
+    Returned by :meth:`MsaServer.finish_round`; every client decodes it
+    with :meth:`MsaClient.unmask`.  Two messages are equal when every
+    field and the payload are.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The round, in ``[1, 2**64)``.
+    payload : array-like of int
+        The summed words, 1-D; stored as a read-only uint64 copy.
+    survivors : sequence of int, default=()
+        The clients whose vectors are in the sum, strictly increasing,
+        non-empty (the default is refused: it is there for the field order).
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type or range, or survivors empty or not
+        strictly increasing.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import AggregateMessage
+    >>> agg = AggregateMessage(bytes(16), round=1, payload=[5, 7], survivors=[0, 2])
+    >>> agg.survivors, agg.payload.tolist()
+    ((0, 2), [5, 7])
+    >>> AggregateMessage.from_bytes(agg.to_bytes()) == agg
+    True
+    """
 
     run_id: bytes
     round: int
@@ -234,6 +468,13 @@ class AggregateMessage(_WordsEq):
         return (self.run_id, self.round, self.payload, self.survivors)
 
     def to_bytes(self):
+        """The wire form of the message.
+
+        Returns
+        -------
+        bytes
+            The header (sent by the server), the survivors and the words.
+        """
         return (_pack_header(_AGGREGATE, self.run_id, self.round, SERVER_ID, 0)
                 + struct.pack("<I", len(self.survivors))
                 + np.asarray(self.survivors, dtype="<u4").tobytes()
@@ -241,6 +482,25 @@ class AggregateMessage(_WordsEq):
 
     @classmethod
     def from_bytes(cls, data):
+        """Parse an aggregate from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message, as :meth:`to_bytes` writes it.
+
+        Returns
+        -------
+        AggregateMessage
+            The message.
+
+        Raises
+        ------
+        MessageFormatError
+            Not an aggregate of this format version, a wrong length, a sender
+            other than the server, a modulus in the header, or fields the
+            constructor would refuse.
+        """
         data, run_id, round_, sender, modulus = _unpack_header(data, _AGGREGATE)
         if sender != SERVER_ID or modulus != 0:
             raise MessageFormatError("aggregate message not from the server")
