@@ -39,14 +39,13 @@ def _group_nonce(recipient):
 class MsaClient:
     """One client of an MSA run.
 
-    Parameters
-    ----------
-    client_id : int
-        In ``[0, 2**32 - 1)``, unique in the run.
-
     Every key comes from the operating system (a fresh channel key per run,
     a fresh round key and self seed per round, the leader's group key);
-    none follows a user seed.  One round, in message order::
+    none follows a user seed.  Before the first round the client sends its
+    :meth:`key_message`, reads the roster and takes part in the group-key
+    distribution (the *leader*, the lowest id, sends
+    :meth:`group_key_messages`; every other client reads its
+    :meth:`receive_group_key`).  One round, in message order::
 
         share_keys(RoundMessage)          -> ShareMessage
         receive_shares(ShareBundle)
@@ -62,7 +61,44 @@ class MsaClient:
     which no party can remove: see ``docs/threat_model.md``.
 
     The same refusals as :class:`ScmaClient`: rounds below the threshold,
-    repeated rounds, both kinds of share of one peer.
+    repeated rounds, both kinds of share of one peer; and a round with no
+    surviving bearer of the output mask.  Each refusal is a
+    :class:`ProtocolError`.
+
+    Parameters
+    ----------
+    client_id : int
+        In ``[0, 2**32 - 1)``, unique in the run.
+
+    Raises
+    ------
+    InvalidInputError
+        ``client_id`` not an int in range.
+
+    Examples
+    --------
+    Key agreement and the group key by hand (:func:`setup_msa` does the
+    same, every message through its bytes), then one round:
+
+    >>> import os
+    >>> from pyfkm.secagg import MsaClient, MsaServer, msa_round
+    >>> run_id = os.urandom(16)
+    >>> server = MsaServer(run_id, n_words=2)
+    >>> clients = [MsaClient(i) for i in range(3)]
+    >>> for c in clients:
+    ...     server.receive_key(c.key_message(run_id))
+    >>> roster = server.roster()
+    >>> for c in clients:
+    ...     c.receive_roster(roster)
+    >>> [c.is_leader for c in clients]
+    [True, False, False]
+    >>> for msg in clients[0].group_key_messages():
+    ...     server.relay_group_key(msg)
+    >>> for c in clients[1:]:
+    ...     c.receive_group_key(server.group_key_for(c.client_id))
+    >>> total, survivors = msa_round(server, clients, [[1.0, 2.0], [3.0, 4.0], [0.5, 0.5]])
+    >>> total.tolist(), survivors
+    ([4.5, 6.5], (0, 1, 2))
     """
 
     def __init__(self, client_id):
@@ -77,7 +113,25 @@ class MsaClient:
 
     def key_message(self, run_id):
         """The :class:`KeyMessage` opening run ``run_id`` (16 bytes): a fresh
-        channel key."""
+        channel key.
+
+        Parameters
+        ----------
+        run_id : bytes
+            16 bytes naming the run.
+
+        Returns
+        -------
+        KeyMessage
+            The client's new public channel key, for the server.
+
+        Raises
+        ------
+        InvalidInputError
+            ``run_id`` not 16 bytes.
+        ProtocolError
+            This client already joined that run id.
+        """
         rid = _check_run_id(run_id)
         pk = self._m.open_run(rid)
         self._run_id = rid
@@ -87,7 +141,21 @@ class MsaClient:
 
     def receive_roster(self, roster):
         """Check the roster and derive the channel keys; the leader (the
-        lowest id) draws the group key of the output masks."""
+        lowest id) draws the group key of the output masks.
+
+        Parameters
+        ----------
+        roster : MsaRosterMessage
+            The server's roster of the run; it sets :attr:`n_words`,
+            :attr:`scale_bits`, the threshold and the leader.
+
+        Raises
+        ------
+        ProtocolError
+            Not an :class:`MsaRosterMessage`, a roster of another run or before
+            :meth:`key_message`, a second roster, a roster without this client's
+            key or repeating a key, or an unusable peer key.
+        """
         if not isinstance(roster, MsaRosterMessage):
             raise ProtocolError("expected an MsaRosterMessage")
         if self._run_id is None or roster.run_id != self._run_id:
@@ -116,7 +184,18 @@ class MsaClient:
             "<II", self.leader, recipient)
 
     def group_key_messages(self):
-        """Leader only: the group key encrypted for each other client."""
+        """Leader only: the group key encrypted for each other client.
+
+        Returns
+        -------
+        list of GroupKeyMessage
+            One per other client of the roster, for the server to relay.
+
+        Raises
+        ------
+        ProtocolError
+            This client is not the leader, or has not received the roster.
+        """
         if not self.is_leader or self._group_key is None:
             raise ProtocolError("only the leader, after the roster, sends group keys")
         out = []
@@ -129,6 +208,20 @@ class MsaClient:
         return out
 
     def receive_group_key(self, msg):
+        """Decrypt the leader's group key (non-leaders, once per run).
+
+        Parameters
+        ----------
+        msg : GroupKeyMessage
+            The leader's message for this client, as relayed by the server.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`GroupKeyMessage`, a message of another run, for
+            another recipient or not from the leader, a leader receiving, a key
+            already received, or a ciphertext that fails authentication.
+        """
         if not isinstance(msg, GroupKeyMessage):
             raise ProtocolError("expected a GroupKeyMessage")
         if self.leader is None or msg.run_id != self._run_id or \
@@ -151,7 +244,27 @@ class MsaClient:
 
     def share_keys(self, round_msg):
         """Step 1: a fresh round key and self seed, shared among this
-        client's neighbours (:class:`ShareMessage`)."""
+        client's neighbours (:class:`ShareMessage`).
+
+        Parameters
+        ----------
+        round_msg : RoundMessage
+            The server's broadcast opening the round.
+
+        Returns
+        -------
+        ShareMessage
+            The round key, the commitment to the self seed and the encrypted
+            shares, tagged for the server.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`RoundMessage`, before the roster or the group key, a
+            round of another run, a round not after the client's last one, a
+            round the client is not in, or fewer participants than the
+            threshold.
+        """
         if not isinstance(round_msg, RoundMessage):
             raise ProtocolError("expected a RoundMessage")
         self._check_ready()
@@ -164,7 +277,20 @@ class MsaClient:
         return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
 
     def receive_shares(self, bundle):
-        """Step 2: neighbours' shares and round keys; derives the pair keys."""
+        """Step 2: neighbours' shares and round keys; derives the pair keys.
+
+        Parameters
+        ----------
+        bundle : ShareBundle
+            The server's bundle for this client.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`ShareBundle`, a bundle of another run, round or
+            recipient, shares that fail to decrypt or are missing or repeated,
+            or fewer sharers than the threshold.
+        """
         if not isinstance(bundle, ShareBundle):
             raise ProtocolError("expected a ShareBundle")
         if bundle.run_id != self._run_id or bundle.recipient != self.client_id:
@@ -175,7 +301,23 @@ class MsaClient:
 
     def mask(self, round_):
         """This client's mask of its open round: self stream, signed pair
-        streams and its output mask."""
+        streams and its output mask.
+
+        Parameters
+        ----------
+        round_ : int
+            The open round (the one whose shares were received).
+
+        Returns
+        -------
+        ndarray of shape (n_words,), dtype uint64
+            Words of Z_2^64.
+
+        Raises
+        ------
+        ProtocolError
+            The shares of ``round_`` were not received.
+        """
         if self._input_round is None or int(round_) != self._input_round:
             raise ProtocolError(f"round {round_}: shares not received")
         b, keys = self._m.mask_keys(round_)
@@ -200,8 +342,32 @@ class MsaClient:
         share (``noise``: ``(length, sigma, tag)`` segments covering the
         vector, see the class notes) and mask it.
 
-        Raises :class:`CapacityError` (before anything changes) when an
-        entry does not fit in one share of the ring.
+        Parameters
+        ----------
+        req : InputRequest
+            The server's request for the round whose shares were received.
+        x : array-like of float
+            The client's vector, ``n_words`` entries (flattened).
+        noise : sequence of (int, float, bytes), default=()
+            The distributed noise segments; empty adds no noise.
+
+        Returns
+        -------
+        MaskedVectorMessage
+            The masked fixed-point vector, tagged for the server.
+
+        Raises
+        ------
+        ProtocolError
+            Not an :class:`InputRequest`, before the group key, a request of
+            another run or round, a difference round, or a round already
+            answered.
+        InvalidInputError
+            ``x`` not of ``n_words`` entries or with a NaN, or invalid
+            noise segments.
+        CapacityError
+            An entry (or its noise) does not fit in one share of the ring;
+            raised before anything changes.
         """
         if not isinstance(req, InputRequest):
             raise ProtocolError("expected an InputRequest")
@@ -230,7 +396,27 @@ class MsaClient:
                                                         + self._m.view(req.round)))
 
     def unmask_shares(self, req):
-        """Step 4: the shares this client reveals for the round's survivors."""
+        """Step 4: the shares this client reveals for the round's survivors.
+
+        Parameters
+        ----------
+        req : UnmaskRequest
+            The server's survivors of the round this client answered last.
+
+        Returns
+        -------
+        UnmaskMessage
+            Shares of the surviving neighbours' self seeds and of the dropped
+            neighbours' round keys, tagged for the server.
+
+        Raises
+        ------
+        ProtocolError
+            Not an :class:`UnmaskRequest`, a request of another run or round
+            than the client's last input, no surviving bearer of the output
+            mask, survivors below the threshold, or a survivor set that would
+            reveal both kinds of share of one peer.
+        """
         if not isinstance(req, UnmaskRequest):
             raise ProtocolError("expected an UnmaskRequest")
         if req.run_id != self._run_id or self._sent is None or self._sent[0] != req.round:
@@ -252,7 +438,25 @@ class MsaClient:
 
     def unmask(self, agg):
         """Remove the survivors' output masks from the broadcast and decode
-        (float64).  Every client of the run may decode it."""
+        (float64).  Every client of the run may decode it.
+
+        Parameters
+        ----------
+        agg : AggregateMessage
+            The server's broadcast of the round.
+
+        Returns
+        -------
+        ndarray of shape (n_words,), dtype float64
+            The survivors' sum (with the noise the round added).
+
+        Raises
+        ------
+        ProtocolError
+            Not an :class:`AggregateMessage`, before the group key, an
+            aggregate of another run, length, round or survivor set than this
+            client's, or over fewer than ``threshold`` (or unknown) clients.
+        """
         if not isinstance(agg, AggregateMessage):
             raise ProtocolError("expected an AggregateMessage")
         self._check_ready()
