@@ -19,13 +19,30 @@ from ._noise import SERVER_NOISE_MODES
 class MsaServer(RoundSteps):
     """The MSA server: relays keys and shares, sums masked vectors.
 
+    It never holds a client's vector or the aggregate in the clear: only
+    masked words.  A rejected message or call leaves the server unchanged.
+    Before the first round it collects one :class:`KeyMessage` per client
+    (``receive_key``), sends the roster and relays the leader's group key
+    (:meth:`relay_group_key`, :meth:`group_key_for`); :func:`setup_msa`
+    does all of it.  One round::
+
+        start_round(participants)       -> RoundMessage (broadcast)
+        receive_shares(ShareMessage) for each client
+        bundle(client_id)               -> ShareBundle (one per sharer)
+        request_inputs()                -> InputRequest (broadcast)
+        receive(MaskedVectorMessage) for each client
+        unmask_request()                -> UnmaskRequest (broadcast to survivors)
+        receive_unmask(UnmaskMessage) for each survivor
+        finish_round()                  -> AggregateMessage (broadcast)
+
     Parameters
     ----------
-    run_id : bytes (16)
+    run_id : bytes
+        16 bytes naming the run (from ``os.urandom``).
     n_words : int
-        Length of every vector.
-    scale_bits : int
-        Fixed-point scale ``2**scale_bits`` (default 16).
+        Length of every vector, in ``[1, 2**23]``.
+    scale_bits : int, default=DEFAULT_SCALE_BITS
+        Fixed-point scale ``2**scale_bits`` (16), in ``[0, 48]``.
     threshold : int, optional
         Fewest clients of any round (default a strict majority).
     degree : int, default=0
@@ -35,11 +52,37 @@ class MsaServer(RoundSteps):
         model a trusted curator (GLloyd, SuLloyd).  Private fits use the
         clients' distributed noise instead (:meth:`MsaClient.respond`),
         which the server cannot remove.
-    noise_key : bytes (32), optional
-        Key of the server's noise streams (default: OS randomness).
+    noise_key : bytes, optional
+        32-byte key of the server's noise streams (default: OS randomness).
 
-    It never holds a client's vector or the aggregate in the clear: only
-    masked words.  A rejected message or call leaves the server unchanged.
+    Raises
+    ------
+    InvalidInputError
+        A parameter of the wrong type or range.
+
+    Examples
+    --------
+    One round, step by step, in which client 2 drops out after sharing its
+    keys; every client, the dropped one included, decodes the broadcast:
+
+    >>> from pyfkm.secagg import setup_msa
+    >>> server, clients = setup_msa(3, 2)
+    >>> rmsg = server.start_round()
+    >>> for c in clients:
+    ...     server.receive_shares(c.share_keys(rmsg))
+    >>> for c in clients:
+    ...     c.receive_shares(server.bundle(c.client_id))
+    >>> req = server.request_inputs()
+    >>> for c, x in zip(clients[:2], [[1.0, -2.0], [0.5, 0.25]]):
+    ...     server.receive(c.respond(req, x))
+    >>> ureq = server.unmask_request()
+    >>> for c in clients[:2]:
+    ...     server.receive_unmask(c.unmask_shares(ureq))
+    >>> agg = server.finish_round()
+    >>> agg.survivors, server.last_dropped
+    ((0, 1), (2,))
+    >>> clients[2].unmask(agg).tolist()
+    [1.5, -1.75]
     """
 
     def __init__(self, run_id, n_words, *, scale_bits=DEFAULT_SCALE_BITS, threshold=None,
@@ -77,7 +120,20 @@ class MsaServer(RoundSteps):
                                 threshold, degree, server_key)
 
     def relay_group_key(self, msg):
-        """Accept the leader's encrypted group key for one client."""
+        """Accept the leader's encrypted group key for one client.
+
+        Parameters
+        ----------
+        msg : GroupKeyMessage
+            The leader's message for one other roster client; a later message
+            for the same recipient replaces it.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`GroupKeyMessage`, before the roster, a message of
+            another run, not from the leader or not to a roster client.
+        """
         if not isinstance(msg, GroupKeyMessage):
             raise ProtocolError("expected a GroupKeyMessage")
         if self._roster is None or msg.run_id != self.run_id:
@@ -88,13 +144,51 @@ class MsaServer(RoundSteps):
         self._pending_keys[msg.recipient] = msg
 
     def group_key_for(self, client_id):
-        """The relayed group key message for ``client_id``."""
+        """The relayed group key message for ``client_id``.
+
+        Parameters
+        ----------
+        client_id : int
+            The recipient.
+
+        Returns
+        -------
+        GroupKeyMessage
+            The leader's message for it.
+
+        Raises
+        ------
+        ProtocolError
+            No group key message for that client was relayed.
+        """
         if client_id not in self._pending_keys:
             raise ProtocolError(f"no group key message for client {client_id}")
         return self._pending_keys[client_id]
 
     def start_round(self, participants=None):
-        """Open the next round (default: every roster client)."""
+        """Open the next round (default: every roster client).
+
+        An unfinished round is abandoned.
+
+        Parameters
+        ----------
+        participants : iterable of int, optional
+            The clients asked to take part (default: every roster client).
+
+        Returns
+        -------
+        RoundMessage
+            The broadcast that opens the round (its number is the last round's
+            plus one).
+
+        Raises
+        ------
+        ProtocolError
+            Before the roster; participants outside the roster or repeated, or
+            fewer than ``threshold``.
+        InvalidInputError
+            Participants that are not ints.
+        """
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
         if participants is None:
@@ -116,6 +210,20 @@ class MsaServer(RoundSteps):
         return msg
 
     def request_inputs(self):
+        """Step 3: the :class:`InputRequest` of the open round (closes key
+        sharing if no bundle did).
+
+        Returns
+        -------
+        InputRequest
+            The broadcast to the sharers (MSA has no difference rounds).
+
+        Raises
+        ------
+        ProtocolError
+            No round is ready for inputs, or fewer than ``threshold`` clients
+            shared keys.
+        """
         o = self._open
         if o is None or o["step"] not in ("shares", "bundles"):
             raise ProtocolError("no round is ready for inputs")
@@ -126,6 +234,20 @@ class MsaServer(RoundSteps):
         return req
 
     def receive(self, msg):
+        """Step 3: a client's :class:`MaskedVectorMessage` (authenticated).
+
+        Parameters
+        ----------
+        msg : MaskedVectorMessage
+            The client's masked vector for the open round.
+
+        Raises
+        ------
+        ProtocolError
+            No round is waiting for inputs, a message of another run or round,
+            a sender that did not share keys or already sent, a vector of
+            another length than ``n_words``, or a tag that fails.
+        """
         o = self._need("inputs")
         if not isinstance(msg, MaskedVectorMessage):
             raise ProtocolError("expected a MaskedVectorMessage")
@@ -167,8 +289,33 @@ class MsaServer(RoundSteps):
         scale, tag)`` triples covering the vector; only with a ``noise``
         mode), and return the broadcast.
 
-        Raises :class:`ProtocolError` when too few shares arrived (the
-        round stays open for more unmask answers).
+        Sets ``last_dropped``, the clients that shared keys but whose vectors
+        did not arrive.
+
+        Parameters
+        ----------
+        segments : sequence of (int, float, bytes), default=()
+            The server's noise: per segment its length, its noise scale (the
+            standard deviation of ``"gaussian"``, the scale of ``"laplace"``,
+            in the vector's units) and a distinct 1 to 4 byte tag; empty adds
+            none.
+
+        Returns
+        -------
+        AggregateMessage
+            The survivors' sum, still under the output masks, for every client
+            to decode with :meth:`MsaClient.unmask`.
+
+        Raises
+        ------
+        ProtocolError
+            No round is waiting for unmasking, or too few shares arrived (the
+            round stays open for more unmask answers).
+        InvalidInputError
+            Segments without a ``noise`` mode, not covering the vector exactly,
+            with repeated or bad tags, or with a negative or infinite scale.
+        CapacityError
+            A noise sample reaches ``2**62`` in fixed point.
         """
         o = self._need("unmask")
         st = o["st"]
