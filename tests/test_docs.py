@@ -8,6 +8,8 @@
   documented twice (Sphinx would warn about duplicate descriptions).
 * Every page the site is made of is reachable from a toctree, and every
   toctree entry exists; the gallery's examples use the public API only.
+* The Python code blocks of the pages run (each page's blocks in order, in
+  one namespace), so the guide cannot drift from the API.
 
 ``.ci/docs`` builds the site itself, with warnings as errors.
 """
@@ -15,6 +17,7 @@ import ast
 import importlib
 import pathlib
 import re
+import textwrap
 
 import pytest
 
@@ -272,3 +275,45 @@ def test_examples_use_the_public_api_and_plot(path):
             used.add(node.attr)
     assert used <= set(PUBLIC["pyfkm"]), f"{path.name} uses pyfkm.{sorted(used - set(PUBLIC['pyfkm']))}"
     assert "matplotlib" in path.read_text()
+
+
+# --- the code shown in the pages runs ------------------------------------------------
+
+def code_blocks(page):
+    """The ``.. code-block:: python`` blocks of a page, dedented."""
+    blocks = []
+    lines = page.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        m = DIRECTIVE.match(lines[i])
+        if m and m.group(2) == "code-block" and m.group(3).strip() == "python":
+            indent = len(m.group(1))
+            body = []
+            i += 1
+            while i < len(lines) and (not lines[i].strip()
+                                      or len(lines[i]) - len(lines[i].lstrip()) > indent):
+                body.append(lines[i])
+                i += 1
+            blocks.append(textwrap.dedent("\n".join(body)).strip("\n"))
+        else:
+            i += 1
+    return blocks
+
+
+PAGES_WITH_CODE = sorted(p for p in DOCS.rglob("*.rst")
+                         if not {"generated", "auto_examples", "_build", "_templates"}
+                         & set(p.parts) and code_blocks(p))
+
+
+def test_the_code_block_reader_finds_the_blocks():
+    assert len(PAGES_WITH_CODE) >= 6
+    assert "fit(clients)" in "\n".join(code_blocks(DOCS / "index.rst"))
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE,
+                         ids=[str(p.relative_to(DOCS)) for p in PAGES_WITH_CODE])
+def test_the_code_in_the_pages_runs(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)          # a snippet that saves a file writes here
+    namespace = {}
+    for block in code_blocks(page):
+        exec(compile(block, str(page), "exec"), namespace)
