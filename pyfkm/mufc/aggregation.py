@@ -9,10 +9,14 @@ bytes), with difference rounds for unlearning and the next round's offline
 part run ahead.  :func:`resolve_neighbors` and :func:`resolve_threshold`
 turn the estimator's ``neighbors`` and ``threshold`` into a run's values.
 """
+from __future__ import annotations
+
 import numbers
 import time
+from typing import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..exceptions import CapacityError, DecodeError, InvalidInputError, ProtocolError
 from ..core.lattice import row_keys
@@ -26,7 +30,8 @@ _SMALL_MERGE = 64
 _INT64_MAX = (1 << 63) - 1
 
 
-def merge_sparse(parts, d):
+def merge_sparse(parts: Iterable[tuple[ArrayLike, ArrayLike]], d: int
+                 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Sum sparse count vectors ``[(bins, counts), ...]`` in the clear.
 
     Parameters
@@ -65,7 +70,7 @@ def merge_sparse(parts, d):
     big = max(int(C.max()), -int(C.min())) > _INT64_MAX // C.size   # a total might wrap
     if B.shape[0] <= _SMALL_MERGE or big:
         # a few rows (one client's centers), or huge counts: Python ints
-        tot = {}
+        tot = {}  # type: ignore[var-annotated]
         for row, c in zip(map(tuple, B.tolist()), C.tolist()):
             tot[row] = tot.get(row, 0) + c
         items = sorted(kv for kv in tot.items() if kv[1] != 0)

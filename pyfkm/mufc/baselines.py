@@ -33,19 +33,23 @@ array so the other clients keep their generators.
 This module holds what the two share: the estimators' base (fit, removal by
 retraining, prediction), the local k-means step and the removal report.
 """
+from __future__ import annotations
+
 import copy
 import numbers
 import time
 from dataclasses import dataclass
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator, Report
 from .._validation import check_clients, check_ids, check_int
 from ..exceptions import InvalidIdError, InvalidInputError, NotFittedError
 from ..core.base import CenterModelMixin
 from ..core.kmeans import KMeans
-from ..rng import spawn
+from ..rng import SeedLike, spawn
 
 __all__ = ["BaselineRemovalReport"]
 
@@ -94,7 +98,7 @@ class BaselineRemovalReport(Report):
     _summary = ("total_seconds",)
 
     @property
-    def total_seconds(self):
+    def total_seconds(self) -> float:
         """``client_seconds + server_seconds``."""
         return self.client_seconds + self.server_seconds
 
@@ -142,6 +146,9 @@ def _n_distinct(S):
 
 # -- the estimators' base ----------------------------------------------------
 
+_Retraining = TypeVar("_Retraining", bound="_RetrainingFederatedBase")
+
+
 class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
     """One-shot federated clustering with a local clustering per client
     (full k-means unless a subclass's ``_local`` says otherwise); removal by
@@ -162,7 +169,13 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
     are not serialized: do not remove from several threads at once.
     """
 
-    def __init__(self, n_clusters, *, n_init, max_iter, tol, random_state):
+    # for the type checker: the subclass's steps, and what _publish sets
+    _check_params: Callable[[], int]
+    _server: Callable[..., Any]
+    cluster_centers_: NDArray[np.float64]
+
+    def __init__(self, n_clusters: int, *, n_init: int, max_iter: int, tol: float,
+                 random_state: SeedLike) -> None:
         # the hyper-parameters of every retraining baseline; a subclass's
         # constructor states its own signature (defaults) and adds the rest
         self.n_clusters = n_clusters
@@ -191,7 +204,7 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
 
     # -- fit ------------------------------------------------------------------
 
-    def fit(self, clients, y=None):
+    def fit(self: _Retraining, clients: Sequence[ArrayLike], y: object = None) -> _Retraining:
         """Fit on a sequence of client datasets.
 
         Parameters
@@ -247,14 +260,14 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
                 f"this {type(self).__name__} is not fitted yet; call fit first")
 
     @property
-    def participants_(self):
+    def participants_(self) -> list[int]:
         """Indices of the clients that have not left, ascending (as
         :attr:`FederatedKMeans.participants_`)."""
         self._check_fitted()
         return [i for i in range(self.n_clients_) if not self._left[i]]
 
     @property
-    def removed_(self):
+    def removed_(self) -> list[NDArray[np.bool_] | None]:
         """Per client, a boolean mask over the rows given to :meth:`fit`:
         True at the rows removed since (a copy; ``None`` for a client that
         left), as :attr:`FederatedKMeans.removed_`."""
@@ -276,7 +289,7 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
     def _n_points(self, i):
         return 0 if self._left[i] else int((~self._removed[i]).sum())
 
-    def remove(self, client, ids):
+    def remove(self, client: int, ids: ArrayLike) -> BaselineRemovalReport:
         """Remove points ``ids`` (one id or a batch) of client ``client``.
 
         The client refits its local model on its remaining points (with its
@@ -347,7 +360,7 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
             (client,), int(arr.size), True, True, not np.array_equal(old, self.cluster_centers_),
             t1 - t0, t2 - t1)
 
-    def remove_clients(self, ids):
+    def remove_clients(self, ids: ArrayLike) -> BaselineRemovalReport:
         """Remove whole clients; the server step reruns without them.
 
         The clients' data and local models are dropped; their entries of

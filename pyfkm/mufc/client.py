@@ -9,12 +9,15 @@ aside and committed by the caller, which then erases the removed rows from
 every buffer.  :func:`scale_to_box` maps data into the public box the grid
 covers.
 """
+from __future__ import annotations
+
 import copy
 import time
 from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._base import Report
 from .._validation import check_array, check_ids
@@ -22,14 +25,15 @@ from ..exceptions import InvalidIdError, InvalidInputError
 from ..core.kmeans import lloyd
 from ..core.lattice import Lattice
 from ..core.seeding import RemovableSeeding
-from ..rng import as_generator, copy_generator as _copy_generator
+from ..rng import SeedLike, as_generator, copy_generator as _copy_generator
 from ._rngstate import _rng_from_state, _rng_state
 from .aggregation import merge_sparse
 
 __all__ = ["MufcClient", "ClientRemovalReport", "scale_to_box"]
 
 
-def scale_to_box(X, lower, upper, *, box=(-0.5, 0.5)):
+def scale_to_box(X: ArrayLike, lower: float | ArrayLike, upper: float | ArrayLike, *,
+                 box: tuple[float, float] = (-0.5, 0.5)) -> NDArray[np.float64]:
     """Map data known to lie in ``[lower, upper]`` (public bounds) into ``box``.
 
     Use bounds that are public knowledge (a sensor's range, a score's
@@ -99,7 +103,7 @@ class ClientRemovalReport(Report):
     seconds: float
 
     @property
-    def retrained(self):
+    def retrained(self) -> bool:
         """``refit`` under the name the deletion reports use."""
         return self.refit
 
@@ -145,8 +149,10 @@ class MufcClient:
     (1, 3)
     """
 
-    def __init__(self, X, n_clusters, *, gamma, lower=-0.5, upper=0.5,
-                 client_init="k-means++", max_iter=300, tol=1e-4, random_state=None):
+    def __init__(self, X: ArrayLike, n_clusters: int, *, gamma: float,
+                 lower: float = -0.5, upper: float = 0.5,
+                 client_init: str = "k-means++", max_iter: int = 300, tol: float = 1e-4,
+                 random_state: SeedLike = None) -> None:
         X = check_array(X, "X", allow_empty=True)
         if X.size and (np.any(X < lower) or np.any(X > upper)):
             raise InvalidInputError(
@@ -224,11 +230,11 @@ class MufcClient:
         return merge_sparse([(b[keep], s[keep])], d)
 
     @property
-    def n_active_(self):
+    def n_active_(self) -> int:
         return int((~self.removed_).sum())
 
     @property
-    def center_rows_(self):
+    def center_rows_(self) -> NDArray[np.int64]:
         """Row ids (in the data given to fit) of the local centers, in
         seeding order; empty when no row is left."""
         if self._seeding is None:
@@ -280,7 +286,7 @@ class MufcClient:
         obj._finish()
         return obj
 
-    def sparse_counts(self):
+    def sparse_counts(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """This client's sparse count vector.
 
         Returns
@@ -294,7 +300,7 @@ class MufcClient:
 
     # -- unlearning ---------------------------------------------------------
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> ClientRemovalReport:
         """Remove local points (one id or a batch) exactly and erase them.
 
         Parameters

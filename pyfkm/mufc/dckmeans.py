@@ -6,18 +6,24 @@ k-means on the leaf centroids, weighted by their sizes (:func:`dc_root`).
 :class:`FederatedDCKMeans` unlearns by retraining
 (:mod:`pyfkm.mufc.baselines`).
 """
+from __future__ import annotations
+
+from typing import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..exceptions import InvalidInputError
 from ..core.kmeans import KMeans
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from .baselines import _RetrainingFederatedBase, _centers_and_sizes, _gather, _n_distinct
 
 __all__ = ["FederatedDCKMeans", "dc_root"]
 
 
-def dc_root(centers, sizes, n_clusters, *, weighted=True, n_init=10, max_iter=300,
-            tol=1e-4, random_state=None):
+def dc_root(centers: Sequence[ArrayLike], sizes: Sequence[ArrayLike], n_clusters: int, *,
+            weighted: bool = True, n_init: int = 10, max_iter: int = 300, tol: float = 1e-4,
+            random_state: SeedLike = None) -> tuple[NDArray[np.float64], float, int]:
     """The root of federated DC-k-means: full k-means on the leaf centroids.
 
     Runs :class:`pyfkm.KMeans` (k-means++ and Lloyd, ``n_init`` times) with
@@ -102,8 +108,9 @@ class FederatedDCKMeans(_RetrainingFederatedBase):
     (True, (0, 2))
     """
 
-    def __init__(self, n_clusters=8, *, n_init=10, max_iter=300, tol=1e-4, weighted=True,
-                 random_state=None):
+    def __init__(self, n_clusters: int = 8, *, n_init: int = 10, max_iter: int = 300,
+                 tol: float = 1e-4, weighted: bool = True, random_state: SeedLike = None
+                 ) -> None:
         super().__init__(n_clusters, n_init=n_init, max_iter=max_iter, tol=tol,
                          random_state=random_state)
         self.weighted = weighted

@@ -7,13 +7,18 @@ farthest from the current set until it has ``n_clusters``, then runs Lloyd
 on the (unweighted) local centers (:func:`kfed_server`).  :class:`KFed`
 unlearns by retraining (:mod:`pyfkm.mufc.baselines`).
 """
+from __future__ import annotations
+
+from typing import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_int
 from ..exceptions import InvalidInputError
 from ..core.kmeans import lloyd
 from ..core.seeding import kmeans_plusplus
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from .baselines import (_RetrainingFederatedBase, _centers_and_sizes, _gather, _local_kmeans,
                         _n_distinct)
 
@@ -88,7 +93,9 @@ def _farthest_point_completion(S, init_rows, k):
     return np.asarray(chosen, dtype=np.int64)
 
 
-def kfed_server(centers, sizes, n_clusters, *, max_iter=300, tol=1e-4, random_state=None):
+def kfed_server(centers: Sequence[ArrayLike], sizes: Sequence[ArrayLike], n_clusters: int, *,
+                max_iter: int = 300, tol: float = 1e-4, random_state: SeedLike = None
+                ) -> tuple[NDArray[np.float64], int, float, int]:
     """K-FED's server step on the clients' local centers.
 
     Picks one device uniformly among those that sent centers, takes its
@@ -229,8 +236,9 @@ class KFed(_RetrainingFederatedBase):
     ((2,), True, [2, 2, 0])
     """
 
-    def __init__(self, n_clusters=8, *, client_clusters=None, local_step="k-means", n_init=10,
-                 max_iter=300, tol=1e-4, random_state=None):
+    def __init__(self, n_clusters: int = 8, *, client_clusters: int | None = None,
+                 local_step: str = "k-means", n_init: int = 10, max_iter: int = 300,
+                 tol: float = 1e-4, random_state: SeedLike = None) -> None:
         super().__init__(n_clusters, n_init=n_init, max_iter=max_iter, tol=tol,
                          random_state=random_state)
         self.client_clusters = client_clusters

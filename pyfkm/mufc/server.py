@@ -8,16 +8,19 @@ k-means++ and Lloyd (``n_init`` initialisations).  After a removal it
 updates exactly: resampling only the bins that changed, or (``"centers"``)
 the coupled update of its seeds described in the class notes.
 """
+from __future__ import annotations
+
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_int
 from ..exceptions import InvalidInputError
 from ..core.kernels import lloyd as _lloyd, seeding as _seeding
 from ..core.kmeans import KMeans, absolute_tolerance, lloyd, one_call_limit
 from ..core.lattice import Lattice
-from ..rng import as_generator
+from ..rng import SeedLike, as_generator
 from ._rngstate import _rng_from_state, _rng_state
 
 __all__ = ["MufcServer"]
@@ -103,9 +106,19 @@ class MufcServer:
     [3, 2, 5]
     """
 
-    def __init__(self, n_clusters, *, gamma, n_features, lower=-0.5,
-                 server_points="uniform", n_init=10, max_iter=300, tol=1e-4,
-                 random_state=None):
+    # for the type checker (mypy reads the rest of __init__ as unreachable
+    # after its numbers.Real check of a float: typeshed's float is no Real)
+    d: int
+    server_points: str
+    n_init: int
+    bins_: NDArray[np.int64]
+    counts_: NDArray[np.int64]
+    _rng: np.random.Generator
+    _samples: dict[tuple[int, ...], NDArray[np.float64]]
+
+    def __init__(self, n_clusters: int, *, gamma: float, n_features: int, lower: float = -0.5,
+                 server_points: str = "uniform", n_init: int = 10, max_iter: int = 300,
+                 tol: float = 1e-4, random_state: SeedLike = None) -> None:
         if server_points not in ("uniform", "centers"):
             raise InvalidInputError(
                 f"server_points={server_points!r} must be 'uniform' or 'centers'")
@@ -185,7 +198,7 @@ class MufcServer:
         b = np.repeat(np.asarray(bin_row, dtype=np.int64)[None, :], n, axis=0)
         return self._lattice.sample(b, self._rng) + self.lower
 
-    def update(self, bins, counts):
+    def update(self, bins: ArrayLike, counts: ArrayLike) -> bool:
         """Take a new aggregate and recluster if it changed.
 
         Parameters
@@ -253,7 +266,7 @@ class MufcServer:
         keys = list(map(tuple, bins.tolist()))
         return np.vstack([samples[k] for k in keys]), None
 
-    def points(self):
+    def points(self) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
         """The server's dataset and weights.
 
         Returns
