@@ -1,24 +1,12 @@
-"""Command line entry point: ``python -m pyfkm demo``."""
+"""``python -m pyfkm``: the command line of :mod:`pyfkm.cli`.
+
+The ``pyfkm`` console script calls :func:`main` too (``pyproject.toml``).
+"""
 import sys
 
+from .cli import main
 
-def main(argv=None):
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m pyfkm",
-                                     description="pyfkm command line")
-    sub = parser.add_subparsers(dest="command")
-    demo = sub.add_parser("demo", help="fit k-means on built-in synthetic data and process removals")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    args = parser.parse_args(argv)
-    if args.command != "demo":
-        parser.print_help()
-        return 2
-    from .demo import run_demo
-
-    run_demo(seed=args.seed, progress=True)
-    return 0
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m pyfkm"))
