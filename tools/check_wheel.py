@@ -13,11 +13,15 @@ SOURCE_ROOT (default: the checkout this file lives in) says what to expect:
   ``pyfkm/_core/*.pxd`` (users cimport them), and one compiled extension per
   ``pyfkm/_core/*.pyx``;
 - nothing else at the top level (no tests/, csrc/, benchmarks/) and no
-  libraries grafted by auditwheel (the extensions need only libc and libm).
+  libraries grafted by auditwheel (the extensions need only libc and libm);
+- no ELF extension carries an RPATH or RUNPATH (a folder of the build
+  machine; ``$ORIGIN``-relative entries are fine) or debug information
+  (read with pyelftools, which auditwheel installs).
 
 Prints one line per kind of content and exits with status 1 and the list of
 problems when any check fails.
 """
+import io
 import re
 import sys
 import zipfile
@@ -45,6 +49,30 @@ def expected_contents(root):
     pxds = sorted(rel(p) for p in (pkg / "_core").glob("*.pxd"))
     exts = sorted(p.stem for p in (pkg / "_core").glob("*.pyx"))
     return pys, pxds, exts
+
+
+def elf_problems(name, data):
+    """What is wrong with the ELF file ``name`` (bytes ``data``) of a wheel."""
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO(data))
+    problems = []
+    for section in elf.iter_sections():
+        if section.name.startswith(".debug_"):
+            problems.append(f"{name} has debug information ({section.name}): build with -g0")
+            break
+    for section in elf.iter_sections():
+        if not isinstance(section, DynamicSection):
+            continue
+        for tag in section.iter_tags():
+            if tag.entry.d_tag in ("DT_RPATH", "DT_RUNPATH"):
+                path = tag.rpath if tag.entry.d_tag == "DT_RPATH" else tag.runpath
+                bad = [p for p in path.split(":") if p and not p.startswith("$ORIGIN")]
+                if bad:
+                    problems.append(f"{name} has {tag.entry.d_tag[3:]} {bad}: a folder of "
+                                    "the machine that built it")
+    return problems
 
 
 def check(wheel, root):
@@ -97,6 +125,11 @@ def check(wheel, root):
             p = PurePosixPath(n)
             if p.parent.as_posix() == "pyfkm/_core" and p.suffix in (".so", ".pyd"):
                 built.setdefault(p.name.split(".")[0], []).append(n)
+        for paths in built.values():
+            for n in paths:
+                data = z.read(n)
+                if data[:4] == b"\x7fELF":
+                    problems.extend(elf_problems(n, data))
         missing = [e for e in exts if e not in built]
         if missing:
             problems.append(f"no compiled extension for {missing}")

@@ -56,7 +56,7 @@ def check_imports():
     if not within(pyfkm.__file__, dirs):
         fail(f"pyfkm was imported from {pyfkm.__file__}, not from {sorted(map(str, dirs))}")
     core = Path(pyfkm.__file__).parent / "_core"
-    found = sorted({p.name[:-len(s)] for s in EXTENSION_SUFFIXES for p in core.glob("*" + s)})
+    found = sorted({p.name.split(".")[0] for s in EXTENSION_SUFFIXES for p in core.glob("*" + s)})
     missing = sorted(set(EXTENSIONS) - set(found))
     if missing:
         fail(f"no compiled extension for {missing} in {core} (found {found})")
