@@ -49,15 +49,19 @@ pieces they share.  Everything that is not that state machine lives in the
 modules above; splitting the class itself (mixins in several files) would
 put the halves of one commit protocol in different files.
 """
+from __future__ import annotations
+
 import numbers
 import os
 import threading
 import time
 import warnings
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator, Report
 from .._validation import check_clients, check_ids, check_int
@@ -65,7 +69,8 @@ from ..exceptions import (InvalidIdError, InvalidInputError, ModelFileError, Not
                          ProtocolError, PyfkmError)
 from ..field import DEFAULT_PRIME
 from ..core.base import CenterModelMixin
-from ..rng import as_generator, copy_generator as _copy_generator, spawn_aside as _spawn_aside
+from ..rng import (SeedLike, as_generator, copy_generator as _copy_generator,
+                   spawn_aside as _spawn_aside)
 from ._rngstate import _rng_state
 from .aggregation import _ClearAggregator, _SecureAggregator, resolve_neighbors, resolve_threshold
 from .client import _MAX_BINS, MufcClient, _fit_client_task, _n_bins
@@ -265,10 +270,26 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
     ((0,), 148)
     """
 
-    def __init__(self, n_clusters=8, *, gamma="auto", server_points="uniform",
-                 client_init="k-means++", secure=True, n_init=10, max_iter=300, tol=1e-4,
-                 bounds=(-0.5, 0.5), modulus=None, random_state=None, executor=None,
-                 threshold=None, neighbors="auto", client_timeout=None, progress=False):
+    # for the type checker: the fitted state that fit installs in one
+    # __dict__ update
+    n_features_in_: int
+    n_bins_per_dim_: int
+    gamma_: float
+    dropped_clients_: tuple[int, ...]
+    _participants: list[int]
+    _clients: list[Any]
+    _agg: Any
+    _agg_rng: np.random.Generator
+    _server: MufcServer
+
+    def __init__(self, n_clusters: int = 8, *, gamma: float | str = "auto",
+                 server_points: str = "uniform", client_init: str = "k-means++",
+                 secure: bool = True, n_init: int = 10, max_iter: int = 300, tol: float = 1e-4,
+                 bounds: tuple[float, float] = (-0.5, 0.5), modulus: int | None = None,
+                 random_state: SeedLike = None, executor: Executor | None = None,
+                 threshold: int | None = None, neighbors: int | str = "auto",
+                 client_timeout: float | None = None,
+                 progress: bool | Callable[..., Any] = False) -> None:
         self.n_clusters = n_clusters
         self.gamma = gamma
         self.server_points = server_points
@@ -320,14 +341,14 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
     # -- the federation's state, read-only ----------------------------------------
 
     @property
-    def participants_(self):
+    def participants_(self) -> list[int]:
         """Indices of the clients in the roster (those that left through
         :meth:`remove_clients` are not), ascending."""
         self._check_fitted()
         return sorted(self._participants)
 
     @property
-    def removed_(self):
+    def removed_(self) -> list[NDArray[np.bool_] | None]:
         """Per client, a boolean mask over the rows given to :meth:`fit`:
         True at the rows removed since (a copy; ``None`` for a client that
         left, whose data the model no longer holds)."""
@@ -335,7 +356,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         return [None if c is None else c.removed_.copy() for c in self._clients]
 
     @property
-    def client_center_rows_(self):
+    def client_center_rows_(self) -> list[NDArray[np.int64] | None]:
         """Per client, the row ids (in the rows given to :meth:`fit`) of its
         local centers in seeding order (``None`` for a client that left):
         removing the first of them reseeds that client from scratch."""
@@ -343,7 +364,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         return [None if c is None else c.center_rows_ for c in self._clients]
 
     @property
-    def threshold_(self):
+    def threshold_(self) -> int:
         """The threshold of the current aggregation: the fewest participants
         a round completes with (with ``secure=True``, also the fewest
         colluders that could unmask one client's input)."""
@@ -383,7 +404,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
 
     # -- fit and unlearning ------------------------------------------------------
 
-    def fit(self, clients, y=None):
+    def fit(self, clients: Sequence[ArrayLike], y: object = None) -> FederatedKMeans:
         """Fit on a sequence of client datasets (2-D arrays, one per client).
 
         Parameters
@@ -554,7 +575,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             offline_seconds=getattr(agg, "offline_seconds", 0.0),
             details=tuple(client_reports), dropped=tuple(dropped))
 
-    def remove(self, client, ids):
+    def remove(self, client: int, ids: ArrayLike) -> FederatedRemovalReport:
         """Remove points ``ids`` (one or many) of client ``client`` and erase them.
 
         Parameters
@@ -604,7 +625,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             self._publish()
             return report
 
-    def remove_clients(self, ids):
+    def remove_clients(self, ids: ArrayLike) -> FederatedRemovalReport:
         """Remove whole clients and erase their data.
 
         Parameters
@@ -668,7 +689,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             self._publish()
             return report
 
-    def add_clients(self, new_clients):
+    def add_clients(self, new_clients: Sequence[ArrayLike]) -> FederatedRemovalReport:
         """Let new clients join (or dropped ones return, with their data).
 
         Parameters
@@ -800,7 +821,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                 "fit_seconds": dict(self.fit_seconds_)}
         return head, arrays
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted model (client states included) to ``path``.
 
         Format: one ``.npz`` archive (no pickle) holding the arrays and a
@@ -844,7 +865,8 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         _write_model(path, head, arrays)
 
     @classmethod
-    def load(cls, path, *, max_bytes=None):
+    def load(cls, path: str | os.PathLike[str], *, max_bytes: int | None = None
+             ) -> FederatedKMeans:
         """Read a model written by :meth:`save`, validating every field.
 
         Parameters
