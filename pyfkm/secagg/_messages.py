@@ -11,6 +11,8 @@ before anything is allocated.  The header and the field checks are
 :mod:`._framing`; each protocol's roster and input messages are in its
 subpackage (:mod:`.scma`, :mod:`.msa`).
 """
+from __future__ import annotations
+
 import operator
 import struct
 from dataclasses import dataclass, field
@@ -68,7 +70,7 @@ class KeyMessage:
             raise InvalidInputError("public_key must be 32 bytes")
         object.__setattr__(self, "public_key", bytes(self.public_key))
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the message.
 
         Returns
@@ -79,7 +81,7 @@ class KeyMessage:
         return _pack_header(_KEY, self.run_id, 0, self.sender, 0) + self.public_key
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> KeyMessage:
         """Parse a key message from its wire form.
 
         Parameters
@@ -208,7 +210,7 @@ class RoundMessage:
         object.__setattr__(self, "base_round", int(br))
 
     @staticmethod
-    def size(n_participants):
+    def size(n_participants: int) -> int:
         """Bytes of a round message with ``n_participants`` participants.
 
         Parameters
@@ -229,7 +231,7 @@ class RoundMessage:
         """
         return HEADER_BYTES + 4 + 4 * n_participants + 12
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the message.
 
         Returns
@@ -243,7 +245,7 @@ class RoundMessage:
                 + struct.pack("<IQ", self.delta_nonzeros, self.base_round))
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> RoundMessage:
         """Parse a round message from its wire form.
 
         Parameters
@@ -364,7 +366,7 @@ class ShareMessage:
         object.__setattr__(self, "ciphertexts", cts)
         _check_tag(self)
 
-    def signed_bytes(self):
+    def signed_bytes(self) -> bytes:
         """The bytes the tag authenticates: the wire form without the tag.
 
         Returns
@@ -376,7 +378,7 @@ class ShareMessage:
         return (_pack_header(_SHARES, self.run_id, self.round, self.sender, 0) + self.round_key
                 + self.commitment + struct.pack("<I", len(self.holders)) + body)
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the message.
 
         Returns
@@ -387,7 +389,7 @@ class ShareMessage:
         return self.signed_bytes() + self.tag
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> ShareMessage:
         """Parse a share message from its wire form (the tag is kept, not
         checked: only the server can check it).
 
@@ -501,7 +503,7 @@ class ShareBundle:
         object.__setattr__(self, "round_keys", keys)
         object.__setattr__(self, "ciphertexts", cts)
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the bundle.
 
         Returns
@@ -517,7 +519,7 @@ class ShareBundle:
         return head + u2 + struct.pack("<I", len(self.owners)) + items
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> ShareBundle:
         """Parse a share bundle from its wire form.
 
         Parameters
@@ -617,7 +619,7 @@ class InputRequest:
         object.__setattr__(self, "delta_nonzeros", int(dn))
         object.__setattr__(self, "base_round", int(br))
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the request.
 
         Returns
@@ -629,7 +631,7 @@ class InputRequest:
                 + struct.pack("<IQ", self.delta_nonzeros, self.base_round))
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> InputRequest:
         """Parse an input request from its wire form.
 
         Parameters
@@ -698,7 +700,7 @@ class UnmaskRequest:
         object.__setattr__(self, "round", _round_field(self.round))
         object.__setattr__(self, "survivors", _ids_tuple(self.survivors, "survivor"))
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the request.
 
         Returns
@@ -711,7 +713,7 @@ class UnmaskRequest:
                 + np.asarray(self.survivors, dtype="<u4").tobytes())
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> UnmaskRequest:
         """Parse an unmask request from its wire form.
 
         Parameters
@@ -817,7 +819,7 @@ class UnmaskMessage:
         object.__setattr__(self, "shares", shares)
         _check_tag(self)
 
-    def signed_bytes(self):
+    def signed_bytes(self) -> bytes:
         """The bytes the tag authenticates: the wire form without the tag.
 
         Returns
@@ -830,7 +832,7 @@ class UnmaskMessage:
                 + b"".join(_UNMASK_ITEM.pack(o, k, s)
                            for o, k, s in zip(self.owners, self.kinds, self.shares)))
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the message.
 
         Returns
@@ -841,7 +843,7 @@ class UnmaskMessage:
         return self.signed_bytes() + self.tag
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> UnmaskMessage:
         """Parse an unmask answer from its wire form (the tag is kept, not
         checked: only the server can check it).
 

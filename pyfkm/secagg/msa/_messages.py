@@ -4,6 +4,8 @@ Framing and field checks are :mod:`pyfkm.secagg._framing`; the messages MSA
 shares with SCMA (keys, rounds, shares, unmasking) are
 :mod:`pyfkm.secagg._messages`.
 """
+from __future__ import annotations
+
 import struct
 from dataclasses import dataclass, field
 
@@ -52,7 +54,7 @@ class _WordsEq:
         return all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
                    for a, b in zip(self._key(), other._key()))
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable: array fields
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ class MsaRosterMessage:
         object.__setattr__(self, "scale_bits", int(sb))
         _check_roster_extras(self)
 
-    def params_bytes(self):
+    def params_bytes(self) -> bytes:
         """What the roster digest binds of the run's parameters.
 
         Returns
@@ -140,7 +142,7 @@ class MsaRosterMessage:
         """
         return b"MSA" + struct.pack("<IB", self.n_words, self.scale_bits)
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the roster.
 
         Returns
@@ -155,7 +157,7 @@ class MsaRosterMessage:
         return _pack_header(_MSA_ROSTER, self.run_id, 0, SERVER_ID, 0) + b"".join(body)
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> MsaRosterMessage:
         """Parse an MSA roster from its wire form.
 
         Parameters
@@ -256,7 +258,7 @@ class GroupKeyMessage:
         object.__setattr__(self, "nonce", bytes(self.nonce))
         object.__setattr__(self, "ciphertext", bytes(self.ciphertext))
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the message.
 
         Returns
@@ -268,7 +270,7 @@ class GroupKeyMessage:
                 + struct.pack("<I", self.recipient) + self.nonce + self.ciphertext)
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> GroupKeyMessage:
         """Parse a group key message from its wire form.
 
         Parameters
@@ -360,7 +362,7 @@ class MaskedVectorMessage(_WordsEq):
     def _key(self):
         return (self.run_id, self.round, self.sender, self.payload, self.tag)
 
-    def signed_bytes(self):
+    def signed_bytes(self) -> bytes:
         """The bytes the tag authenticates: the wire form without the tag.
 
         Returns
@@ -371,7 +373,7 @@ class MaskedVectorMessage(_WordsEq):
         return (_pack_header(_MASKED, self.run_id, self.round, self.sender, 0)
                 + _words_body(self.payload))
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the message.
 
         Returns
@@ -382,7 +384,7 @@ class MaskedVectorMessage(_WordsEq):
         return self.signed_bytes() + self.tag
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> MaskedVectorMessage:
         """Parse a masked vector from its wire form (the tag is kept, not
         checked: only the server can check it).
 
@@ -467,7 +469,7 @@ class AggregateMessage(_WordsEq):
     def _key(self):
         return (self.run_id, self.round, self.payload, self.survivors)
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the message.
 
         Returns
@@ -481,7 +483,7 @@ class AggregateMessage(_WordsEq):
                 + _words_body(self.payload))
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> AggregateMessage:
         """Parse an aggregate from its wire form.
 
         Parameters

@@ -5,6 +5,8 @@ keys; :class:`SyndromeMessage` a client's masked power sums.  The header
 and field checks are :mod:`pyfkm.secagg._framing`, the messages SCMA shares
 with MSA (keys, rounds, shares, unmasking) :mod:`pyfkm.secagg._messages`.
 """
+from __future__ import annotations
+
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -102,7 +104,7 @@ class RosterMessage:
         _check_roster_extras(self)
         _check_roster_clients(self)
 
-    def params_bytes(self):
+    def params_bytes(self) -> bytes:
         """What the roster digest binds of the run's parameters.
 
         Returns
@@ -112,7 +114,7 @@ class RosterMessage:
         """
         return _params_bytes(self.params)
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the roster.
 
         Returns
@@ -127,7 +129,7 @@ class RosterMessage:
         return _pack_header(_ROSTER, self.run_id, 0, SERVER_ID, P.modulus) + b"".join(body)
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> RosterMessage:
         """Parse a roster from its wire form.
 
         Parameters
@@ -275,7 +277,7 @@ class SyndromeMessage:
             (other.run_id, other.round, other.sender, other.modulus, other.tag) and \
             np.array_equal(self.payload, other.payload)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable: array fields
 
     @classmethod
     def _trusted(cls, run_id, round_, sender, modulus, payload, tag=bytes(TAG_BYTES)):
@@ -286,7 +288,7 @@ class SyndromeMessage:
         return _built(cls, run_id=run_id, round=int(round_), sender=int(sender),
                       modulus=int(modulus), payload=payload, tag=tag)
 
-    def signed_bytes(self):
+    def signed_bytes(self) -> bytes:
         """The bytes the tag authenticates (everything before it).
 
         Returns
@@ -299,7 +301,7 @@ class SyndromeMessage:
                                     self.sender, self.modulus, payload.size)
                 + (payload.tobytes() if _LITTLE else payload.astype("<u8").tobytes()))
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The wire form of the message.
 
         Returns
@@ -311,7 +313,7 @@ class SyndromeMessage:
         return self.signed_bytes() + self.tag
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: bytes) -> SyndromeMessage:
         """Parse a syndrome message from its wire form (the tag is kept, not
         checked: only the server can check it).
 
@@ -353,7 +355,7 @@ class SyndromeMessage:
                       payload=payload, tag=data[-TAG_BYTES:])
 
     @staticmethod
-    def size(n_words):
+    def size(n_words: int) -> int:
         """Bytes of a message carrying ``n_words`` field elements.
 
         Parameters
