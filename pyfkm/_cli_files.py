@@ -288,6 +288,23 @@ def load_model(path):
 
 # -- plot ------------------------------------------------------------------------------------
 
+def check_plot_target(path):
+    """Fail early (before a long fit) when ``--plot`` cannot be written:
+    matplotlib missing, or a file extension it does not know."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise CliError("--plot needs matplotlib: pip install matplotlib") from None
+    ext = pathlib.Path(path).suffix.lstrip(".").lower()
+    known = FigureCanvasBase.get_supported_filetypes()
+    if ext not in known:
+        raise CliError(f"--plot {path}: the file name must end in one of "
+                       f"{', '.join('.' + e for e in sorted(known))}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CliError(f"--plot {path}: folder {folder!r} does not exist")
+
+
 def plot_clusters(X, model, path, features=None):
     """Scatter of the first two features (or of a 2-D SVD projection when
     there are more than two) coloured by cluster, with the centers."""

@@ -42,7 +42,8 @@ import time
 import numpy as np
 
 import pyfkm
-from ._cli_files import CliError, load_model, plot_clusters, read_clients, save_kmeans
+from ._cli_files import (CliError, check_plot_target, load_model, plot_clusters, read_clients,
+                         save_kmeans)
 from .core import KMeans
 from .exceptions import PyfkmError
 from .metrics import kmeans_objective
@@ -236,6 +237,8 @@ def _cmd_fit(args, say):
     K = args.clusters
     if K > n:
         raise CliError(f"--clusters {K} is more than the {n} points in the data")
+    if args.plot:
+        check_plot_target(args.plot)
     X = np.concatenate(clients)
     t0 = time.perf_counter()
     if args.method == "kmeans":
@@ -451,7 +454,10 @@ def main(argv=None, prog="pyfkm"):
     old_level = logger.level
     logger.addHandler(handler)
     logger.setLevel(level)
-    say = (lambda line: None) if args.quiet else print
+    def say(line):
+        if not args.quiet:
+            print(line, flush=True)     # as it happens, also through a pipe
+
     try:
         if args.command == "demo":
             from .demo import run_demo

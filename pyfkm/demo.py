@@ -44,7 +44,7 @@ SIZES = {
     "quick": dict(kmeans=(5_000, 5, 5), n_removals=100,
                   federated=(2_000, 5, 5, 6), fed_removals=5,
                   deletion=(2_000, 5, 5), n_deletions=20,
-                  dp=(2_000, 2, 3, 4), outliers=(600, 3, 4, 12, 4)),
+                  dp=(4_000, 2, 3, 4), outliers=(600, 3, 4, 12, 4)),
 }
 
 
@@ -322,7 +322,7 @@ def _outliers_section(rng, out, size, progress):
     rows, numbers = [], {}
     with _Timer() as t_c:
         kz = KZCenter(k, z).fit(X)
-    found = kz.labels_ < 0
+    found = kz.predict(X) < 0
     out(f"   KZCenter (centralized greedy): {_fmt_s(t_c.s)}, radius {kz.radius_:.3g}, "
         f"{int(found.sum())} declared outliers, {int((found & noise).sum())} of them planted")
     rows.append(_row("KZCenter", f"{n:,} points, k={k}, z={z}", t_c.s,

@@ -1,0 +1,387 @@
+"""The ``pyfkm`` command line (pyfkm.cli), run in-process through main([...]).
+
+Errors first: every bad input exits with status 2 and one line
+``pyfkm: error: ...`` on stderr (argparse's usage line before it for a bad
+argument), never a traceback.  Then fit -> info -> forget round trips on
+CSV and .npy files written here, with expectations from the data we wrote.
+"""
+import builtins
+import logging
+import re
+
+import numpy as np
+import pytest
+
+import pyfkm
+from pyfkm import FederatedKMeans, PyfkmError
+from pyfkm.cli import build_parser, main, read_clients
+
+CENTERS = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+
+
+def blobs(seed=0, n_per=40):
+    """Three tight, far apart blobs; 'site' labels s0, s1, s2 (mixed)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(3), n_per)
+    X = np.round(CENTERS[y] + rng.normal(scale=0.3, size=(y.size, 2)), 6)
+    site = rng.integers(0, 3, size=y.size)
+    return X, site
+
+
+def write_csv(path, X, site=None, header=True):
+    with open(path, "w") as f:
+        if header:
+            f.write("height,weight" + (",site" if site is not None else "") + "\n")
+        for i, row in enumerate(X):
+            cells = [repr(float(v)) for v in row]
+            if site is not None:
+                cells.append(f"s{site[i]}")
+            f.write(",".join(cells) + "\n")
+    return str(path)
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def assert_error(capsys, *argv, match):
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2, (out, err)
+    lines = [line for line in err.strip().splitlines()
+             if not line.startswith("pyfkm: warning: ")]
+    assert "Traceback" not in err
+    assert re.match(r"pyfkm( \w+)?: error: ", lines[-1]), err
+    assert re.search(match, lines[-1]), lines[-1]
+    # our own errors are one line; argparse's have its usage line before
+    assert len(lines) == 1 or lines[0].startswith("usage: pyfkm")
+    return lines[-1]
+
+
+@pytest.fixture
+def csv_data(tmp_path):
+    X, site = blobs()
+    return write_csv(tmp_path / "data.csv", X, site), X, site
+
+
+# -- errors -------------------------------------------------------------------------------
+
+def test_missing_file(capsys, tmp_path):
+    assert_error(capsys, "fit", tmp_path / "nope.csv", "-k", 2, match="no such file")
+    assert_error(capsys, "info", tmp_path / "nope.npz", match="no such file")
+    assert_error(capsys, "forget", tmp_path / "nope.npz", "--client", 0,
+                 match="no such file")
+
+
+def test_bad_csv(capsys, tmp_path):
+    p = tmp_path / "bad.csv"
+    p.write_text("a,b\n1,2\n3,x\n")
+    assert_error(capsys, "fit", p, "-k", 1, match=r"line 3, column 'b': 'x' is not a number")
+    p.write_text("1,2\n3,4,5\n")
+    assert_error(capsys, "fit", p, "-k", 1, match="line 2 has 3 fields")
+    p.write_text("")
+    assert_error(capsys, "fit", p, "-k", 1, match="empty")
+    p.write_text("a,b\n")
+    assert_error(capsys, "fit", p, "-k", 1, match="no data rows")
+    p.write_text("1,nan\n2,3\n")
+    assert_error(capsys, "fit", p, "-k", 1, match="NaN or infinite")
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    assert_error(capsys, "fit", p, "-k", 1, match="not a text CSV")
+    q = tmp_path / "bad.npy"
+    q.write_bytes(b"not an npy file")
+    assert_error(capsys, "fit", q, "-k", 1, match="not a valid .npy")
+
+
+def test_bad_arguments(capsys, csv_data, tmp_path):
+    path, _, _ = csv_data
+    assert_error(capsys, "demo", "--seed", -1, match=r"--seed: '-1' is not an integer >= 0")
+    assert_error(capsys, "fit", path, "-k", 0, match="is not an integer >= 1")
+    assert_error(capsys, "fit", path, match="required: -k/--clusters")
+    assert_error(capsys, "fit", path, "-k", 2, "--seed", "x", match="--seed")
+    assert_error(capsys, "fit", path, "-k", 2, "--bounds", 1, "inf", match="finite")
+    assert_error(capsys, "nope", match="invalid choice")
+    assert_error(capsys, match="required: COMMAND")
+
+
+def test_more_clusters_than_points(capsys, csv_data):
+    path, X, _ = csv_data
+    assert_error(capsys, "fit", path, "--clients-column", "site", "-k", X.shape[0] + 1,
+                 match=rf"--clusters {X.shape[0] + 1} is more than the {X.shape[0]} points")
+
+
+def test_client_column_errors(capsys, csv_data, tmp_path):
+    path, X, _ = csv_data
+    assert_error(capsys, "fit", path, "--clients-column", "nope", "-k", 2,
+                 match="no column named 'nope'")
+    assert_error(capsys, "fit", path, "--clients-column", 7, "-k", 2,
+                 match="--clients-column 7 but the file has 3 columns")
+    # without the client column, its labels are not numbers
+    assert_error(capsys, "fit", path, "-k", 2, match="'s[012]' is not a number")
+    np.save(tmp_path / "a.npy", X)
+    assert_error(capsys, "fit", tmp_path / "a.npy", "--clients-column", "site", "-k", 2,
+                 match="no column names")
+    assert_error(capsys, "fit", path, tmp_path / "a.npy", "--clients-column", 2, "-k", 2,
+                 match="splits one file")
+
+
+def test_data_outside_the_bounds(capsys, csv_data):
+    path, _, _ = csv_data
+    assert_error(capsys, "fit", path, "--clients-column", "site", "-k", 3,
+                 "--bounds", 0, 1, match=r"values outside --bounds \[0, 1\]")
+    assert_error(capsys, "fit", path, "--clients-column", "site", "-k", 3,
+                 "--bounds", 20, -20, match="HIGH must be greater than LOW")
+
+
+def test_forget_errors(capsys, csv_data, tmp_path):
+    path, _, _ = csv_data
+    model = tmp_path / "m.npz"
+    assert run(capsys, "fit", path, "--clients-column", "site", "-k", 3, "--seed", 0,
+               "--model", model, "--no-secure")[0] == 0
+    before = model.read_bytes()
+    assert_error(capsys, "forget", model, "--client", 3, match="unknown client 3")
+    assert_error(capsys, "forget", model, "--client", 0, "--points", "0,x",
+                 match="'x' is not a point id")
+    assert_error(capsys, "forget", model, "--client", 0, "--points", "-1",
+                 match="point ids must be >= 0")
+    assert_error(capsys, "forget", model, "--client", 0, "--points", 100000,
+                 match="no point 100000")
+    assert_error(capsys, "forget", model, "--client", 0, "--client", 1, "--points", 0,
+                 match="one --client")
+    assert_error(capsys, "forget", model, "--client", 0, "--points", "1,1",
+                 match="repeated")
+    assert_error(capsys, "forget", model, "--client", 0, "--client", 1, "--client", 2,
+                 match="cannot remove every client")
+    assert model.read_bytes() == before          # a failed forget changes nothing
+    assert run(capsys, "forget", model, "--client", 0, "--points", 5)[0] == 0
+    assert_error(capsys, "forget", model, "--client", 0, "--points", 5,
+                 match="already removed")
+    assert run(capsys, "forget", model, "--client", 1)[0] == 0
+    assert_error(capsys, "forget", model, "--client", 1, match="already left")
+
+
+def test_not_a_model_file(capsys, csv_data, tmp_path):
+    path, _, _ = csv_data
+    assert_error(capsys, "info", path, match="not a pyfkm model")
+    np.savez(tmp_path / "other.npz", a=np.zeros(3))
+    assert_error(capsys, "info", tmp_path / "other.npz", match="no header")
+
+
+def test_verbose_verbose_shows_the_traceback(csv_data):
+    path, X, _ = csv_data
+    with pytest.raises(PyfkmError, match="more than"):
+        main(["fit", path, "--clients-column", "site", "-k", str(X.shape[0] + 1), "-vv"])
+
+
+# -- version, help, parser ---------------------------------------------------------------
+
+def test_version(capsys):
+    rc, out, err = run(capsys, "--version")
+    assert rc == 0 and out == f"pyfkm {pyfkm.__version__}\n" and err == ""
+
+
+def test_help_names_the_program_and_every_command(capsys):
+    rc, out, _ = run(capsys, "--help")
+    assert rc == 0 and out.startswith("usage: pyfkm ")
+    for cmd in ("demo", "fit", "forget", "info"):
+        assert re.search(rf"^    {cmd} +\S", out, re.M), cmd
+    rc, out, _ = run(capsys, "fit", "--help")
+    assert rc == 0 and out.startswith("usage: pyfkm fit ")
+    for opt in ("--clusters", "--clients-column", "--bounds", "--model", "--plot", "--seed",
+                "--method"):
+        assert opt in out
+    parser = build_parser("python -m pyfkm")
+    assert parser.format_usage().startswith("usage: python -m pyfkm ")
+
+
+def test_verbosity_flags_before_or_after_the_command():
+    p = build_parser()
+    assert p.parse_args(["-v", "info", "m"]).verbose == 1
+    assert p.parse_args(["info", "m", "-vv"]).verbose == 2
+    assert p.parse_args(["info", "m"]).verbose == 0
+    assert p.parse_args(["-q", "info", "m"]).quiet is True
+
+
+# -- reading the data ---------------------------------------------------------------------
+
+def test_read_clients_csv_with_a_client_column(csv_data):
+    path, X, site = csv_data
+    clients, names, features = read_clients([path], "site")
+    assert names == ["s0", "s1", "s2"] and features == ["height", "weight"]
+    for c, s in zip(clients, range(3)):
+        np.testing.assert_array_equal(c, X[site == s])
+    # the same column by index (2), and with a header-less file
+    clients2, names2, _ = read_clients([path], 2)
+    assert names2 == names and all(np.array_equal(a, b) for a, b in zip(clients, clients2))
+
+
+def test_read_clients_numeric_labels_sort_numerically(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("10,1.0\n2,2.0\n10,3.0\n1,4.0\n")     # no header, client in column 0
+    clients, names, features = read_clients([p], 0)
+    assert names == ["1", "2", "10"] and features is None
+    assert [c.ravel().tolist() for c in clients] == [[4.0], [2.0], [1.0, 3.0]]
+
+
+def test_read_clients_folder_and_npy_column(tmp_path):
+    X, _ = blobs()
+    folder = tmp_path / "clients"
+    folder.mkdir()
+    np.save(folder / "b.npy", X[:10])
+    write_csv(folder / "a.csv", X[10:25], header=False)
+    (folder / "notes.txt").write_text("ignored")
+    clients, names, _ = read_clients([folder])
+    assert names == ["a", "b"]
+    np.testing.assert_array_equal(clients[0], X[10:25])
+    np.testing.assert_array_equal(clients[1], X[:10])
+    np.save(tmp_path / "with_ids.npy", np.column_stack([X[:6], [3, 1, 3, 1, 2, 2]]))
+    clients, names, _ = read_clients([tmp_path / "with_ids.npy"], 2)
+    assert names == ["1", "2", "3"]
+    np.testing.assert_array_equal(clients[2], X[[0, 2]])
+
+
+# -- fit, info, forget ---------------------------------------------------------------------
+
+def file_has_row(path, row):
+    return np.ascontiguousarray(row, dtype=np.float64).tobytes() in path.read_bytes()
+
+
+def test_fit_info_forget_round_trip(capsys, csv_data, tmp_path):
+    path, X, site = csv_data
+    model = tmp_path / "model.npz"
+    rc, out, err = run(capsys, "fit", path, "--clients-column", "site", "-k", 3,
+                       "--seed", 1, "--model", model, "--server-points", "centers")
+    assert rc == 0
+    assert "FederatedKMeans: 3 clients, 120 points, 2 features, 3 centers" in out
+    assert "0 = 's0'" in out and f"model saved to {model}" in out
+    assert "computed from the data" in err              # the bounds warning
+    fkm = FederatedKMeans.load(model)
+    assert [int((~r).sum()) for r in fkm.removed_] == [int((site == s).sum()) for s in range(3)]
+    # three far apart blobs: every true center has a fitted center nearby
+    d = np.linalg.norm(CENTERS[:, None] - fkm.cluster_centers_[None], axis=2)
+    assert d.min(axis=1).max() < 1.0
+    objective = ((X - fkm.cluster_centers_[fkm.predict(X)]) ** 2).sum()
+    assert f"objective {objective:.6g}" in out
+
+    rc, out, _ = run(capsys, "info", model)
+    assert rc == 0
+    assert "FederatedKMeans model" in out and "version 3" in out
+    assert "clusters 3 (K = 3), features 2" in out and "clients 3: 3 in the federation" in out
+    assert f"client 0: {int((site == 0).sum())} points, 0 removed" in out
+
+    # forget two points of client 1 into a new file: they are gone from it
+    rows = X[site == 1][[0, 3]]
+    assert file_has_row(model, rows[0]) and file_has_row(model, rows[1])
+    out_model = tmp_path / "forgot.npz"
+    rc, out, _ = run(capsys, "forget", model, "--client", 1, "--points", "0, 3",
+                     "--out", out_model)
+    assert rc == 0 and "removed 2 points of client 1" in out
+    assert f"model saved to {out_model}" in out
+    after = FederatedKMeans.load(out_model)
+    assert np.flatnonzero(after.removed_[1]).tolist() == [0, 3]
+    assert int(after.aggregate_counts_.sum()) == int(fkm.aggregate_counts_.sum()) - 2
+    assert not file_has_row(out_model, rows[0]) and not file_has_row(out_model, rows[1])
+    assert file_has_row(model, rows[0])                 # --out left the original alone
+
+    # a whole client leaves, in place; --points-file for client 0
+    ids = tmp_path / "ids.txt"
+    ids.write_text("1\n2, 4\n")
+    assert run(capsys, "forget", out_model, "--client", 0, "--points-file", ids)[0] == 0
+    assert np.flatnonzero(FederatedKMeans.load(out_model).removed_[0]).tolist() == [1, 2, 4]
+    gone = X[site == 2]
+    assert all(file_has_row(out_model, r) for r in gone[:3])
+    rc, out, _ = run(capsys, "forget", out_model, "--client", 2)
+    assert rc == 0 and "client 2 left the federation: 2 clients remain" in out
+    final = FederatedKMeans.load(out_model)
+    assert final.participants_ == [0, 1] and final.removed_[2] is None
+    assert not any(file_has_row(out_model, r) for r in gone)
+    rc, out, _ = run(capsys, "info", out_model)
+    assert "clients 3: 2 in the federation, left: 2" in out
+    assert f"points {int((site != 2).sum()) - 5} (5 removed" in out
+
+
+def test_fit_a_folder_of_npy_files_with_public_bounds(capsys, tmp_path):
+    X, _ = blobs(seed=2)
+    folder = tmp_path / "clients"
+    folder.mkdir()
+    for i, part in enumerate(np.array_split(X, 4)):
+        np.save(folder / f"client{i}.npy", part)
+    model = tmp_path / "m.npz"
+    rc, out, err = run(capsys, "fit", folder, "-k", 3, "--bounds", -5, 15, "--seed", 0,
+                       "--model", model)
+    assert rc == 0 and err == ""                         # public bounds: no warning
+    assert "4 clients, 120 points" in out and "data box [-5, 15]" in out
+    fkm = FederatedKMeans.load(model)
+    assert fkm.bounds == (-5.0, 15.0) and len(fkm.removed_) == 4
+
+
+def test_fit_kmeans_method_and_what_it_cannot_do(capsys, csv_data, tmp_path):
+    path, X, _ = csv_data
+    model = tmp_path / "km.npz"
+    rc, out, _ = run(capsys, "fit", path, "--clients-column", "site", "-k", 3,
+                     "--method", "kmeans", "--seed", 0, "--model", model)
+    assert rc == 0 and "KMeans: 3 clients, 120 points" in out
+    rc, out, _ = run(capsys, "info", model)
+    assert rc == 0 and "KMeans model" in out and "clusters 3, features 2" in out
+    assert "fitted on 120 points" in out
+    assert_error(capsys, "forget", model, "--client", 0, match="cannot forget")
+
+
+def test_quiet_prints_nothing_and_verbose_shows_library_logs(capsys, csv_data, tmp_path,
+                                                             monkeypatch):
+    path, _, _ = csv_data
+    model = tmp_path / "m.npz"
+    rc, out, err = run(capsys, "-q", "fit", path, "--clients-column", "site", "-k", 3,
+                       "--model", model, "--no-secure")
+    assert rc == 0 and out == "" and err == "" and model.exists()
+    # a library log record (the library logs through logging.getLogger(__name__))
+    real = FederatedKMeans.load
+
+    def load_and_log(*a, **k):
+        logging.getLogger("pyfkm.mufc.persistence").info("read %d clients", 3)
+        return real(*a, **k)
+
+    monkeypatch.setattr(FederatedKMeans, "load", load_and_log)
+    assert "read 3 clients" not in run(capsys, "info", model)[2]
+    rc, _, err = run(capsys, "-v", "info", model)
+    assert "pyfkm: [pyfkm.mufc.persistence] read 3 clients" in err
+    # main leaves the logging configuration as it found it
+    assert not logging.getLogger("pyfkm").handlers
+
+
+def test_plot(capsys, csv_data, tmp_path):
+    pytest.importorskip("matplotlib")
+    path, _, _ = csv_data
+    fig = tmp_path / "fig.png"
+    rc, out, _ = run(capsys, "fit", path, "--clients-column", "site", "-k", 3, "--no-secure",
+                     "--model", tmp_path / "m.npz", "--plot", fig)
+    assert rc == 0 and f"plot saved to {fig}" in out
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert_error(capsys, "fit", path, "--clients-column", "site", "-k", 3, "--no-secure",
+                 "--model", tmp_path / "m2.npz", "--plot", tmp_path / "fig.nope",
+                 match=r"--plot .*fig.nope: the file name must end in one of .*\.png")
+    assert not (tmp_path / "m2.npz").exists()          # checked before the fit
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(capsys, csv_data, tmp_path,
+                                                         monkeypatch):
+    real_import = builtins.__import__
+
+    def no_mpl(name, *a, **k):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_mpl)
+    path, _, _ = csv_data
+    assert_error(capsys, "fit", path, "--clients-column", "site", "-k", 3, "--no-secure",
+                 "--model", tmp_path / "m.npz", "--plot", tmp_path / "f.png",
+                 match="pip install matplotlib")
+
+
+def test_demo_quick(capsys):
+    rc, out, _ = run(capsys, "demo", "--quick", "--seed", 2)
+    assert rc == 0
+    for head in ("1. KMeans", "2. FederatedKMeans", "3. Deletion-efficient",
+                 "4. DPFederatedKMeans", "5. (k, z)-center", "Summary"):
+        assert head in out
