@@ -143,6 +143,19 @@ class BaseEstimator:
                          if not hasattr(v, "shape"))
         return f"{type(self).__name__}({args})"
 
+    def __sklearn_is_fitted__(self):
+        """Whether ``fit`` has run (scikit-learn's ``check_is_fitted`` asks
+        this): a fitted model has ``cluster_centers_``.
+
+        Returns
+        -------
+        bool
+        """
+        try:
+            return getattr(self, "cluster_centers_", None) is not None
+        except NotFittedError:
+            return False
+
     def _check_fitted(self, attr="cluster_centers_"):
         if not hasattr(self, attr):
             raise NotFittedError(

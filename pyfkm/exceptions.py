@@ -36,7 +36,38 @@ class InvalidIdError(InvalidInputError):
 
 
 class NotFittedError(PyfkmError, ValueError, AttributeError):
-    """An estimator was used before ``fit``."""
+    """An estimator was used before ``fit``.
+
+    When scikit-learn is loaded, the error raised is also an instance of
+    ``sklearn.exceptions.NotFittedError`` (a subclass of both, made on
+    first use), so that scikit-learn's tools (``check_is_fitted``,
+    ``Pipeline``, ``check_estimator``) recognise it; pyfkm never imports
+    scikit-learn itself.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        if cls is NotFittedError:
+            cls = _with_sklearn_not_fitted() or cls
+        return super().__new__(cls, *args, **kwargs)
+
+    def __reduce__(self):
+        return NotFittedError, self.args
+
+
+_SKLEARN_NOT_FITTED = []
+
+
+def _with_sklearn_not_fitted():
+    """NotFittedError combined with scikit-learn's, if scikit-learn is loaded."""
+    import sys
+
+    sk = sys.modules.get("sklearn.exceptions")
+    if sk is None or not isinstance(getattr(sk, "NotFittedError", None), type):
+        return None
+    if not _SKLEARN_NOT_FITTED:
+        _SKLEARN_NOT_FITTED.append(type("NotFittedError", (NotFittedError, sk.NotFittedError),
+                                        {"__module__": __name__, "__doc__": NotFittedError.__doc__}))
+    return _SKLEARN_NOT_FITTED[0]
 
 
 class NumericalError(InvalidInputError):

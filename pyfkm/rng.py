@@ -28,10 +28,13 @@ def as_generator(random_state: SeedLike = None) -> np.random.Generator:
 
     Parameters
     ----------
-    random_state : None, int, numpy.random.SeedSequence or numpy.random.Generator
+    random_state : None, int, SeedSequence, Generator or RandomState
         ``None`` draws fresh OS entropy (not reproducible); an int or a
         SeedSequence seeds a new PCG64 generator; a Generator is used as is
-        (and advanced by the caller's use).
+        (and advanced by the caller's use); a legacy
+        :class:`numpy.random.RandomState` (scikit-learn's convention) seeds
+        a new PCG64 generator with 128 bits drawn from it, so it advances
+        and the same RandomState state gives the same generator.
 
     Returns
     -------
@@ -55,14 +58,18 @@ def as_generator(random_state: SeedLike = None) -> np.random.Generator:
         return random_state
     if isinstance(random_state, np.random.SeedSequence):
         return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        words = random_state.randint(0, 2 ** 32, size=4, dtype=np.uint64)
+        return np.random.default_rng(np.random.SeedSequence([int(v) for v in words]))
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if int(random_state) < 0:
             raise InvalidInputError(
                 f"random_state={random_state} must be a nonnegative integer")
         return np.random.default_rng(int(random_state))
     raise InvalidInputError(
-        "random_state must be None, an int, a numpy.random.SeedSequence or a "
-        f"numpy.random.Generator, got {type(random_state).__name__}")
+        "random_state must be None, a nonnegative int, a numpy.random.SeedSequence, "
+        "a numpy.random.Generator or a numpy.random.RandomState, got "
+        f"{type(random_state).__name__}")
 
 
 def spawn(random_state: SeedLike, n: int) -> list[np.random.Generator]:

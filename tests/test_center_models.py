@@ -77,7 +77,7 @@ def test_errors(name, fitted):
     cls = type(m).__name__
     for method in ("predict", "transform", "score"):
         with pytest.raises(InvalidInputError,
-                           match=f"X has 4 features, but {cls} was fitted with 3"):
+                           match=f"X has 4 features, but {cls} is expecting 3 features"):
             getattr(m, method)(np.zeros((2, 4)))
         with pytest.raises(InvalidInputError, match="NaN or infinity"):
             getattr(m, method)([[0.0, np.inf, 0.0]])

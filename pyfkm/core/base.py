@@ -186,8 +186,8 @@ class CenterModelMixin:
 
 
 class FitPredictMixin:
-    """``fit_predict`` for estimators that fit on one ``X`` and set
-    ``labels_`` (the cluster of each training row)."""
+    """``fit_predict`` and ``fit_transform`` for estimators that fit on one
+    ``X`` and set ``labels_`` (the cluster of each training row)."""
 
     fit: Callable[..., Any]  # the estimator's
 
@@ -224,3 +224,35 @@ class FitPredictMixin:
         True
         """
         return self.fit(X, y, *args, **fit_params).labels_
+
+    def fit_transform(self, X: ArrayLike, y: object = None, *args: Any, **fit_params: Any
+                      ) -> NDArray[np.float64]:
+        """Fit on ``X`` and return the distances of its rows to the centers.
+
+        ``fit_transform(X)`` is ``fit(X).transform(X)``; further arguments
+        go to ``fit`` as in :meth:`fit_predict`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : None
+            Ignored; accepted for scikit-learn's API.
+        *args
+            Further positional arguments of ``fit``.
+        **fit_params
+            Further keyword arguments of ``fit``.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_samples, n_clusters)
+            Euclidean distance of each training row to every center.
+
+        Examples
+        --------
+        >>> from pyfkm import KMeans
+        >>> D = KMeans(n_clusters=2, random_state=0).fit_transform([[0.0], [0.0], [4.0]])
+        >>> sorted(D[0].tolist())
+        [0.0, 4.0]
+        """
+        return self.fit(X, y, *args, **fit_params).transform(X)

@@ -9,7 +9,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator
 from .._core import _lloyd, _seeding
-from .._validation import check_array, check_n_clusters, check_sample_weight
+from .._validation import (check_array, check_n_clusters, check_n_threads,
+                           check_sample_weight, feature_names, set_feature_names)
 from ..exceptions import InvalidInputError, NumericalError
 from ..rng import SeedLike, as_generator
 from .base import CenterModelMixin, FitPredictMixin
@@ -376,17 +377,21 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
         step); "random" picks ``n_clusters`` distinct rows with probability
         proportional to weight; an array is used as given (then ``n_init``
         must be 1).
-    n_init : int, default=1
+    n_init : int or "auto", default="auto"
         Number of initialisations; the run with the lowest inertia is kept.
+        "auto" (scikit-learn's rule): 1 for ``init="k-means++"`` or an
+        array of centers, 10 for ``init="random"``.
     max_iter : int, default=300
     tol : float, default=1e-4
         Relative tolerance on the total squared center shift (times the mean
         feature variance), as in scikit-learn.
-    random_state : None, int, SeedSequence or Generator
-    n_threads : int, default=1
+    random_state : None, int, SeedSequence, Generator or RandomState
+        Seeds the initialisation (see :func:`pyfkm.rng.as_generator`).
+    n_threads : int or None, default=None
         Threads for the assignment step (the C kernel releases the GIL).
-        Results do not depend on it: points are split into fixed parts whose
-        partial sums are merged in order.
+        None or -1: every core available to the process; ``-k``: all but
+        ``k - 1`` of them.  Results do not depend on it: points are split
+        into fixed parts whose partial sums are merged in order.
     verbose : int, default=0
         Print one line per Lloyd iteration.
 
@@ -398,6 +403,10 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
         Weighted sum of squared distances to the closest center.
     n_iter_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+        Column names of ``X`` when it was a DataFrame with string names;
+        ``predict``, ``transform`` and ``score`` then require the same
+        columns in the same order.
 
     Notes
     -----
@@ -424,8 +433,9 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters: int = 8, *, init: str | ArrayLike = "k-means++",
-                 n_init: int = 1, max_iter: int = 300, tol: float = 1e-4,
-                 random_state: SeedLike = None, n_threads: int = 1, verbose: int = 0) -> None:
+                 n_init: int | str = "auto", max_iter: int = 300, tol: float = 1e-4,
+                 random_state: SeedLike = None, n_threads: int | None = None,
+                 verbose: int = 0) -> None:
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
@@ -438,10 +448,14 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
     def _check_params(self, X, w):
         n_pos = X.shape[0] if w is None else int(np.count_nonzero(w > 0))
         k = check_n_clusters(self.n_clusters, X.shape[0], n_pos)
-        for name, lo in (("n_init", 1), ("max_iter", 1), ("n_threads", 1)):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
-                raise InvalidInputError(f"{name}={v!r} must be an int >= {lo}")
+        n_init = self.n_init
+        if isinstance(n_init, str) and n_init == "auto":
+            n_init = 10 if isinstance(self.init, str) and self.init == "random" else 1
+        for name, v in (("n_init", n_init), ("max_iter", self.max_iter)):
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
+                raise InvalidInputError(
+                    f"{name}={v!r} must be an int >= 1" + (" or 'auto'" if name == "n_init" else ""))
+        n_threads = check_n_threads(self.n_threads)
         if not isinstance(self.tol, numbers.Real) or not np.isfinite(self.tol) or self.tol < 0:
             raise InvalidInputError(f"tol={self.tol!r} must be a finite number >= 0")
         init = self.init
@@ -455,11 +469,12 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
                 raise InvalidInputError(
                     f"init has shape {init.shape}, expected (n_clusters, n_features) = "
                     f"{(k, X.shape[1])}")
-            if self.n_init != 1:
+            if n_init != 1:
                 raise InvalidInputError(
-                    f"n_init={self.n_init} must be 1 when init is an array of centers")
+                    f"n_init={self.n_init} must be 1 (or 'auto') when init is an array of "
+                    "centers")
             init = init.astype(np.float64)
-        return k, init
+        return k, init, int(n_init), n_threads
 
     def _init_centers(self, X, w, k, init, rng):
         if isinstance(init, np.ndarray):
@@ -486,21 +501,23 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
         -------
         self
         """
+        names = feature_names(X)
         X = check_array(X, "X")
         w = check_sample_weight(sample_weight, X.shape[0])
-        k, init = self._check_params(X, w)
+        k, init, n_init, n_threads = self._check_params(X, w)
         rng = as_generator(self.random_state)
         best = None
         tol_abs = absolute_tolerance(X, self.tol)
-        for _ in range(self.n_init):
+        for _ in range(n_init):
             c0 = self._init_centers(X, w, k, init, rng)
             res = lloyd(X, c0, sample_weight=w, max_iter=self.max_iter, tol=self.tol,
-                        n_threads=self.n_threads, verbose=self.verbose, tol_abs=tol_abs)
+                        n_threads=n_threads, verbose=self.verbose, tol_abs=tol_abs)
             if best is None or res[2] < best[2]:
                 best = res
         self.cluster_centers_, self.labels_, self.inertia_, self.n_iter_ = best  # type: ignore[misc]
         self.n_features_in_ = X.shape[1]
+        set_feature_names(self, names)
         return self
 
     def _nearest_center(self, X, C):
-        return nearest_center(X, C, n_threads=self.n_threads)
+        return nearest_center(X, C, n_threads=check_n_threads(self.n_threads))

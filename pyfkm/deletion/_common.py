@@ -21,7 +21,7 @@ from .._base import BaseEstimator, Report
 from .._deprecated import renamed_method
 from ..core.base import CenterModelMixin
 from ..core.kernels import seeding as _seeding
-from .._validation import check_array, check_ids
+from .._validation import check_array, check_ids, feature_names, set_feature_names
 from ..exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
 from ..rng import as_generator
 
@@ -289,6 +289,7 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
     def __setstate__(self, state):
         # a pickle is data from outside: every field is checked before
         # anything is installed (ModelFileError naming the field)
+        state = _unmapped(state, set())
         _check_pickled(type(self), state)
         self.__dict__.update(state)
         self._lock = threading.RLock()
@@ -372,6 +373,7 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
             overflow (:class:`NumericalError`).  The model is unchanged then.
         """
         with self._lock:
+            names = feature_names(X)
             X = check_array(X, "X")
             params = self._check_params(X.shape[0])
             ids = _check_sample_ids(sample_ids, X.shape[0])
@@ -379,6 +381,7 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
                 key = int(rng.integers(0, 2 ** 63))
                 state = self._fitted_state(X, ids, key, params, rng)
             self._state = state  # the commit: one assignment
+            set_feature_names(self, names)
         return self
 
     def remove(self, ids: ArrayLike) -> DeletionReport:
@@ -526,6 +529,34 @@ class _Fields:
             for other, b in {**written, **others}.items():
                 if other != name and np.may_share_memory(a, b):
                     self.fail(name, f"shares memory with {other}")
+
+
+def _unmapped(value, seen):
+    """``value`` with every numpy memmap in it (joblib's ``load(...,
+    mmap_mode="r")`` gives them) replaced by an in-memory copy, so that the
+    model never writes to, nor keeps, a file it was read from; containers
+    and the attributes of the state's objects are updated in place (they
+    come fresh from the unpickler)."""
+    if isinstance(value, np.memmap):
+        return np.array(value)
+    if id(value) in seen:
+        return value
+    seen.add(id(value))
+    if type(value) is dict:
+        for k, v in value.items():
+            value[k] = _unmapped(v, seen)
+    elif type(value) is list:
+        value[:] = [_unmapped(v, seen) for v in value]
+    elif type(value) is tuple:
+        return tuple(_unmapped(v, seen) for v in value)
+    elif not isinstance(value, (type, np.ndarray)):
+        if isinstance(getattr(value, "__dict__", None), dict):
+            for k, v in vars(value).items():
+                vars(value)[k] = _unmapped(v, seen)
+        for k in getattr(type(value), "__slots__", ()):
+            if hasattr(value, k):
+                setattr(value, k, _unmapped(getattr(value, k), seen))
+    return value
 
 
 def _check_pickled(cls, state):

@@ -27,7 +27,7 @@ def _init_key(key, i):
 
 
 def _node_kmeans(X, w, ids, k, key, max_iter, n_init=1, n_trials=1, seeds=None,
-                 traced=False):
+                 traced=False, n_iter_out=None):
     """Weighted k-means (race seeding + Lloyd) of one node; deterministic.
 
     ``w`` None means unit weights.  With ``n_init > 1`` the run of lowest
@@ -37,8 +37,11 @@ def _node_kmeans(X, w, ids, k, key, max_iter, n_init=1, n_trials=1, seeds=None,
     outcome is known (certified by _RaceTrace.remove).  Returns (C, mass),
     and with ``traced`` also the list of the runs' _RaceTrace (None when
     ``seeds`` was given, when a trace cannot certify anything, or for a node
-    of at most ``k`` items)."""
+    of at most ``k`` items).  ``n_iter_out``, a list, receives the Lloyd
+    iterations of the kept run (0 for a node of at most ``k`` items)."""
     if X.shape[0] <= k:
+        if n_iter_out is not None:
+            n_iter_out.append(0)
         out = (X.astype(np.float64), np.ones(X.shape[0]) if w is None
                else w.astype(np.float64))
         return out + (None,) if traced else out
@@ -55,10 +58,12 @@ def _node_kmeans(X, w, ids, k, key, max_iter, n_init=1, n_trials=1, seeds=None,
         else:
             sd = _race_seeding(X64, ids, k, _init_key(key, i), n_trials=n_trials)
         # one C call for the whole Lloyd run (no per-step overhead)
-        C, labels, _, inertia, _ = _lloyd.lloyd_loop(X64, X64[sd], w, max_iter, 0.0)
+        C, labels, _, inertia, n_iter = _lloyd.lloyd_loop(X64, X64[sd], w, max_iter, 0.0)
         if best is None or inertia < best[2]:
-            best = (C, labels, inertia)
-    C, labels, _ = best
+            best = (C, labels, inertia, n_iter)
+    C, labels, _, n_iter = best
+    if n_iter_out is not None:
+        n_iter_out.append(int(n_iter))
     mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
     if not traced:
         return C, mass
@@ -221,6 +226,23 @@ def _dc_node_fit(st, levels, l, j):
         C, m = np.ascontiguousarray(C[keep]), m[keep]
     return _node_kmeans(C, m, np.arange(C.shape[0]), st.k, st.keys[l][j], st.max_iter,
                         st.n_init, st.n_trials)
+
+
+def _dc_root_n_iter(st):
+    """Lloyd iterations of the root's k-means in the fitted state ``st``
+    (``h >= 1``): the root's run again on its children's centroids
+    (deterministic: same keys), counting its iterations.  Nothing is
+    stored."""
+    kids = st.levels[st.h - 1][:st.w]
+    C = np.concatenate([c for c, _ in kids], axis=0)
+    m = np.concatenate([mm for _, mm in kids])
+    keep = m > 0
+    if not keep.all():
+        C, m = np.ascontiguousarray(C[keep]), m[keep]
+    out = []
+    C2, _ = _node_kmeans(C, m, np.arange(C.shape[0]), st.k, st.keys[st.h][0], st.max_iter,
+                         st.n_init, st.n_trials, n_iter_out=out)
+    return out[0]
 
 
 def _dc_fit(X, ids, key, *, k, L, h, w, max_iter, n_init, n_trials):

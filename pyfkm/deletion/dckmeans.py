@@ -10,7 +10,8 @@ from numpy.typing import NDArray
 
 from ._checks import _dc_check_state
 from ._common import _LockedEstimator, _fitted_attr
-from ._dctree import _dc_deleted, _dc_fit
+from ..core.base import FitPredictMixin
+from ._dctree import _dc_deleted, _dc_fit, _dc_root_n_iter
 from .._validation import check_int, check_n_clusters
 from ..core.kmeans import nearest_center
 from ..exceptions import InvalidInputError
@@ -40,7 +41,7 @@ def auto_n_leaves(n_samples: int) -> int:
     return int(2 ** max(0, round(math.log2(n_samples ** 0.3))))
 
 
-class DCKMeans(_LockedEstimator):
+class DCKMeans(FitPredictMixin, _LockedEstimator):
     """Divide-and-conquer k-means (DC-k-means) with exact deletion.
 
     Points go to ``n_leaves`` leaves uniformly at random (a keyed hash of
@@ -83,7 +84,15 @@ class DCKMeans(_LockedEstimator):
     cluster_centers_ : ndarray (n_clusters, n_features)
     inertia_ : float
         Sum of squared distances of the remaining points to the centers.
+    labels_ : ndarray of shape (n_remaining,), int32
+        Nearest center of each remaining point, in ``sample_ids_`` order.
+    n_iter_ : int
+        Lloyd iterations of the root's k-means (the run that gives the
+        centers; 0 when at most ``n_clusters`` points reach the root).
     n_leaves_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+        Column names of ``X`` when it was a DataFrame with string names.
 
     Notes
     -----
@@ -212,6 +221,7 @@ class DCKMeans(_LockedEstimator):
         return _dc_fit(X, ids, key, **params)
 
     n_leaves_ = _fitted_attr(lambda st: st.L)
+    n_iter_ = _fitted_attr(_dc_root_n_iter)
 
     @property
     def cluster_centers_(self) -> NDArray[np.float64]:
@@ -230,6 +240,17 @@ class DCKMeans(_LockedEstimator):
                 X = np.concatenate(st.X)
                 st.inertia = math.fsum(nearest_center(X, self.cluster_centers_)[0])
             return st.inertia
+
+    @property
+    def labels_(self) -> NDArray[np.int32]:
+        with self._lock:
+            st = self._fitted()
+            C = self.cluster_centers_
+            out = np.empty(st.ids.shape[0], dtype=np.int32)
+            for Xj, rj in zip(st.X, st.rows):
+                if Xj.shape[0]:
+                    out[rj] = nearest_center(Xj, C)[1]
+            return out[st.alive]
 
     @staticmethod
     def _removal(st, pos):

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._core import _kcenter
 from ..core.base import FitPredictMixin
-from .._validation import check_array, check_int
+from .._validation import check_array, check_int, feature_names, set_feature_names
 from ..exceptions import InvalidInputError
 from ..rng import SeedLike, as_generator
 from ._common import _MATRIX_MAX_N, _KZBase, _check_epsilon, _check_kz, _grid_search
@@ -240,6 +240,7 @@ class KZCenter(FitPredictMixin, _KZBase):
             If ``X``, ``sample_weight``, ``n_clusters``, ``n_outliers`` or
             ``tol`` is invalid.
         """
+        names = feature_names(X)
         X = check_array(X, "X", dtype=(np.float64,))
         n = X.shape[0]
         w = None
@@ -265,8 +266,9 @@ class KZCenter(FitPredictMixin, _KZBase):
         self.guess_ = float(r)
         self.radius_ = radius
         self.n_features_in_ = X.shape[1]
-        lab = self.predict(X)
-        self.labels_ = lab
+        set_feature_names(self, None)  # X is an array now: no names to compare
+        self.labels_ = self.predict(X)
+        set_feature_names(self, names)
         return self
 
 

@@ -64,9 +64,9 @@ def test_not_fitted_is_refused():
 def test_feature_count_and_bad_X_are_refused(method):
     m = Fixed([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]).fit(np.zeros((2, 3)))
     call = getattr(m, method)
-    with pytest.raises(InvalidInputError, match="X has 2 features, but Fixed was fitted with 3"):
+    with pytest.raises(InvalidInputError, match="X has 2 features, but Fixed is expecting 3 features"):
         call(np.zeros((4, 2)))
-    with pytest.raises(InvalidInputError, match="X has 4 features, but Fixed was fitted with 3"):
+    with pytest.raises(InvalidInputError, match="X has 4 features, but Fixed is expecting 3 features"):
         call(np.zeros((1, 4)))
     with pytest.raises(InvalidInputError, match="NaN or infinity"):
         call([[0.0, np.nan, 0.0]])

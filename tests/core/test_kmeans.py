@@ -123,7 +123,10 @@ BAD_FITS = [
     ("tol-str", _X, {"n_clusters": 3, "tol": "1e-4"}, {}, "tol"),
     ("tol-None", _X, {"n_clusters": 3, "tol": None}, {}, "tol"),
     ("n_threads=0", _X, {"n_clusters": 3, "n_threads": 0}, {}, "n_threads"),
-    ("n_threads<0", _X, {"n_clusters": 3, "n_threads": -1}, {}, "n_threads"),
+    ("n_threads=0", _X, {"n_clusters": 3, "n_threads": 0}, {}, "n_threads"),
+    ("n_threads-str", _X, {"n_clusters": 3, "n_threads": "all"}, {}, "n_threads"),
+    ("n_init=0", _X, {"n_clusters": 3, "n_init": 0}, {}, "n_init=0 must be an int >= 1 or 'auto'"),
+    ("n_init-str", _X, {"n_clusters": 3, "n_init": "best"}, {}, "n_init='best'"),
     ("n_threads-float", _X, {"n_clusters": 3, "n_threads": 2.0}, {}, "n_threads"),
     ("init-unknown", _X, {"n_clusters": 3, "init": "kmeans++"}, {}, "init="),
     ("init-unknown-2", _X, {"n_clusters": 3, "init": "k-means||"}, {}, "init="),
@@ -174,8 +177,8 @@ def test_not_fitted(method):
 
 
 BAD_PREDICT = [
-    ("too-many-features", np.zeros((3, 3)), "3 features, but KMeans was fitted with 2"),
-    ("too-few-features", np.zeros((3, 1)), "1 features, but KMeans was fitted with 2"),
+    ("too-many-features", np.zeros((3, 3)), "3 features, but KMeans is expecting 2 features"),
+    ("too-few-features", np.zeros((3, 1)), "1 features, but KMeans is expecting 2 features"),
     ("nan", np.array([[0.0, np.nan]]), "NaN or infinity"),
     ("1d", np.zeros(2), "2-D"),
     ("empty", np.zeros((0, 2)), "empty"),
@@ -686,7 +689,7 @@ def test_n_init_keeps_the_best_run(init, weighted):
     X, rng = _blobs(15, 10, 2, seed=2)
     w = rng.uniform(0.5, 2.0, len(X)) if weighted else None
     g = np.random.default_rng(11)
-    singles = [KMeans(10, init=init, random_state=g).fit(X, sample_weight=w)
+    singles = [KMeans(10, init=init, n_init=1, random_state=g).fit(X, sample_weight=w)
                for _ in range(3)]
     inertias = [s.inertia_ for s in singles]
     assert len(set(inertias)) > 1  # the case is informative
@@ -775,9 +778,9 @@ def test_get_set_params_round_trip_and_repr():
     assert clone.get_params() == params
     assert km.set_params(n_clusters=5, tol=0.0) is km
     assert km.get_params() == {**params, "n_clusters": 5, "tol": 0.0}
-    assert KMeans().get_params() == dict(n_clusters=8, init="k-means++", n_init=1,
+    assert KMeans().get_params() == dict(n_clusters=8, init="k-means++", n_init="auto",
                                          max_iter=300, tol=1e-4, random_state=None,
-                                         n_threads=1, verbose=0)
+                                         n_threads=None, verbose=0)
     r = repr(km)
     assert r.startswith("KMeans(") and "n_clusters=5" in r and "init='random'" in r
     assert "KMeans(" in repr(KMeans(2, init=np.zeros((2, 2))))  # array params
@@ -975,3 +978,38 @@ def test_centers_of_the_wrong_shape_never_reach_the_kernels():
         _lloyd.assign_parts(X, None, np.zeros(0), ct3, hn3, C3, np.array([0, 99]), 0, 1,
                             labels, None, np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros(1),
                             np.zeros(1, dtype=np.int64))
+
+
+# -- scikit-learn's conventions (issue 21) -------------------------------------------
+
+
+def test_n_init_auto_follows_scikit_learn():
+    # "auto": one run for k-means++ (and array inits), ten for "random"
+    X, _ = _blobs(15, 10, 2, seed=2)
+    for init, runs in (("k-means++", 1), ("random", 10)):
+        auto = KMeans(10, init=init, n_init="auto", random_state=5).fit(X)
+        explicit = KMeans(10, init=init, n_init=runs, random_state=5).fit(X)
+        _assert_identical(auto, explicit)
+    other = KMeans(10, init="random", n_init=1, random_state=5).fit(X)
+    assert other.inertia_ >= KMeans(10, init="random", random_state=5).fit(X).inertia_
+
+
+@pytest.mark.parametrize("n_threads", [None, -1, -2, 1, 3])
+def test_n_threads_none_and_negative_mean_cores_and_do_not_change_results(n_threads):
+    X, _ = _blobs(3000, 5, 3, seed=4)  # 15,000 rows: several parts
+    ref = KMeans(5, n_threads=1, random_state=0).fit(X)
+    km = KMeans(5, n_threads=n_threads, random_state=0).fit(X)
+    _assert_identical(km, ref)
+    np.testing.assert_array_equal(km.predict(X), ref.predict(X))
+
+
+def test_random_state_accepts_a_legacy_random_state():
+    X, _ = _blobs(15, 10, 2, seed=2)
+    a = KMeans(10, random_state=np.random.RandomState(3)).fit(X)
+    b = KMeans(10, random_state=np.random.RandomState(3)).fit(X)
+    _assert_identical(a, b)
+    rs = np.random.RandomState(3)
+    first = KMeans(10, random_state=rs).fit(X)
+    second = KMeans(10, random_state=rs).fit(X)  # the RandomState advanced
+    _assert_identical(first, a)
+    assert not np.array_equal(first.cluster_centers_, second.cluster_centers_)

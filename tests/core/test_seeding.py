@@ -137,7 +137,6 @@ BAD_INPUTS = [
     ("seed-negative", _X, 3, {"random_state": -1}, "nonnegative"),
     ("seed-float", _X, 3, {"random_state": 1.5}, "random_state"),
     ("seed-str", _X, 3, {"random_state": "0"}, "random_state"),
-    ("seed-legacy", _X, 3, {"random_state": np.random.RandomState(0)}, "random_state"),
 ]
 
 
