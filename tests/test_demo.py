@@ -51,10 +51,11 @@ def test_quick_demo_numbers_are_sensible(quick):
     assert summary["agreement"] > 0.9
     # the federated objective cannot beat the best centralized one by much
     assert 0.9 < summary["fed_loss_ratio"] < 2.5
-    # DP with epsilon 1 on 4,000 points of 2-D blobs: the noise comes from the
-    # OS (not the seed), so only a loose bound: far better than one center
-    # for all (whose NICV is the data's variance, about 50x the optimum here)
-    assert 0.9 < summary["dp_nicv_ratio"] < 30
+    # DP with epsilon 1 on 4,000 points of 2-D blobs, against the same
+    # algorithm and init without noise: the noise comes from the OS (not the
+    # seed), so a loose bound; far from putting all points in one cluster
+    assert 0.5 < summary["dp_nicv_ratio"] < 4
+    assert summary["dp_kmeans_ratio"] >= 0.99      # never beats the best centralized fit
     # the planted outliers are far from the blobs: the greedy finds most
     assert summary["kz_recall"] >= 0.8
     # Guo & Li's guarantee on the radius (24(1+eps) of the optimum, which the
