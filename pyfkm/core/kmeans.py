@@ -403,7 +403,7 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
         Weighted sum of squared distances to the closest center.
     n_iter_ : int
     n_features_in_ : int
-    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+    feature_names_in_ : ndarray of str, shape (``n_features_in_``,)
         Column names of ``X`` when it was a DataFrame with string names;
         ``predict``, ``transform`` and ``score`` then require the same
         columns in the same order.

@@ -91,7 +91,7 @@ class DCKMeans(FitPredictMixin, _LockedEstimator):
         centers; 0 when at most ``n_clusters`` points reach the root).
     n_leaves_ : int
     n_features_in_ : int
-    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+    feature_names_in_ : ndarray of str, shape (``n_features_in_``,)
         Column names of ``X`` when it was a DataFrame with string names.
 
     Notes
