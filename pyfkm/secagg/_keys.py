@@ -29,6 +29,8 @@ labelling, as in SecAgg+).  Shares go to the neighbours only, with threshold
 of the ``k + 1`` holders), so a client's work and bytes grow with ``k``, not
 with the number of clients.
 """
+from __future__ import annotations
+
 import functools
 import hashlib
 import hmac
@@ -198,8 +200,8 @@ def neighbour_graph(digest, ids, degree):
 
 
 @functools.lru_cache(maxsize=64)
-def sparse_degree(n_clients, colluding=0.05, dropout=0.1, security_bits=40,
-                  correctness_bits=20):
+def sparse_degree(n_clients: int, colluding: float = 0.05, dropout: float = 0.1,
+                  security_bits: int = 40, correctness_bits: int = 20) -> int:
     """The smallest even degree ``k`` of the ring graph such that, with a
     fraction ``colluding`` of clients colluding with the server and a
     fraction ``dropout`` dropping (each client independently), the chance
@@ -258,7 +260,7 @@ def check_graph_params(n_clients, threshold, degree):
         raise ProtocolError(f"neighbour degree {degree} must be 0 (complete) or even >= 2")
 
 
-def default_threshold(n_clients):
+def default_threshold(n_clients: int) -> int:
     """A strict majority: two sets of ``t`` clients always share one, so no
     server can collect both kinds of shares of a client.
 

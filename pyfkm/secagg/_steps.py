@@ -5,6 +5,10 @@ this frames it as messages).  A server class mixes this in and keeps
 ``_roster``, ``_threshold``, ``_degree`` and ``_open`` (the round in
 progress: a dict with ``step``, ``st``, ``got`` and ``req``), and gives
 ``_roster_message`` (its protocol's roster)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as np
 
 from ..exceptions import InvalidInputError, ProtocolError
@@ -12,6 +16,11 @@ from ._framing import _built
 from ._keys import default_threshold
 from ._messages import (ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest,
                         check_key_message)
+
+if TYPE_CHECKING:
+    from ._messages import KeyMessage
+    from .msa._messages import MsaRosterMessage
+    from .scma._messages import RosterMessage
 
 
 def client_id(v):
@@ -25,7 +34,17 @@ class RoundSteps:
     """Key collection, the roster, and steps 1, 2 and 4 of a round at the
     server (step 3, the inputs, and the final sum are each protocol's own)."""
 
-    def receive_key(self, msg):
+    # for the type checker: what the server class keeps (module docstring)
+    run_id: bytes
+    _m: Any
+    _keys: dict[int, Any]
+    _roster: Any
+    _threshold: int | None
+    _degree: int
+    _open: Any  # the round in progress (a dict), or None
+    _roster_message: Callable[..., Any]
+
+    def receive_key(self, msg: KeyMessage) -> None:
         """A client's key message (before the roster closes).
 
         Parameters
@@ -42,7 +61,7 @@ class RoundSteps:
         check_key_message(msg, self.run_id, self._keys, self._roster is not None)
         self._keys[msg.sender] = msg.public_key
 
-    def roster(self):
+    def roster(self) -> RosterMessage | MsaRosterMessage:
         """Close key collection; the roster every client receives.
 
         Returns
@@ -95,7 +114,7 @@ class RoundSteps:
             raise ProtocolError(f"client {msg.sender} is not in the roster")
         self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
 
-    def receive_shares(self, msg):
+    def receive_shares(self, msg: ShareMessage) -> None:
         """Step 1: a client's :class:`ShareMessage` (authenticated).
 
         Parameters
@@ -116,7 +135,7 @@ class RoundSteps:
         self._m.add_shares(o["st"], msg.sender, msg.round_key, msg.commitment,
                            list(zip(msg.holders, msg.ciphertexts)))
 
-    def bundle(self, client_id_):
+    def bundle(self, client_id_: int) -> ShareBundle:
         """Step 2: the :class:`ShareBundle` of one client that shared keys
         (the first call closes key sharing: ``U2``).
 
@@ -153,7 +172,7 @@ class RoundSteps:
                       round_keys=tuple(i[1] for i in items),
                       ciphertexts=tuple(i[2] for i in items))
 
-    def unmask_request(self):
+    def unmask_request(self) -> UnmaskRequest:
         """Step 4: close inputs and name the survivors (those whose inputs
         arrived); raises :class:`ProtocolError` below the threshold.
 
@@ -173,7 +192,7 @@ class RoundSteps:
         o["step"] = "unmask"
         return _built(UnmaskRequest, run_id=self.run_id, round=o["st"]["round"], survivors=u3)
 
-    def receive_unmask(self, msg):
+    def receive_unmask(self, msg: UnmaskMessage) -> None:
         """Step 4: a survivor's revealed shares (authenticated).
 
         Parameters

@@ -10,12 +10,16 @@ bearers' output masks from the broadcast (a constant number of streams),
 and clients refuse to unmask a round with no surviving bearer, so the
 server only ever holds uniformly masked words.
 """
+from __future__ import annotations
+
 import dataclasses
 import hashlib
 import os
 import struct
+from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from cryptography.exceptions import InvalidTag
 
 from ...exceptions import InvalidInputError, ProtocolError
@@ -101,7 +105,7 @@ class MsaClient:
     ([4.5, 6.5], (0, 1, 2))
     """
 
-    def __init__(self, client_id):
+    def __init__(self, client_id: int) -> None:
         self.client_id = _check_id(client_id, "client_id")
         self._m = MaskingClient(self.client_id)
         self._run_id = None
@@ -111,7 +115,7 @@ class MsaClient:
         self._input_round = None
         self._answered = None
 
-    def key_message(self, run_id):
+    def key_message(self, run_id: bytes) -> KeyMessage:
         """The :class:`KeyMessage` opening run ``run_id`` (16 bytes): a fresh
         channel key.
 
@@ -139,7 +143,7 @@ class MsaClient:
         self.n_words = self.scale_bits = self.leader = None
         return KeyMessage(rid, self.client_id, pk)
 
-    def receive_roster(self, roster):
+    def receive_roster(self, roster: MsaRosterMessage) -> None:
         """Check the roster and derive the channel keys; the leader (the
         lowest id) draws the group key of the output masks.
 
@@ -176,7 +180,7 @@ class MsaClient:
             self._group_key = os.urandom(32)
 
     @property
-    def is_leader(self):
+    def is_leader(self) -> bool:
         return self.leader == self.client_id
 
     def _group_ad(self, recipient):
@@ -207,7 +211,7 @@ class MsaClient:
             out.append(GroupKeyMessage(self._run_id, self.client_id, other, nonce, ct))
         return out
 
-    def receive_group_key(self, msg):
+    def receive_group_key(self, msg: GroupKeyMessage) -> None:
         """Decrypt the leader's group key (non-leaders, once per run).
 
         Parameters
@@ -242,7 +246,7 @@ class MsaClient:
         if self._group_key is None:
             raise ProtocolError("the group key has not been received")
 
-    def share_keys(self, round_msg):
+    def share_keys(self, round_msg: RoundMessage) -> ShareMessage:
         """Step 1: a fresh round key and self seed, shared among this
         client's neighbours (:class:`ShareMessage`).
 
@@ -276,7 +280,7 @@ class MsaClient:
                            tuple(h for h, _ in items), tuple(c for _, c in items))
         return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
 
-    def receive_shares(self, bundle):
+    def receive_shares(self, bundle: ShareBundle) -> None:
         """Step 2: neighbours' shares and round keys; derives the pair keys.
 
         Parameters
@@ -299,7 +303,7 @@ class MsaClient:
                                zip(bundle.owners, bundle.round_keys, bundle.ciphertexts))
         self._input_round = bundle.round
 
-    def mask(self, round_):
+    def mask(self, round_: int) -> NDArray[np.uint64]:
         """This client's mask of its open round: self stream, signed pair
         streams and its output mask.
 
@@ -337,7 +341,8 @@ class MsaClient:
                              + struct.pack("<I", client_id)).digest()
         return mask_stream(key, round_, OUTPUT_TAG, self.n_words)
 
-    def respond(self, req, x, noise=()):
+    def respond(self, req: InputRequest, x: ArrayLike,
+                noise: Sequence[tuple[int, float, bytes]] = ()) -> MaskedVectorMessage:
         """Step 3: encode ``x`` (``n_words`` reals), add this client's noise
         share (``noise``: ``(length, sigma, tag)`` segments covering the
         vector, see the class notes) and mask it.
@@ -395,7 +400,7 @@ class MsaClient:
         return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()
                                                         + self._m.view(req.round)))
 
-    def unmask_shares(self, req):
+    def unmask_shares(self, req: UnmaskRequest) -> UnmaskMessage:
         """Step 4: the shares this client reveals for the round's survivors.
 
         Parameters
@@ -436,7 +441,7 @@ class MsaClient:
                             tuple(s for _, _, s in items))
         return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
 
-    def unmask(self, agg):
+    def unmask(self, agg: AggregateMessage) -> NDArray[np.float64]:
         """Remove the survivors' output masks from the broadcast and decode
         (float64).  Every client of the run may decode it.
 

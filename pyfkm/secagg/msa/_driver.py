@@ -1,5 +1,11 @@
 """In-process drivers of the MSA roles: every message through its bytes."""
+from __future__ import annotations
+
 import os
+from typing import Iterable, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
                          UnmaskMessage, UnmaskRequest)
@@ -8,8 +14,9 @@ from ._fixed import DEFAULT_SCALE_BITS
 from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
 from ._server import MsaServer
 
-def setup_msa(n_clients, n_words, *, scale_bits=DEFAULT_SCALE_BITS, noise=None,
-              threshold=None, degree=0):
+def setup_msa(n_clients: int, n_words: int, *, scale_bits: int = DEFAULT_SCALE_BITS,
+              noise: str | None = None, threshold: int | None = None, degree: int = 0
+              ) -> tuple[MsaServer, list[MsaClient]]:
     """A server and ``n_clients`` clients (ids 0..n-1) after key agreement and
     group-key distribution, every message passed through its bytes.  Every
     key and the run id come from the operating system.
@@ -60,7 +67,10 @@ def setup_msa(n_clients, n_words, *, scale_bits=DEFAULT_SCALE_BITS, noise=None,
     return server, clients
 
 
-def msa_round(server, clients, vectors, *, noise=(), server_noise=(), silent=()):
+def msa_round(server: MsaServer, clients: Sequence[MsaClient], vectors: Sequence[ArrayLike], *,
+              noise: Sequence[tuple[int, float, bytes]] = (),
+              server_noise: Sequence[tuple[int, float, bytes]] = (), silent: Iterable[int] = ()
+              ) -> tuple[NDArray[np.float64], tuple[int, ...]]:
     """One MSA round in process, every message through its bytes: the
     clients in ``silent`` share keys and then go silent; returns the
     decoded sum of the others (as every client decodes it) and the

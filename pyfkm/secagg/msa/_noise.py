@@ -8,7 +8,10 @@ guarantee and its accounting are in ``docs/threat_model.md``).  The
 server's own noise modes (``noise="gaussian"`` or ``"laplace"`` of
 :class:`~pyfkm.secagg.MsaServer`) serve the trusted-curator baselines only.
 """
+from __future__ import annotations
+
 import os
+from typing import Iterable
 
 import numpy as np
 
@@ -21,7 +24,7 @@ NOISE_MODES = ("discrete_gaussian", "gaussian", "laplace", None)
 DISCRETE_SIGMA_RANGE = (2.0 ** -10, 2.0 ** 30)   # of pyfkm.core.noise's discrete sampler
 
 
-def check_discrete_sigma(scales, scale_bits=DEFAULT_SCALE_BITS):
+def check_discrete_sigma(scales: Iterable[float], scale_bits: int = DEFAULT_SCALE_BITS) -> None:
     """Raise :class:`CapacityError` unless every positive real standard
     deviation in ``scales``, in fixed-point units (``* 2**scale_bits``), is
     within the discrete Gaussian sampler's range ``[2**-10, 2**30]``.

@@ -5,6 +5,10 @@ Steps 1, 2 and 4 of a round are the shared
 group-key relay, the inputs and the sum with the masks of the dropped
 removed (and, for the trusted-curator baselines only, the server's noise).
 """
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
 import numpy as np
 
 from ...exceptions import CapacityError, InvalidInputError, ProtocolError
@@ -85,8 +89,9 @@ class MsaServer(RoundSteps):
     [1.5, -1.75]
     """
 
-    def __init__(self, run_id, n_words, *, scale_bits=DEFAULT_SCALE_BITS, threshold=None,
-                 degree=0, noise=None, noise_key=None):
+    def __init__(self, run_id: bytes, n_words: int, *, scale_bits: int = DEFAULT_SCALE_BITS,
+                 threshold: int | None = None, degree: int = 0, noise: str | None = None,
+                 noise_key: bytes | None = None) -> None:
         self.run_id = _check_run_id(run_id)
         if noise not in SERVER_NOISE_MODES:
             raise InvalidInputError(f"noise must be one of {SERVER_NOISE_MODES}, got {noise!r}")
@@ -104,7 +109,7 @@ class MsaServer(RoundSteps):
         self._m = MaskingServer()
         self._keys = {}
         self._roster = None
-        self._pending_keys = {}
+        self._pending_keys: dict[int, GroupKeyMessage] = {}
         self._round = 0
         self._open = None
         self._n_words, self._scale_bits = n_words, scale_bits
@@ -119,7 +124,7 @@ class MsaServer(RoundSteps):
         return MsaRosterMessage(self.run_id, self._n_words, self._scale_bits, ids, keys,
                                 threshold, degree, server_key)
 
-    def relay_group_key(self, msg):
+    def relay_group_key(self, msg: GroupKeyMessage) -> None:
         """Accept the leader's encrypted group key for one client.
 
         Parameters
@@ -143,7 +148,7 @@ class MsaServer(RoundSteps):
             raise ProtocolError("group keys come from the leader to roster clients")
         self._pending_keys[msg.recipient] = msg
 
-    def group_key_for(self, client_id):
+    def group_key_for(self, client_id: int) -> GroupKeyMessage:
         """The relayed group key message for ``client_id``.
 
         Parameters
@@ -165,7 +170,7 @@ class MsaServer(RoundSteps):
             raise ProtocolError(f"no group key message for client {client_id}")
         return self._pending_keys[client_id]
 
-    def start_round(self, participants=None):
+    def start_round(self, participants: Iterable[int] | None = None) -> RoundMessage:
         """Open the next round (default: every roster client).
 
         An unfinished round is abandoned.
@@ -209,7 +214,7 @@ class MsaServer(RoundSteps):
         self._open = {"step": "shares", "st": st, "got": {}, "req": None}
         return msg
 
-    def request_inputs(self):
+    def request_inputs(self) -> InputRequest:
         """Step 3: the :class:`InputRequest` of the open round (closes key
         sharing if no bundle did).
 
@@ -233,7 +238,7 @@ class MsaServer(RoundSteps):
         o["step"], o["req"] = "inputs", req
         return req
 
-    def receive(self, msg):
+    def receive(self, msg: MaskedVectorMessage) -> None:
         """Step 3: a client's :class:`MaskedVectorMessage` (authenticated).
 
         Parameters
@@ -283,7 +288,7 @@ class MsaServer(RoundSteps):
             parts.append(v.astype(np.int64))
         return np.concatenate(parts).view(np.uint64) if parts else np.zeros(0, np.uint64)
 
-    def finish_round(self, segments=()):
+    def finish_round(self, segments: Sequence[tuple[int, float, bytes]] = ()) -> AggregateMessage:
         """Remove the survivors' self masks and their pair masks with the
         dropped, add the server's baseline noise (``segments``: ``(length,
         scale, tag)`` triples covering the vector; only with a ``noise``

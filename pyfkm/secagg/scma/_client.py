@@ -6,11 +6,15 @@ unmasking of every round, and its own data, encodings and the rounds it was
 summed in (the bases of difference rounds).  The server is
 :mod:`._server`.
 """
+from __future__ import annotations
+
 import dataclasses
 import operator
 import struct
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ...core.lattice import row_keys
 from ...exceptions import CapacityError, InvalidInputError, ProtocolError
@@ -118,7 +122,13 @@ class ScmaClient:
     >>> clients[0].forget_rounds_before(res.report.round)
     """
 
-    def __init__(self, client_id):
+    # for the type checker: the run's state (None until the roster arrives)
+    params: Any
+    _n_roster: int
+    _round_keys: Any
+    _stream_limit: int
+
+    def __init__(self, client_id: int) -> None:
         if not isinstance(client_id, (int, np.integer)) or isinstance(client_id, bool) \
                 or not 0 <= int(client_id) < 0xFFFFFFFF:
             raise InvalidInputError(f"client_id must be an int in [0, 2**32 - 1), got {client_id!r}")
@@ -141,11 +151,11 @@ class ScmaClient:
         self._last_change = None
 
     @property
-    def public_key(self):
+    def public_key(self) -> bytes:
         """The channel key of the current run (32 bytes)."""
         return self._public
 
-    def key_message(self, run_id):
+    def key_message(self, run_id: bytes) -> KeyMessage:
         """The key message that opens run ``run_id`` (16 bytes), with a fresh
         channel key; a client joins a run id once.
 
@@ -175,7 +185,7 @@ class ScmaClient:
         self._reset()
         return KeyMessage(rid, self.client_id, self._public)
 
-    def receive_roster(self, roster):
+    def receive_roster(self, roster: RosterMessage) -> None:
         """Check the roster (this client's key in it, the threshold, the graph)
         and derive the channel keys with the client's neighbours.
 
@@ -205,7 +215,7 @@ class ScmaClient:
         self._stream_limit = _stream_limit(P.modulus)
         self.threshold = roster.threshold
 
-    def set_data(self, bins, counts):
+    def set_data(self, bins: ArrayLike, counts: ArrayLike) -> None:
         """Set this client's sparse vector and cache its unmasked encoding.
 
         Duplicate bins are merged (their counts added).  The data can change
@@ -253,14 +263,14 @@ class ScmaClient:
         self._data = (bins, counts)
 
     @property
-    def count_budget(self):
+    def count_budget(self) -> int:
         """Largest total count of one client: ``(p - 1) // (2 n)`` for a roster
         of ``n``, so every honest aggregate lies in ``[0, (p - 1) / 2]`` and
         a decoded count above that (a forged "negative" one) is rejected."""
         return count_budget(self.params.modulus, self._n_roster)
 
     # -- step 1
-    def share_keys(self, round_msg):
+    def share_keys(self, round_msg: RoundMessage) -> ShareMessage:
         """Step 1 of a round: a fresh round key and self seed, shared among
         this client's neighbours in the round (:class:`ShareMessage`).
 
@@ -298,7 +308,7 @@ class ScmaClient:
         return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
 
     # -- step 2
-    def receive_shares(self, bundle):
+    def receive_shares(self, bundle: ShareBundle) -> None:
         """Step 2: the shares of this client's neighbours and their round
         keys; derives the round's pair keys.
 
@@ -329,7 +339,7 @@ class ScmaClient:
             np.array([0] + [int(me > o) for o in others], dtype=np.uint8))
         self._input_round = bundle.round
 
-    def mask(self, round_, n_words=None):
+    def mask(self, round_: int, n_words: int | None = None) -> NDArray[np.uint64]:
         """This client's mask of its open round (after :meth:`receive_shares`):
         its self stream plus its signed pair streams, ``n_words`` long
         (default a full message).
@@ -361,7 +371,7 @@ class ScmaClient:
             _field.add_streams(acc, keys, neg, nonce, self._stream_limit, self.params.modulus)
         return acc
 
-    def precompute_mask(self, delta_nonzeros=0):
+    def precompute_mask(self, delta_nonzeros: int = 0) -> None:
         """Offline phase: compute the open round's mask now, sized for a
         difference round of ``delta_nonzeros`` bins (0: a full round), so
         that :meth:`respond` is one addition; a mask also serves any
@@ -426,7 +436,7 @@ class ScmaClient:
         keep = dq != 0
         return bins[first][keep], dq[keep]
 
-    def changed_bins(self, base_round):
+    def changed_bins(self, base_round: int) -> int:
         """Number of bins whose count changed since round ``base_round`` (a
         round whose sum included this client; the server's
         :attr:`ScmaServer.last_decoded`).  What a driver sizes a difference
@@ -470,7 +480,7 @@ class ScmaClient:
                                 f"{base_round} or before (or forgot it): a full round is needed")
         return self._answered[max(rounds)]
 
-    def forget_rounds_before(self, round_):
+    def forget_rounds_before(self, round_: int) -> None:
         """Drop what this client sent in rounds before ``round_`` (and any
         change computed against them): after an unlearning round is
         decoded, nothing of the data it replaced stays with the client.
@@ -485,7 +495,7 @@ class ScmaClient:
         self._answered = {r: v for r, v in self._answered.items() if r >= int(round_)}
         self._last_change = None
 
-    def forget_data(self):
+    def forget_data(self) -> None:
         """Drop this client's data and everything derived from it (a
         client that leaves the federation)."""
         self._data = self._encoded = self._last_change = None
@@ -507,7 +517,7 @@ class ScmaClient:
         return codec, codec.encode(bins, dq)
 
     # -- step 3
-    def respond(self, req):
+    def respond(self, req: InputRequest) -> SyndromeMessage:
         """Step 3: the masked syndromes asked for by ``req`` (an
         :class:`InputRequest` of the round whose shares were received).
 
@@ -571,7 +581,7 @@ class ScmaClient:
                                         self.params.modulus, masked, tag)
 
     # -- step 4
-    def unmask(self, req):
+    def unmask(self, req: UnmaskRequest) -> UnmaskMessage:
         """Step 4: the shares this client reveals for the survivors of its
         round (:class:`UnmaskMessage`).  Refuses, revealing nothing, below
         the threshold, when the survivors are not a subset of the sharers,

@@ -1,6 +1,10 @@
 """In-process drivers of the SCMA roles: every message through its bytes."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..._progress import progress_bar
 from ...exceptions import InvalidInputError, ProtocolError
@@ -12,8 +16,21 @@ from ._messages import RosterMessage
 from ._params import ScmaParams
 from ._server import ScmaServer
 
+if TYPE_CHECKING:
+    from ._server import ScmaReport, ScmaResult
 
-def setup_in_process(params, n_clients, client_ids=None, *, threshold=None, degree=0):
+
+@overload
+def setup_in_process(params: ScmaParams, n_clients: int, client_ids: None = None, *,
+                     threshold: int | None = None, degree: int = 0
+                     ) -> tuple[ScmaServer, list[ScmaClient]]: ...
+@overload
+def setup_in_process(params: ScmaParams, n_clients: int, client_ids: Iterable[int], *,
+                     threshold: int | None = None, degree: int = 0
+                     ) -> tuple[ScmaServer, dict[int, ScmaClient]]: ...
+def setup_in_process(params: ScmaParams, n_clients: int, client_ids: Iterable[int] | None = None,
+                     *, threshold: int | None = None, degree: int = 0
+                     ) -> tuple[ScmaServer, list[ScmaClient] | dict[int, ScmaClient]]:
     """A server and ``n_clients`` clients (ids 0 .. n-1, or ``client_ids``)
     after key agreement, every message passed through its bytes; the clients
     come as a list, or a dict by id when ``client_ids`` is given.  Every key
@@ -108,18 +125,20 @@ class RoundTrip:
     True
     """
 
-    def __init__(self, server, roles, participants=None, silent=(), progress=False):
+    def __init__(self, server: ScmaServer, roles: Mapping[int, ScmaClient],
+                 participants: Iterable[int] | None = None, silent: Iterable[int] = (),
+                 progress: bool | Callable[..., Any] = False) -> None:
         self.server, self.roles = server, roles
         self.parts = tuple(sorted(roles) if participants is None else participants)
         self.silent = set(silent)
         self.bytes_up = self.bytes_down = 0
         self.progress = progress
-        self.failed = {}
+        self.failed: dict[int, BaseException] = {}
 
     def _bar(self, desc):
         return progress_bar(self.progress, len(self.parts), desc)
 
-    def share(self):
+    def share(self) -> RoundTrip:
         """Steps 1-2: open the round, collect the key shares and deliver the
         bundles (no data involved: can run ahead of time).
 
@@ -162,7 +181,7 @@ class RoundTrip:
                 self.failed[i] = e
         return self
 
-    def inputs(self, delta_nonzeros=0):
+    def inputs(self, delta_nonzeros: int = 0) -> RoundTrip:
         """Step 3: request and collect the masked inputs of the clients that
         are not silent.
 
@@ -201,7 +220,7 @@ class RoundTrip:
         srv.receive_many(outs)
         return self
 
-    def finish(self, incremental=True):
+    def finish(self, incremental: bool = True) -> ScmaResult:
         """Step 4 and the decode: the survivors reveal their shares and the
         server decodes their sum.
 
@@ -247,9 +266,12 @@ class RoundTrip:
             raise
 
 
-def secure_sum_sparse(clients, bins_per_dim, *, mode="auto", max_nonzeros=None,
-                      modulus=DEFAULT_PRIME, threshold=None, neighbors=0, dropouts=(),
-                      progress=False):
+def secure_sum_sparse(clients: Sequence[tuple[ArrayLike, ArrayLike]], bins_per_dim: int, *,
+                      mode: str = "auto", max_nonzeros: int | None = None,
+                      modulus: int = DEFAULT_PRIME, threshold: int | None = None,
+                      neighbors: int = 0, dropouts: Sequence[int] = (),
+                      progress: bool | Callable[..., Any] = False
+                      ) -> tuple[NDArray[np.int64], NDArray[np.int64], ScmaReport]:
     """Securely sum the clients' sparse count vectors (SCMA), in process.
 
     Runs the whole protocol through :class:`ScmaClient` and

@@ -7,6 +7,8 @@ parameter it was given (a roster read from the network included).  The
 parameters of difference rounds derive from the run's by
 ``dataclasses.replace`` and pass the same check.
 """
+from __future__ import annotations
+
 import dataclasses
 import functools
 import math
@@ -165,8 +167,10 @@ class ScmaParams:
                 f"most {most}{what}")
 
     @classmethod
-    def create(cls, n_dims, bins_per_dim, max_nonzeros, *, modulus=DEFAULT_PRIME,
-               mode="auto", max_client_nonzeros=None, run_id=None):
+    def create(cls, n_dims: int, bins_per_dim: int, max_nonzeros: int, *,
+               modulus: int = DEFAULT_PRIME, mode: str = "auto",
+               max_client_nonzeros: int | None = None, run_id: bytes | None = None
+               ) -> ScmaParams:
         """Parameters with ``mode="auto"`` resolved (index iff ``B**d < p``)
         and ``run_id`` (unless given) and ``hash_seed`` drawn from
         ``os.urandom``: run ids and seeds never follow a user seed.
@@ -222,13 +226,13 @@ class ScmaParams:
                    max_client_nonzeros=max_client_nonzeros or 0)
 
     @property
-    def n_syndromes(self):
+    def n_syndromes(self) -> int:
         """``2M`` power sums of the counts, ``S_0 .. S_{2M-1}`` (what
         Berlekamp-Massey reads)."""
         return 2 * self.max_nonzeros
 
     @property
-    def n_check_words(self):
+    def n_check_words(self) -> int:
         """Words after the syndromes that only verify a decode: 1 in index
         mode (``sum_j q_j / (t - x_j)`` at a public point ``t``, see
         :mod:`pyfkm.secagg.scma._codec`), 0 in hashed mode (its check row is a

@@ -5,11 +5,14 @@ Steps 1, 2 and 4 of a round are the shared :class:`~pyfkm.secagg._steps.RoundSte
 this module adds the roster, the inputs (one at a time or a queue of wire
 bytes at once) and the decode, with its :class:`ScmaReport`.
 """
+from __future__ import annotations
+
 import hmac
 import operator
 import struct
 import time
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -212,7 +215,12 @@ class ScmaServer(RoundSteps):
     (1, (0, 1))
     """
 
-    def __init__(self, params, *, threshold=None, degree=0):
+    # for the type checker: state set to None or {} in __init__
+    _finished: tuple[int, tuple[int, ...]] | None
+    _delta_codecs: dict[Any, Any]
+
+    def __init__(self, params: ScmaParams, *, threshold: int | None = None, degree: int = 0
+                 ) -> None:
         if not isinstance(params, ScmaParams):
             raise InvalidInputError("params must be ScmaParams")
         self.params = params
@@ -230,23 +238,23 @@ class ScmaServer(RoundSteps):
         self._valid_ids = None     # participants checked against the roster
 
     @property
-    def run_id(self):
+    def run_id(self) -> bytes:  # type: ignore[override]  # RoundSteps's attribute
         return self.params.run_id
 
     @property
-    def last_decoded(self):
+    def last_decoded(self) -> tuple[int, tuple[int, ...]] | None:
         """(round, survivors) of the last decoded round, or None: the base
         of the next difference round."""
         return self._finished
 
     @property
-    def threshold(self):
+    def threshold(self) -> int | None:
         return None if self._roster is None else self._roster.threshold
 
     def _roster_message(self, ids, keys, threshold, degree, server_key):
         return RosterMessage(self.run_id, self.params, ids, keys, threshold, degree, server_key)
 
-    def neighbours(self, cid):
+    def neighbours(self, cid: int) -> tuple[int, ...]:
         """The neighbours of client ``cid`` in the run's graph.
 
         Parameters
@@ -271,7 +279,7 @@ class ScmaServer(RoundSteps):
             raise ProtocolError(f"client {cid} is not in the roster")
         return self._m.neighbours(cid)
 
-    def start_round(self, participants=None):
+    def start_round(self, participants: Iterable[int] | None = None) -> RoundMessage:
         """Open the next round over ``participants`` (default: the roster);
         an unfinished round is abandoned.
 
@@ -312,7 +320,7 @@ class ScmaServer(RoundSteps):
         self._open = {"step": "shares", "msg": msg, "st": st, "got": {}, "req": None}
         return msg
 
-    def request_inputs(self, delta_nonzeros=0):
+    def request_inputs(self, delta_nonzeros: int = 0) -> InputRequest:
         """Step 3: the :class:`InputRequest` of the open round.
 
         ``delta_nonzeros > 0`` asks for a difference round: every
@@ -373,7 +381,7 @@ class ScmaServer(RoundSteps):
         dn = self._open["req"].delta_nonzeros
         return self._delta_codec(dn).params.message_words if dn else self.params.message_words
 
-    def receive(self, msg):
+    def receive(self, msg: SyndromeMessage) -> None:
         """Step 3: a client's masked :class:`SyndromeMessage` (authenticated).
 
         Parameters
@@ -410,7 +418,7 @@ class ScmaServer(RoundSteps):
                           + self._m.view(o["st"], _request_bytes(o["req"])), msg.tag)
         o["got"][msg.sender] = msg.payload
 
-    def receive_many(self, datas):
+    def receive_many(self, datas: Iterable[bytes]) -> None:
         """Receive many syndrome messages of the open round, as wire bytes.
 
         The same checks as ``receive(SyndromeMessage.from_bytes(data))`` for
@@ -464,7 +472,7 @@ class ScmaServer(RoundSteps):
             o["got"] = saved
             raise
 
-    def finish_round(self, *, incremental=True):
+    def finish_round(self, *, incremental: bool = True) -> ScmaResult:
         """Remove the survivors' self masks and their pair masks with the
         dropped clients, and decode the survivors' sum.
 
