@@ -187,7 +187,7 @@ class MsaClient:
         return b"pyfkm/msa/group-key/v3" + self._m.digest + struct.pack(
             "<II", self.leader, recipient)
 
-    def group_key_messages(self):
+    def group_key_messages(self) -> list[GroupKeyMessage]:
         """Leader only: the group key encrypted for each other client.
 
         Returns
