@@ -239,29 +239,23 @@ def _cmd_fit(args, say):
         raise CliError(f"--clusters {K} is more than the {n} points in the data")
     if args.plot:
         check_plot_target(args.plot)
+    federated = args.method == "federated"
+    if federated:
+        lo, hi = _fit_bounds(args.bounds, clients, names)
+    # what is about to run, at once (a federated fit of many clients takes a while)
+    say(f"{'FederatedKMeans' if federated else 'KMeans'}: {len(clients)} "
+        f"client{'s' * (len(clients) != 1)}, {n:,} points, {d} feature{'s' * (d != 1)}, "
+        f"{K} clusters")
+    if features:
+        say(f"features: {', '.join(features)}")
+    if federated:
+        shown = ", ".join(f"{i} = {name!r} ({c.shape[0]:,} points)"
+                          for i, (name, c) in enumerate(zip(names, clients)) if i < 20)
+        more = f", ... ({len(clients) - 20} more)" if len(clients) > 20 else ""
+        say(f"clients (index = label): {shown}{more}")
     X = np.concatenate(clients)
     t0 = time.perf_counter()
-    if args.method == "kmeans":
-        model = KMeans(K, n_init=10, random_state=args.seed).fit(X)
-        seconds = time.perf_counter() - t0
-        objective = float(model.inertia_)
-        save_kmeans(model, args.model, n)
-        split = ""
-    else:
-        if args.bounds is None:
-            lo, hi = _data_bounds(clients)
-            log.warning("no --bounds: the data box [%g, %g] was computed from the data "
-                        "(in a real federation the bounds must be public knowledge: "
-                        "data-derived bounds leak every client's extremes)", lo, hi)
-        else:
-            lo, hi = args.bounds
-            if not hi > lo:
-                raise CliError(f"--bounds {lo:g} {hi:g}: HIGH must be greater than LOW")
-            out_of_box = [name for c, name in zip(clients, names)
-                          if c.size and (c.min() < lo or c.max() > hi)]
-            if out_of_box:
-                raise CliError(f"clients {', '.join(map(repr, out_of_box[:5]))} have values "
-                               f"outside --bounds [{lo:g}, {hi:g}]")
+    if federated:
         model = FederatedKMeans(K, bounds=(lo, hi), server_points=args.server_points,
                                 secure=args.secure, random_state=args.seed,
                                 progress=not args.quiet).fit(clients)
@@ -271,19 +265,13 @@ def _cmd_fit(args, say):
         split = (f" (clients {_fmt_s(fs['clients'])}, "
                  f"{'secure ' if args.secure else ''}aggregation {_fmt_s(fs['aggregation'])},"
                  f" server {_fmt_s(fs['server'])})")
+        say(f"data box [{lo:g}, {hi:g}], grid step gamma {model.gamma_:.4g}")
         model.save(args.model)
-    est = type(model).__name__
-    say(f"{est}: {len(clients)} client{'s' * (len(clients) != 1)}, {n:,} points, "
-        f"{d} feature{'s' * (d != 1)}, {model.cluster_centers_.shape[0]} centers")
-    if features:
-        say(f"features: {', '.join(features)}")
-    if args.method == "federated":
-        shown = ", ".join(f"{i} = {name!r} ({c.shape[0]:,} points)"
-                          for i, (name, c) in enumerate(zip(names, clients)) if i < 20)
-        more = f", ... ({len(clients) - 20} more)" if len(clients) > 20 else ""
-        say(f"clients (index = label): {shown}{more}")
-        say(f"data box [{model.bounds[0]:g}, {model.bounds[1]:g}], grid step gamma "
-            f"{model.gamma_:.4g}")
+    else:
+        model = KMeans(K, n_init=10, random_state=args.seed).fit(X)
+        seconds = time.perf_counter() - t0
+        objective, split = float(model.inertia_), " (best of 10 k-means++ and Lloyd runs)"
+        save_kmeans(model, args.model, n)
     say(f"objective {objective:.6g} (sum of squared distances to the nearest center), "
         f"{objective / n:.4g} per point")
     say(f"time {_fmt_s(seconds)}{split}")
@@ -293,6 +281,26 @@ def _cmd_fit(args, say):
         plot_clusters(X, model, args.plot, features)
         say(f"plot saved to {args.plot}")
     return 0
+
+
+def _fit_bounds(bounds, clients, names):
+    """The data box: ``--bounds`` (checked against the data) or, with a
+    warning, the data's own extremes."""
+    if bounds is None:
+        lo, hi = _data_bounds(clients)
+        log.warning("no --bounds: the data box [%g, %g] was computed from the data (in a real "
+                    "federation the bounds must be public knowledge: data-derived bounds leak "
+                    "every client's extremes)", lo, hi)
+        return lo, hi
+    lo, hi = bounds
+    if not hi > lo:
+        raise CliError(f"--bounds {lo:g} {hi:g}: HIGH must be greater than LOW")
+    outside = [name for c, name in zip(clients, names)
+               if c.size and (c.min() < lo or c.max() > hi)]
+    if outside:
+        raise CliError(f"clients {', '.join(map(repr, outside[:5]))} have values outside "
+                       f"--bounds [{lo:g}, {hi:g}]")
+    return lo, hi
 
 
 # -- info -----------------------------------------------------------------------------------

@@ -252,7 +252,7 @@ def test_fit_info_forget_round_trip(capsys, csv_data, tmp_path):
     rc, out, err = run(capsys, "fit", path, "--clients-column", "site", "-k", 3,
                        "--seed", 1, "--model", model, "--server-points", "centers")
     assert rc == 0
-    assert "FederatedKMeans: 3 clients, 120 points, 2 features, 3 centers" in out
+    assert "FederatedKMeans: 3 clients, 120 points, 2 features, 3 clusters" in out
     assert "0 = 's0'" in out and f"model saved to {model}" in out
     assert "computed from the data" in err              # the bounds warning
     fkm = FederatedKMeans.load(model)
