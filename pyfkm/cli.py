@@ -177,6 +177,11 @@ def build_parser(prog="pyfkm"):
     fit.add_argument("--server-points", choices=("uniform", "centers"), default="uniform",
                      help="what the server clusters: points drawn in the aggregated bins "
                           "(the paper's, default) or the bin centres (faster)")
+    fit.add_argument("--client-init", choices=("means", "k-means++", "full"), default="means",
+                     help="what each client sends: the means of its k-means++ seeds' cells "
+                          "(default: the same cost as the seeds, a lower loss), the seeds "
+                          "themselves (the MUFC paper's), or its centers after Lloyd; each "
+                          "unlearns exactly")
     fit.add_argument("--no-secure", dest="secure", action="store_false",
                      help="sum the clients' counts in the clear (testing only: the server "
                           "then sees every client's vector)")
@@ -257,7 +262,7 @@ def _cmd_fit(args, say):
     t0 = time.perf_counter()
     if federated:
         model = FederatedKMeans(K, bounds=(lo, hi), server_points=args.server_points,
-                                secure=args.secure, random_state=args.seed,
+                                client_init=args.client_init, secure=args.secure, random_state=args.seed,
                                 progress=not args.quiet).fit(clients)
         seconds = time.perf_counter() - t0
         objective = kmeans_objective(X, model.cluster_centers_)

@@ -313,6 +313,11 @@ def test_fit_a_folder_of_npy_files_with_public_bounds(capsys, tmp_path):
     assert "4 clients, 120 points" in out and "data box [-5, 15]" in out
     fkm = FederatedKMeans.load(model)
     assert fkm.bounds == (-5.0, 15.0) and len(fkm.removed_) == 4
+    assert fkm.client_init == "means"                   # the command line's default
+    rc, out, _ = run(capsys, "fit", folder, "-k", 3, "--bounds", -5, 15, "--model", model,
+                     "--client-init", "k-means++", "--no-secure")
+    fkm = FederatedKMeans.load(model)
+    assert rc == 0 and fkm.client_init == "k-means++" and fkm.secure is False
 
 
 def test_fit_kmeans_method_and_what_it_cannot_do(capsys, csv_data, tmp_path):
