@@ -390,3 +390,18 @@ def test_demo_quick(capsys):
     for head in ("1. KMeans", "2. FederatedKMeans", "3. Deletion-efficient",
                  "4. DPFederatedKMeans", "5. (k, z)-center", "Summary"):
         assert head in out
+
+
+def test_quiet_demo_prints_nothing(capsys):
+    assert run(capsys, "-q", "demo", "--quick") == (0, "", "")
+
+
+def test_interrupt_exits_130_without_a_traceback(capsys, csv_data, monkeypatch):
+    path, _, _ = csv_data
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(FederatedKMeans, "fit", interrupted)
+    rc, _, err = run(capsys, "fit", path, "--clients-column", "site", "-k", 3)
+    assert rc == 130 and err.splitlines()[-1] == "pyfkm: interrupted"
