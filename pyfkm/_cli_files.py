@@ -55,9 +55,11 @@ def _is_number(text):
 def _read_csv(path, column, delimiter):
     """(features, client labels or None, feature names or None) of one CSV."""
     try:
-        with open(path, newline="") as f:
-            rows = [(i + 1, [c.strip() for c in r])
-                    for i, r in enumerate(csv.reader(f, delimiter=delimiter))
+        # utf-8-sig: a byte-order mark (spreadsheets write one) is not part
+        # of the first column's name
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.reader(f, delimiter=delimiter)
+            rows = [(reader.line_num, [c.strip() for c in r]) for r in reader
                     if any(c.strip() for c in r)]
     except UnicodeDecodeError:
         raise CliError(f"{path}: not a text CSV file") from None
@@ -87,21 +89,22 @@ def _read_csv(path, column, delimiter):
     feat = [j for j in range(width) if j != col]
     if not feat:
         raise CliError(f"{path}: no feature columns")
-    X = np.empty((len(rows), len(feat)))
-    labels = [] if col is not None else None
-    for r, (line, cells) in enumerate(rows):
+    for line, cells in rows:
         if len(cells) != width:
             raise CliError(f"{path}: line {line} has {len(cells)} fields, the first line "
                            f"has {width}")
-        for i, j in enumerate(feat):
-            try:
-                X[r, i] = float(cells[j])
-            except ValueError:
-                what = f"column {names[i]!r}" if names else f"column {j}"
-                raise CliError(f"{path}: line {line}, {what}: {cells[j]!r} is not a "
-                               "number") from None
-        if labels is not None:
-            labels.append(cells[col])
+    table = np.array([cells for _, cells in rows], dtype=str)
+    try:
+        X = table[:, feat].astype(np.float64)
+    except ValueError:              # find the first cell that is not a number
+        for line, cells in rows:
+            for i, j in enumerate(feat):
+                if not _is_number(cells[j]):
+                    what = f"column {names[i]!r}" if names else f"column {j}"
+                    raise CliError(f"{path}: line {line}, {what}: {cells[j]!r} is not a "
+                                   "number") from None
+        raise
+    labels = None if col is None else table[:, col].tolist()
     return X, labels, names
 
 

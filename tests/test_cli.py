@@ -405,3 +405,12 @@ def test_interrupt_exits_130_without_a_traceback(capsys, csv_data, monkeypatch):
     monkeypatch.setattr(FederatedKMeans, "fit", interrupted)
     rc, _, err = run(capsys, "fit", path, "--clients-column", "site", "-k", 3)
     assert rc == 130 and err.splitlines()[-1] == "pyfkm: interrupted"
+
+
+def test_csv_details(tmp_path):
+    # a byte-order mark, Windows line ends, quoted cells, blank lines, ';'
+    p = tmp_path / "excel.csv"
+    p.write_bytes('\ufeffsite;a;b\r\n"x"; 1.5;"2"\r\n\r\ny;3;4e-1\r\n'.encode("utf-8"))
+    clients, names, features = read_clients([p], "site", delimiter=";")
+    assert names == ["x", "y"] and features == ["a", "b"]
+    assert [c.tolist() for c in clients] == [[[1.5, 2.0]], [[3.0, 0.4]]]
