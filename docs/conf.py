@@ -94,5 +94,59 @@ def _constructor_signature(app, what, name, obj, options, signature, return_anno
     return str(sig), return_annotation
 
 
+# -- References to re-exported names ---------------------------------------
+# Each object is documented once, at its home (pyfkm.mufc.FederatedKMeans);
+# a reference to another public path of the same object (pyfkm.FederatedKMeans,
+# pyfkm.secagg.CapacityError) resolves to that documentation.
+def _lookup(path):
+    """The object at a dotted path under pyfkm, or None."""
+    import importlib
+    import warnings
+
+    parts = path.split(".")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                for attr in parts[cut:]:
+                    obj = getattr(obj, attr)
+            except AttributeError:
+                return None
+            return obj
+    return None
+
+
+def _resolve_reexport(app, env, node, contnode):
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or node.get("reftype") == "mod":
+        return None
+    domain = env.get_domain("py")
+    last = "." + target.rpartition(".")[2]
+    if target.startswith("pyfkm."):
+        obj = _lookup(target)
+        if obj is None:
+            return None
+        homes = [n for n in sorted(domain.objects)
+                 if n != target and n.endswith(last) and _lookup(n) is obj]
+    elif "." not in target:
+        # a bare name in a docstring (``ProtocolError``): the one pyfkm
+        # object of that name, if there is exactly one
+        homes = [n for n in sorted(domain.objects)
+                 if n.startswith("pyfkm.") and n.endswith(last)]
+        if len({id(_lookup(n)) for n in homes}) != 1:
+            return None
+    else:
+        return None
+    if not homes:
+        return None
+    return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
+                               homes[0], node, contnode)
+
+
 def setup(app):
     app.connect("autodoc-process-signature", _constructor_signature)
+    app.connect("missing-reference", _resolve_reexport)
