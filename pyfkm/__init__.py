@@ -16,8 +16,11 @@ Imports point downward only (families -> secagg -> field/core -> the private
 foundation ``_core``, ``_validation``, ``_base``, ``exceptions``, ``rng``);
 ``tests/test_layout.py`` checks it.
 """
+from types import ModuleType as _ModuleType
+
 from . import dp
-from .core import KMeans, Lattice, RemovableSeeding, RemovalReport, kmeans_plusplus
+from .core import (KMeans, Lattice, RemovableSeeding, RemovalReport, kmeans_plusplus,
+                   scale_to_box)
 from .deletion import DCKMeans, QKMeans
 from .dp import DPFederatedKMeans
 from .exceptions import (CapacityError, InvalidIdError, InvalidInputError, ModelFileError,
@@ -40,6 +43,7 @@ __all__ = [
     "kmeans_plusplus",
     "RemovableSeeding",
     "RemovalReport",
+    "scale_to_box",
     # the errors users catch, re-exported from pyfkm.exceptions (deliberate
     # repetition: each __all__ is a literal list that tools read)
     "PyfkmError",
@@ -52,7 +56,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> _ModuleType:
     # pyfkm.privacy moved to pyfkm.dp (issue 20); the alias goes in pyfkm 0.3.
     if name == "privacy":
         import importlib

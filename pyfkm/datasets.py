@@ -68,7 +68,7 @@ def make_blobs(n_samples: int = 10_000, n_features: int = 2, n_clusters: int = 5
     return X, y.astype(np.int64), centers
 
 
-def _check_int(value, name, lo, hi=None):
+def _check_int(value: int, name: str, lo: int, hi: int | None = None) -> int:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise InvalidInputError(f"{name} must be an int, got {value!r}")
     value = int(value)

@@ -85,11 +85,12 @@ class CenterModelMixin:
         X = check_features(X, self.n_features_in_, self).astype(np.float64, copy=False)
         return X, C
 
-    def _check_X(self, X):
+    def _check_X(self, X: ArrayLike) -> NDArray[np.float64]:
         """``X`` checked against the fitted model, as float64 (see _checked)."""
         return self._checked(X)[0]
 
-    def _nearest_center(self, X, C):
+    def _nearest_center(self, X: NDArray[np.float64], C: NDArray[np.float64]
+                        ) -> tuple[NDArray[np.float64], NDArray[np.integer]]:
         """(squared distance to the nearest center, its index) per row: the
         shared kernel, :func:`pyfkm.core.kmeans.nearest_center`."""
         from .kmeans import nearest_center  # here: kmeans.KMeans uses this mixin

@@ -54,7 +54,7 @@ import math
 import os
 import threading
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -194,7 +194,7 @@ class NoiseStream:
 
     _impl: Any  # the ChaCha20 stream of secure mode, else None (set by _make)
 
-    def __init__(self, *_args: object, **_kwargs: object) -> NoReturn:
+    def __init__(self, *_args: object, **_kwargs: object) -> None:
         raise TypeError("use NoiseStream.secure(key, iteration, tag) or "
                         "NoiseStream.from_generator(random_state)")
 

@@ -4,6 +4,7 @@ al., NeurIPS 2019, Sec. 4.2).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -188,7 +189,7 @@ class DCKMeans(FitPredictMixin, _LockedEstimator):
 
     _check_state = staticmethod(_dc_check_state)
 
-    def _check_params(self, n):
+    def _check_params(self, n: int) -> dict[str, Any]:
         """The validated hyper-parameters (changes nothing)."""
         k = check_n_clusters(self.n_clusters, n)
         h = check_int(self.height, "height", 1)
@@ -217,7 +218,8 @@ class DCKMeans(FitPredictMixin, _LockedEstimator):
                     n_trials=n_trials)
 
     @staticmethod
-    def _fitted_state(X, ids, key, params, rng):
+    def _fitted_state(X: NDArray[np.float64], ids: NDArray[np.int64], key: Any,
+                      params: dict[str, Any], rng: np.random.Generator) -> Any:
         return _dc_fit(X, ids, key, **params)
 
     n_leaves_ = _fitted_attr(lambda st: st.L)
@@ -253,5 +255,5 @@ class DCKMeans(FitPredictMixin, _LockedEstimator):
             return out[st.alive]
 
     @staticmethod
-    def _removal(st, pos):
+    def _removal(st: Any, pos: NDArray[np.int64]) -> tuple[Any, str]:
         return _dc_deleted(st, pos), "leaf path"

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._checks import _q_check_state
 from ._common import _LockedEstimator, _fitted_attr
@@ -177,7 +179,7 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     _check_state = staticmethod(_q_check_state)
 
     # -- parameters ---------------------------------------------------------
-    def _check_params(self, n):
+    def _check_params(self, n: int) -> Any:
         k = check_n_clusters(self.n_clusters, n)
         max_iter = check_int(self.max_iter, "max_iter", 1)
         g = self.gamma
@@ -195,7 +197,8 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
         return k, max_iter, float(g), e
 
     @staticmethod
-    def _fitted_state(X, ids, key, params, rng):
+    def _fitted_state(X: NDArray[np.float64], ids: NDArray[np.int64], key: Any, params: Any,
+                      rng: np.random.Generator) -> Any:
         k, max_iter, gamma, epsilon = params
         # a private float64 copy, never the caller's buffer: remove
         # overwrites rows
@@ -222,7 +225,7 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
             return s.inertia
 
     @staticmethod
-    def _removal(s, pos):
+    def _removal(s: Any, pos: NDArray[np.int64]) -> tuple[Any, str]:
         reason, update = _q_certify(s, pos)
         if reason:
             return _q_retrained(s, pos, reason, update), reason

@@ -136,7 +136,9 @@ def fold_into_bounds(C: ArrayLike, bounds: tuple[float, float] = (-1.0, 1.0)) ->
     return lo + np.where(v > w, 2 * w - v, v)
 
 
-def _update_centers(mu, R, C, eta, relative, bounds, postprocess):
+def _update_centers(mu: NDArray[np.float64], R: NDArray[np.float64], C: NDArray[np.float64],
+                    eta: float | None, relative: bool, bounds: tuple[float, float],
+                    postprocess: str) -> NDArray[np.float64]:
     """New centers from the decoded (noisy) sums and counts."""
     denom = np.maximum(C, 1.0)[:, None]
     new = mu + R / denom if relative else R / denom

@@ -349,7 +349,7 @@ def roots(f: ArrayLike, p: int, *, require_split: bool = False, random_state: Se
     return r[order], m[order]
 
 
-def _monic_of(f, p, zero_message):
+def _monic_of(f: ArrayLike, p: int, zero_message: str) -> tuple[int, int, NDArray[np.uint64]]:
     """``(p, lc, g)`` for the factorizations: the checked modulus, the
     leading coefficient of ``f`` and ``f / lc`` (monic, uint64); FieldError
     with ``zero_message`` for the zero polynomial."""
@@ -363,7 +363,7 @@ def _monic_of(f, p, zero_message):
     return p, lc, np.ascontiguousarray(f, dtype=np.uint64)
 
 
-def _sort_key(item):
+def _sort_key(item: tuple[NDArray[np.uint64], int]) -> tuple[int, tuple[int, ...], int]:
     g, e = item
     return (g.size, tuple(int(c) for c in g), e)
 

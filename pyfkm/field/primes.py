@@ -158,16 +158,17 @@ class Field:
     def __init__(self, p: int) -> None:
         self.p = _check_modulus(p)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Field({self.p})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Field) and other.p == self.p
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("Field", self.p))
 
-    def _run(self, op, a, b=None, *, b_is_exponent=False):
+    def _run(self, op: str, a: ArrayLike, b: ArrayLike | None = None, *,
+             b_is_exponent: bool = False) -> int | NDArray[np.uint64]:
         scalar = np.ndim(a) == 0 and (b is None or np.ndim(b) == 0)
         A = _as_elements(np.atleast_1d(a), self.p, "a", ndim=None)
         if b is None:

@@ -8,7 +8,7 @@ k-means on the leaf centroids, weighted by their sizes (:func:`dc_root`).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -115,18 +115,19 @@ class FederatedDCKMeans(_RetrainingFederatedBase):
                          random_state=random_state)
         self.weighted = weighted
 
-    def _check_params(self):
+    def _check_params(self) -> int:
         K = self._check_common()
         if not isinstance(self.weighted, (bool, np.bool_)):
             raise InvalidInputError(f"weighted={self.weighted!r} must be True or False")
         return K
 
-    def _server(self, locals_, gen, p):
+    def _server(self, locals_: list[Any], gen: np.random.Generator, p: dict[str, Any]
+                ) -> tuple[NDArray[np.float64], float, int]:
         centers, sizes = _centers_and_sizes(locals_)
         return dc_root(centers, sizes, p["n_clusters"], weighted=bool(p["weighted"]),
                        n_init=p["n_init"], max_iter=p["max_iter"], tol=p["tol"],
                        random_state=self._fresh(gen))
 
-    def _set_server(self, server):
+    def _set_server(self, server: tuple[NDArray[np.float64], float, int]) -> None:
         C, inertia, n_iter = server
         self.cluster_centers_, self.inertia_, self.n_iter_ = C, inertia, n_iter

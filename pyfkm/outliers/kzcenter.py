@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -83,7 +84,7 @@ def make_noisy_blobs(n_samples: int = 20_000, n_features: int = 5, n_clusters: i
     return X[perm], flag[perm], centers
 
 
-def _as_points(X, name="X"):
+def _as_points(X: ArrayLike, name: str = "X") -> NDArray[np.float64]:
     if isinstance(X, (list, tuple)) and X and all(np.ndim(x) == 2 for x in X):
         arrs = [check_array(x, f"{name}[{i}]", dtype=(np.float64,), allow_empty=True)
                 for i, x in enumerate(X)]
@@ -91,7 +92,7 @@ def _as_points(X, name="X"):
     return check_array(X, name, dtype=(np.float64,))
 
 
-def _distances(X, centers):
+def _distances(X: NDArray[np.float64], centers: ArrayLike) -> NDArray[np.float64]:
     centers = check_array(centers, "centers", dtype=(np.float64,))
     if centers.shape[1] != X.shape[1]:
         raise InvalidInputError(
@@ -272,14 +273,15 @@ class KZCenter(FitPredictMixin, _KZBase):
         return self
 
 
-def _charikar(X, w, k, z, tol=0.01):
+def _charikar(X: NDArray[np.float64], w: NDArray[np.floating] | NDArray[np.integer] | None,
+              k: int, z: float, tol: float = 0.01) -> tuple[Any, float]:
     """Charikar et al. greedy (radii r, 3r) with the search over r; returns
     (centers, r).  Feasible: uncovered weight <= z."""
     n = X.shape[0]
     D = _kcenter.sqdist(X, X) if n <= _MATRIX_MAX_N else None
     M = _kcenter.Matrix(X) if D is not None else None
 
-    def probe(r2):
+    def probe(r2: float) -> NDArray[np.float64] | None:
         c, unc, _ = _kcenter.greedy(X, M, w, r2, 9.0 * r2, k)
         return X[c] if unc <= z else None
 

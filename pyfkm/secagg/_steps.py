@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .scma._messages import RosterMessage
 
 
-def client_id(v):
+def client_id(v: object) -> int:
     """A client id (an int, not a bool or a float), or InvalidInputError."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise InvalidInputError(f"client ids must be ints, got {v!r}")
@@ -87,7 +87,7 @@ class RoundSteps:
             self._roster = r
         return self._roster
 
-    def _roster_fields(self):
+    def _roster_fields(self) -> tuple[Any, Any, int, int]:
         """(ids, keys, threshold, degree) of the roster from the keys
         received: the threshold given (or a strict majority), checked against
         the number of clients; a degree reaching every other client is the
@@ -100,12 +100,12 @@ class RoundSteps:
             raise InvalidInputError(f"threshold {t!r} must be an int in [1, {n} clients]")
         return ids, keys, int(t), (self._degree if self._degree < n - 1 else 0)
 
-    def _need(self, step):
+    def _need(self, step: str) -> dict[str, Any]:
         if self._open is None or self._open["step"] != step:
             raise ProtocolError(f"no round is waiting for {step}")
         return self._open
 
-    def _check_sender(self, msg, cls, st):
+    def _check_sender(self, msg: Any, cls: Any, st: dict[str, Any]) -> None:
         if not isinstance(msg, cls):
             raise ProtocolError(f"expected a {cls.__name__}")
         if msg.run_id != self.run_id or msg.round != st["round"]:

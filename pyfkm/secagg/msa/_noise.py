@@ -14,6 +14,7 @@ import os
 from typing import Iterable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ...exceptions import CapacityError, InvalidInputError
 from ._fixed import DEFAULT_SCALE_BITS
@@ -59,7 +60,8 @@ def check_discrete_sigma(scales: Iterable[float], scale_bits: int = DEFAULT_SCAL
                 "use a larger epsilon, noise='gaussian', or smaller scale_bits")
 
 
-def client_noise(segments, n_words, threshold, scale_bits, round_, limit):
+def client_noise(segments: Iterable[tuple[int, float, bytes]], n_words: int, threshold: int,
+                 scale_bits: int, round_: int, limit: int) -> NDArray[np.int64]:
     """One client's share of distributed discrete Gaussian noise: for each
     ``(length, sigma, tag)`` segment, ``length`` samples of the discrete
     Gaussian of scale ``sigma * 2**scale_bits / sqrt(threshold)`` (fixed-point

@@ -7,9 +7,10 @@ removed (and, for the trusted-curator baselines only, the server's noise).
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ...exceptions import CapacityError, InvalidInputError, ProtocolError
 from .._framing import _check_run_id
@@ -120,7 +121,8 @@ class MsaServer(RoundSteps):
         self._threshold, self._degree = threshold, int(degree)
         MsaRosterMessage(self.run_id, n_words, scale_bits, (0,), (bytes(32),))  # validate
 
-    def _roster_message(self, ids, keys, threshold, degree, server_key):
+    def _roster_message(self, ids: Any, keys: Any, threshold: int, degree: int,
+                        server_key: bytes) -> MsaRosterMessage:
         return MsaRosterMessage(self.run_id, self._n_words, self._scale_bits, ids, keys,
                                 threshold, degree, server_key)
 
@@ -271,14 +273,15 @@ class MsaServer(RoundSteps):
         self._m.check_tag(msg.sender, msg.signed_bytes() + self._m.view(o["st"]), msg.tag)
         o["got"][msg.sender] = msg.payload
 
-    def _noise_words(self, round_, segments):
+    def _noise_words(self, round_: int, segments: Sequence[tuple[int, float, bytes]]
+                     ) -> NDArray[np.uint64]:
         from ...core.noise import NoiseStream
         parts = []
         for length, scale, tag in segments:
             if self.noise is None or scale == 0:
                 parts.append(np.zeros(length, dtype=np.int64))
                 continue
-            ns = NoiseStream.secure(self._noise_key, round_, tag)
+            ns = NoiseStream.secure(self._noise_key, round_, tag)  # type: ignore[arg-type]  # set with noise
             draw = ns.gaussian if self.noise == "gaussian" else ns.laplace
             v = np.rint(np.ldexp(np.asarray(draw(length, float(scale))), self._scale_bits))
             # strictly below 2**62: with the clients' sum at most 2**62 in

@@ -135,7 +135,7 @@ class RoundTrip:
         self.progress = progress
         self.failed: dict[int, BaseException] = {}
 
-    def _bar(self, desc):
+    def _bar(self, desc: str) -> Any:
         return progress_bar(self.progress, len(self.parts), desc)
 
     def share(self) -> RoundTrip:
