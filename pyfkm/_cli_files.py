@@ -59,8 +59,8 @@ def _read_csv(path, column, delimiter):
         # of the first column's name
         with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f, delimiter=delimiter)
-            rows = [(reader.line_num, [c.strip() for c in r]) for r in reader
-                    if any(c.strip() for c in r)]
+            rows = [(reader.line_num, cells) for cells in
+                    ([c.strip() for c in r] for r in reader) if any(cells)]
     except UnicodeDecodeError:
         raise CliError(f"{path}: not a text CSV file") from None
     except csv.Error as e:
