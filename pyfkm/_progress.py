@@ -3,7 +3,9 @@
 ``progress`` arguments accept False/None (silent, the library default),
 True (a bar on stderr for work that runs longer than a second: :mod:`tqdm`
 when installed, else a plain line every 10%), or a callable ``f(done, total,
-description)`` called after each step.
+description)`` called after each step.  :func:`progress_bar` gives the bar;
+:func:`track` wraps a loop in one (the benchmarks' and the command line's
+long loops).
 """
 import sys
 import time
@@ -59,3 +61,33 @@ def progress_bar(progress, total, desc):
     except ImportError:
         return _Line(total, desc)
     return tqdm(total=total, desc=desc, leave=False, delay=DELAY)
+
+
+def track(iterable, progress, desc, total=None):
+    """Yield the items of ``iterable``, reporting each one done to ``progress``.
+
+    Parameters
+    ----------
+    iterable : iterable
+    progress : bool, None or callable
+        As for :func:`progress_bar`.
+    desc : str
+        What the loop does (the bar's label).
+    total : int, optional
+        Number of items (default: ``len(iterable)``).
+
+    Examples
+    --------
+    >>> seen = []
+    >>> [x * x for x in track(range(3), lambda d, t, s: seen.append((d, t)), "squares")]
+    [0, 1, 4]
+    >>> seen
+    [(1, 3), (2, 3), (3, 3)]
+    """
+    bar = progress_bar(progress, len(iterable) if total is None else total, desc)
+    try:
+        for item in iterable:
+            yield item
+            bar.update()
+    finally:
+        bar.close()

@@ -53,3 +53,23 @@ def test_secure_rounds_and_fits_report_progress():
         [rng.uniform(-0.5, 0.5, (10, 2)) for _ in range(4)])
     assert ("client fits", 4, 4) in calls
     assert any("key shares" in s for s, _, _ in calls)
+
+
+def test_track_reports_each_item_and_closes_when_the_loop_is_left(monkeypatch):
+    seen = []
+    out = list(_progress.track(["a", "b"], lambda d, t, s: seen.append((d, t, s)), "letters"))
+    assert out == ["a", "b"] and seen == [(1, 2, "letters"), (2, 2, "letters")]
+    calls = []
+
+    class Bar:
+        def update(self, n=1):
+            calls.append("update")
+
+        def close(self):
+            calls.append("close")
+
+    monkeypatch.setattr(_progress, "progress_bar", lambda *a: Bar())
+    gen = _progress.track(iter(range(10)), True, "x", total=10)
+    assert next(gen) == 0 and next(gen) == 1
+    gen.close()                         # what leaving a for loop early does
+    assert calls == ["update", "close"]
