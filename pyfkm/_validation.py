@@ -162,6 +162,35 @@ def check_clients(clients):
     return arrs
 
 
+def check_bounds(bounds, name="bounds"):
+    """``bounds`` as ``(lower, upper)`` floats: a pair of finite numbers
+    with ``upper > lower`` (the public box every value of the data lies in)."""
+    try:
+        if isinstance(bounds, (str, bytes)) or len(bounds) != 2:
+            raise TypeError
+        lo, hi = float(bounds[0]), float(bounds[1])
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"{name}={bounds!r} must be a pair (lower, upper) of numbers, the public range "
+            "of every feature, e.g. bounds=(-1.0, 1.0)") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        raise InvalidInputError(
+            f"{name}={bounds!r} must be finite with upper > lower")
+    return lo, hi
+
+
+def warn_if_fewer_distinct(centers, n_clusters, owner):
+    """A ``UserWarning`` when the fitted ``centers`` hold fewer than
+    ``n_clusters`` distinct rows (the data had fewer distinct points, or
+    weight, than clusters): the model is degenerate, not wrong."""
+    n = np.unique(centers, axis=0).shape[0]
+    if n < n_clusters:
+        warnings.warn(
+            f"{type(owner).__name__} found {n} distinct clusters, fewer than "
+            f"n_clusters={n_clusters}: the data has fewer distinct points than clusters "
+            "(some centers are repeated); use a smaller n_clusters", UserWarning, stacklevel=3)
+
+
 def check_n_threads(n_threads, name="n_threads"):
     """The number of threads for ``n_threads``: a positive int as given;
     None or -1 every core available to this process; ``-k`` all but

@@ -10,7 +10,8 @@ from numpy.typing import ArrayLike, NDArray
 from .._base import BaseEstimator
 from .._core import _lloyd, _seeding
 from .._validation import (check_array, check_n_clusters, check_n_threads,
-                           check_sample_weight, feature_names, set_feature_names)
+                           check_sample_weight, feature_names, set_feature_names,
+                           warn_if_fewer_distinct)
 from ..exceptions import InvalidInputError, NumericalError
 from ..rng import SeedLike, as_generator
 from .base import CenterModelMixin, FitPredictMixin
@@ -517,6 +518,7 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
         self.cluster_centers_, self.labels_, self.inertia_, self.n_iter_ = best  # type: ignore[misc]
         self.n_features_in_ = X.shape[1]
         set_feature_names(self, names)
+        warn_if_fewer_distinct(self.cluster_centers_, k, self)
         return self
 
     def _nearest_center(self, X, C):

@@ -23,8 +23,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._base import BaseEstimator
-from .._validation import check_array, check_clients, check_n_clusters
-from ..exceptions import InvalidInputError
+from .._validation import (check_array, check_bounds, check_clients, check_n_clusters,
+                           clients_feature_names, set_feature_names)
+from ..exceptions import CapacityError, InvalidInputError
 from ..core.base import CenterModelMixin
 from ..core.kmeans import LloydWorkspace
 from ..rng import SeedLike, as_generator
@@ -96,15 +97,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
 
     def _check_common(self):
         k = check_n_clusters(self.n_clusters)
-        b = self.bounds
-        try:
-            lo, hi = float(b[0]), float(b[1])
-            if len(b) != 2:
-                raise TypeError
-        except (TypeError, ValueError, IndexError):
-            raise InvalidInputError(f"bounds must be a pair (lo, hi), got {b!r}") from None
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise InvalidInputError(f"bounds must be finite with lo < hi, got {b!r}")
+        lo, hi = check_bounds(self.bounds)
         if self.postprocess not in ("fold", "truncate", "none"):
             raise InvalidInputError(
                 f"postprocess must be 'fold', 'truncate' or 'none', got {self.postprocess!r}")
@@ -137,16 +130,19 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
             if a.size and (float(a.min()) < bounds[0] or float(a.max()) > bounds[1]):
                 raise InvalidInputError(
                     f"clients[{i}] has values outside bounds={bounds}; scale the features into "
-                    "the bounds first (e.g. min-max with public ranges)")
+                    "the bounds first from public ranges (pyfkm.scale_to_box(X, lower, upper, "
+                    f"box={bounds}))")
         return [np.ascontiguousarray(a, dtype=np.float64) for a in arrs], n
 
-    def fit(self: _Lloyd, clients: Sequence[ArrayLike]) -> _Lloyd:
+    def fit(self: _Lloyd, clients: Sequence[ArrayLike], y: object = None) -> _Lloyd:
         """Fit on a sequence of client arrays (each ``(n_l, d)``, same ``d``).
 
         Parameters
         ----------
         clients : sequence of array-like
             One 2-D array per client; values inside ``bounds``.
+        y : None
+            Ignored; accepted for scikit-learn's API.
 
         Returns
         -------
@@ -154,22 +150,52 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
         """
         k, bounds = self._check_common()
         self._check_params()
+        names = clients_feature_names(clients)
         arrs, n = self._check_data(clients, k, bounds)
         d = arrs[0].shape[1]
         init = self._check_init(k, d, bounds)
-        plan, report, accountant, noise_mode = self._plan(n, k, d, bounds)
+        try:
+            plan, report, accountant, noise_mode = self._plan(n, k, d, bounds)
+            gen = None if self.random_state is None else as_generator(self.random_state)
+            init_gen = gen.spawn(1)[0] if gen is not None else None
+            centers = init if init is not None else sphere_packing_init(k, d, bounds, init_gen)
+            n_words = k * d + k
+            # the private mode's noise is distributed: every client adds its
+            # share (variance sigma**2 / threshold), which no party can remove;
+            # the baselines' modes model a trusted curator (the server adds it)
+            distributed = noise_mode == "discrete_gaussian"
+            server, msa = setup_msa(len(arrs), n_words,
+                                    noise=None if distributed else noise_mode)
+            local = [_LocalData(a) for a in arrs]
+            centers, n_iter = self._iterate(plan, local, centers, server, msa, k, d, bounds,
+                                            noise_mode, distributed)
+        except CapacityError as e:
+            # the masked aggregation's limits, told in this estimator's terms
+            # (its message names MsaServer's own parameters)
+            what = str(e).split("; ")[0]
+            raise CapacityError(
+                f"{type(self).__name__}: the secure aggregation cannot carry this fit: {what}; "
+                "use another epsilon, noise='gaussian' (continuous noise, no share-size "
+                "limit), or data in a box of width about 1 to 100 (bounds, "
+                "pyfkm.scale_to_box)") from None
+        report = dict(report)
+        if accountant is not None:
+            self._record(accountant, plan[0], n_iter)
+            report["epsilon_spent"], report["delta_spent"] = accountant.spent()
+        # fitted state only now: a fit that raised left the estimator as it was
+        self.cluster_centers_ = centers
+        self.n_iter_ = n_iter
+        self.n_features_in_ = d
+        self.n_samples_ = n
+        self.privacy_ = report
+        self.accountant_ = accountant
+        set_feature_names(self, names)
+        return self
 
-        gen = None if self.random_state is None else as_generator(self.random_state)
-        init_gen = gen.spawn(1)[0] if gen is not None else None
-        centers = init if init is not None else sphere_packing_init(k, d, bounds, init_gen)
-        n_words = k * d + k
-        # the private mode's noise is distributed: every client adds its
-        # share (variance sigma**2 / threshold), which no party can remove;
-        # the baselines' modes model a trusted curator (the server adds it)
-        distributed = noise_mode == "discrete_gaussian"
-        server, msa = setup_msa(len(arrs), n_words,
-                                noise=None if distributed else noise_mode)
-        local = [_LocalData(a) for a in arrs]
+    def _iterate(self, plan, local, centers, server, msa, k, d, bounds, noise_mode,
+                 distributed):
+        """The planned iterations (masked rounds and center updates) from
+        ``centers``; returns (centers, iterations run)."""
         ex = self.executor
         n_iter = 0
         for step in plan:
@@ -192,18 +218,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
             centers = new
             if done:
                 break
-        report = dict(report)
-        if accountant is not None:
-            self._record(accountant, plan[0], n_iter)
-            report["epsilon_spent"], report["delta_spent"] = accountant.spent()
-        # fitted state only now: a fit that raised left the estimator as it was
-        self.cluster_centers_ = centers
-        self.n_iter_ = n_iter
-        self.n_features_in_ = d
-        self.n_samples_ = n
-        self.privacy_ = report
-        self.accountant_ = accountant
-        return self
+        return centers, n_iter
 
     def _converged(self, old, new):
         return False

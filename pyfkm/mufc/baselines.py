@@ -45,7 +45,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator, Report
-from .._validation import check_clients, check_ids, check_int
+from .._validation import (check_clients, check_ids, check_int, clients_feature_names,
+                           set_feature_names)
 from ..exceptions import InvalidIdError, InvalidInputError, NotFittedError
 from ..core.base import CenterModelMixin
 from ..core.kmeans import KMeans
@@ -225,8 +226,14 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
             Bad parameters; clients not a sequence of 2-D finite arrays with
             the same number of columns; every client empty.
         """
+        names = clients_feature_names(clients)
         arrs = check_clients(clients)
         k = self._check_params()
+        n = sum(a.shape[0] for a in arrs)
+        if n < k:
+            raise InvalidInputError(
+                f"n_samples={n} should be >= n_clusters={k}: the clients hold {n} points in "
+                "all; use a smaller n_clusters")
         p = self.get_params()  # removals keep using the parameters of the fit
         L, d = len(arrs), arrs[0].shape[1]
         gens = spawn(self.random_state, L + 1)
@@ -246,6 +253,7 @@ class _RetrainingFederatedBase(CenterModelMixin, BaseEstimator):
         self.n_clients_ = L
         self.fit_seconds_ = {"clients": t1 - t0, "server": t2 - t1}
         self._publish(server)
+        set_feature_names(self, names)
         return self
 
     def _publish(self, server):

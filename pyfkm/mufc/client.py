@@ -6,8 +6,8 @@ centers to the public grid of step ``gamma`` and turns its cluster sizes
 into a sparse count vector over grid bins, the vector it sends to the
 aggregation.  A removal reruns the seeding's exact removal; it is prepared
 aside and committed by the caller, which then erases the removed rows from
-every buffer.  :func:`scale_to_box` maps data into the public box the grid
-covers.
+every buffer.  :func:`pyfkm.scale_to_box` maps data into the public box the
+grid covers.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from .._base import Report
 from .._validation import check_array, check_ids
 from ..exceptions import InvalidIdError, InvalidInputError
 from ..core.kmeans import lloyd
+from ..core.box import scale_to_box
 from ..core.lattice import Lattice
 from ..core.seeding import RemovableSeeding
 from ..rng import SeedLike, as_generator, copy_generator as _copy_generator
@@ -30,50 +31,6 @@ from ._rngstate import _rng_from_state, _rng_state
 from .aggregation import merge_sparse
 
 __all__ = ["MufcClient", "ClientRemovalReport", "scale_to_box"]
-
-
-def scale_to_box(X: ArrayLike, lower: float | ArrayLike, upper: float | ArrayLike, *,
-                 box: tuple[float, float] = (-0.5, 0.5)) -> NDArray[np.float64]:
-    """Map data known to lie in ``[lower, upper]`` (public bounds) into ``box``.
-
-    Use bounds that are public knowledge (a sensor's range, a score's
-    scale), not the data's own extrema, which would leak them.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        Finite data inside ``[lower, upper]``.
-    lower, upper : float or array-like of shape (n_features,)
-        Finite public bounds, ``upper > lower`` (one per feature or one
-        for all).
-    box : tuple of float, default=(-0.5, 0.5)
-        The target interval of every feature.
-
-    Returns
-    -------
-    X_scaled : ndarray of shape (n_samples, n_features), float64
-        ``box[0] + (X - lower) * (box[1] - box[0]) / (upper - lower)``.
-
-    Raises
-    ------
-    InvalidInputError
-        If the bounds are not finite with ``upper > lower``, or ``X`` has
-        values outside them.
-
-    Examples
-    --------
-    >>> scale_to_box([[0.0, 10.0], [5.0, 0.0]], lower=0.0, upper=10.0).tolist()
-    [[-0.5, 0.5], [0.0, -0.5]]
-    """
-    X = check_array(X, "X", allow_empty=True)
-    lo = np.broadcast_to(np.asarray(lower, dtype=np.float64), (X.shape[1],))
-    hi = np.broadcast_to(np.asarray(upper, dtype=np.float64), (X.shape[1],))
-    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
-        raise InvalidInputError("bounds must be finite with upper > lower")
-    if X.size and (np.any(X < lo) or np.any(X > hi)):
-        raise InvalidInputError("X has values outside [lower, upper]")
-    a, b = box
-    return a + (X - lo) * ((b - a) / (hi - lo))
 
 
 @dataclass(frozen=True)

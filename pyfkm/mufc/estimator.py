@@ -51,6 +51,7 @@ put the halves of one commit protocol in different files.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import os
 import threading
@@ -64,7 +65,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator, Report
-from .._validation import check_clients, check_ids, check_int
+from .._validation import (check_bounds, check_clients, check_ids, check_int,
+                           clients_feature_names, warn_if_fewer_distinct)
 from ..exceptions import (InvalidIdError, InvalidInputError, ModelFileError, NotFittedError,
                          ProtocolError, PyfkmError)
 from ..field import DEFAULT_PRIME
@@ -311,9 +313,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         K = self.n_clusters
         if not isinstance(K, numbers.Integral) or isinstance(K, bool) or K < 1:
             raise InvalidInputError(f"n_clusters={K!r} must be an int >= 1")
-        lo, hi = (float(v) for v in self.bounds)
-        if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-            raise InvalidInputError(f"bounds={self.bounds!r} must be finite with upper > lower")
+        lo, hi = check_bounds(self.bounds)
         g = self.gamma
         if isinstance(g, str):
             if g != "auto":
@@ -321,6 +321,11 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             g = (hi - lo) / np.sqrt(n)
         if not isinstance(g, numbers.Real) or not np.isfinite(g) or g <= 0:
             raise InvalidInputError(f"gamma={g!r} must be a positive float or 'auto'")
+        if g > hi - lo:
+            raise InvalidInputError(
+                f"gamma={g!r} is larger than the data box bounds={self.bounds!r} (width "
+                f"{hi - lo:g}): every point would fall into one bin; use gamma <= {hi - lo:g} "
+                "(or gamma='auto'), in the units of bounds")
         if (hi - lo) / g > _MAX_BINS:
             raise InvalidInputError(
                 f"gamma={g!r} gives more than {_MAX_BINS} bins per dimension on "
@@ -362,6 +367,25 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         removing the first of them reseeds that client from scratch."""
         self._check_fitted()
         return [None if c is None else c.center_rows_ for c in self._clients]
+
+    @property
+    def inertia_(self) -> float:
+        """The k-means objective of the model on the federation's remaining
+        data: the sum over every participating client's remaining points of
+        the squared distance to the nearest center of ``cluster_centers_``
+        (computed from the clients' data on access; in a deployment each
+        client would compute its own term).  Removed points and departed
+        clients do not count."""
+        with self._lock:
+            self._check_fitted()
+            C = self._fitted_centers()
+            total = 0.0
+            for c in self._clients:
+                if c is not None:
+                    keep = ~c.removed_
+                    if keep.any():
+                        total += math.fsum(self._nearest_center(c.X[keep], C)[0])
+            return total
 
     @property
     def threshold_(self) -> int:
@@ -441,9 +465,14 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
     def _fit_state(self, clients):
         """The fitted state of a fit on ``clients``, built aside (self is
         not touched)."""
+        names = clients_feature_names(clients)
         arrs = check_clients(clients)
         n, d = sum(a.shape[0] for a in arrs), arrs[0].shape[1]
         K, g, lo, hi = self._check_params(n, d)
+        if n < K:
+            raise InvalidInputError(
+                f"n_samples={n} should be >= n_clusters={K}: the clients hold {n} points in "
+                "all; use a smaller n_clusters")
         rng = as_generator(self.random_state)
         gens, commit_rng = _spawn_aside(rng, len(arrs) + 2)
         t0 = time.perf_counter()
@@ -471,7 +500,9 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             clients_[i] = None
         if gone:
             agg.forget((), departed=sorted(gone))
-        return {"_clients": clients_, "_server": server, "_agg": agg, "_agg_rng": agg_rng,
+        warn_if_fewer_distinct(server.cluster_centers_, K, self)
+        return {**({} if names is None else {"feature_names_in_": names}),
+                "_clients": clients_, "_server": server, "_agg": agg, "_agg_rng": agg_rng,
                 "_participants": [i for i in participants if i not in gone],
                 "dropped_clients_": tuple(sorted(gone)),
                 "gamma_": g, "n_bins_per_dim_": B,
@@ -717,12 +748,19 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         """
         with self._lock:
             self._check_fitted()
+            names = clients_feature_names(new_clients)
+            fitted = getattr(self, "feature_names_in_", None)
+            if (names is None) != (fitted is None) or (
+                    names is not None and (names.shape != fitted.shape or (names != fitted).any())):
+                raise InvalidInputError(
+                    f"new clients have feature names {None if names is None else names.tolist()}"
+                    f", the model was fitted with {None if fitted is None else fitted.tolist()}")
             arrs = check_clients(new_clients)
             d = self.n_features_in_
             if arrs[0].shape[1] != d:
                 raise InvalidInputError(
                     f"new clients have {arrs[0].shape[1]} features, the model has {d}")
-            lo, hi = (float(v) for v in self.bounds)
+            lo, hi = check_bounds(self.bounds)
             kw = dict(gamma=self.gamma_, lower=lo, upper=hi, client_init=self.client_init,
                       max_iter=self.max_iter, tol=self.tol)
             # from the generator's state (saved with the model), not its seed

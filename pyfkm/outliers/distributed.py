@@ -208,7 +208,9 @@ def _run_all(executor, machines, method, *args):
 
 
 def _check_machines(machines, n_clusters, n_outliers):
-    """Validated list of float64 arrays (non-empty, same d, finite), n."""
+    """Validated list of float64 arrays (same d, finite) and n.  Machines
+    without points take no part in the protocol (they would send nothing),
+    as empty clients of the federated estimators; not all may be empty."""
     if isinstance(machines, np.ndarray) or not isinstance(machines, (list, tuple)):
         raise InvalidInputError(
             "machines must be a list of 2-D arrays, one per machine")
@@ -217,13 +219,15 @@ def _check_machines(machines, n_clusters, n_outliers):
     arrs = []
     for i, X in enumerate(machines):
         X = check_array(X, f"machines[{i}]", dtype=(np.float64,), allow_empty=True)
-        if X.shape[0] == 0:
-            raise InvalidInputError(
-                f"machines[{i}] is empty; drop machines without points")
+        if X.ndim != 2:
+            raise InvalidInputError(f"machines[{i}] must be a 2-D array")
         arrs.append(X)
     ds = sorted({a.shape[1] for a in arrs})
     if len(ds) != 1:
         raise InvalidInputError(f"machines have different numbers of features: {ds}")
+    arrs = [a for a in arrs if a.shape[0] > 0]
+    if not arrs:
+        raise InvalidInputError("all machines are empty")
     n = sum(a.shape[0] for a in arrs)
     _check_kz(n_clusters, n_outliers, n)
     return arrs, n

@@ -136,10 +136,11 @@ def test_bad_removals_raise_and_change_nothing(make):
 
 @pytest.mark.parametrize("make", ESTIMATORS)
 def test_removal_that_would_leave_no_data_raises_and_changes_nothing(make):
-    clients = [np.array([[0., 0., 0.], [1., 0., 0.]]), np.zeros((0, 3)),
-               np.array([[5., 5., 5.]])]
+    # enough points to fit (at least n_clusters), then all but one removed
+    clients = [np.array([[0., 0., 0.], [1., 0., 0.], [0., 1., 0.], [0., 0., 1.]]),
+               np.zeros((0, 3)), np.array([[5., 5., 5.]])]
     m = make(random_state=1).fit(clients)
-    m.remove(0, [0, 1])
+    m.remove(0, [0, 1, 2, 3])
     before = state(m)
     with pytest.raises(InvalidIdError, match="no data"):
         m.remove(2, [0])

@@ -19,11 +19,24 @@ def _machines(X, m, rng):
     return [X[perm[i::m]] for i in range(m)]
 
 
+def test_empty_machines_take_no_part():
+    # as empty clients of the federated estimators (issue 21): a machine
+    # without points sends nothing; the model is the one without it
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    ref = DistributedKZCenter(2, 1, random_state=0).fit([X[:20], X[20:]])
+    got = DistributedKZCenter(2, 1, random_state=0).fit(
+        [np.zeros((0, 2)), X[:20], np.zeros((0, 2)), X[20:]])
+    np.testing.assert_array_equal(got.cluster_centers_, ref.cluster_centers_)
+    assert got.radius_ == ref.radius_
+
+
 def test_bad_machines():
     X = np.random.default_rng(0).normal(size=(20, 2))
     est = DistributedKZCenter(2, 1)
-    with pytest.raises(InvalidInputError, match="empty"):
-        est.fit([X, np.zeros((0, 2))])
+    with pytest.raises(InvalidInputError, match="all machines are empty"):
+        est.fit([np.zeros((0, 2)), np.zeros((0, 2))])
+    with pytest.raises(InvalidInputError, match="features"):
+        est.fit([X, np.zeros((0, 3))])
     with pytest.raises(InvalidInputError):
         est.fit([])
     with pytest.raises(InvalidInputError):
