@@ -289,6 +289,18 @@ def load_model(path):
     return "federated", FederatedKMeans.load(path), head
 
 
+def write_labels(path, names, labels):
+    """CSV lines ``client,point,cluster`` (a header line first)."""
+    try:
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["client", "point", "cluster"])
+            for name, lab in zip(names, labels):
+                w.writerows((name, i, int(c)) for i, c in enumerate(lab))
+    except OSError as e:
+        raise CliError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 # -- plot ------------------------------------------------------------------------------------
 
 def check_plot_target(path):

@@ -14,6 +14,8 @@ Subcommands (``pyfkm <command> --help`` says more):
 ``pyfkm forget MODEL --client ID [--points IDS | --points-file FILE] [--out FILE]``
     Remove points of one client, or whole clients, from a saved
     FederatedKMeans model (exact unlearning) and save it.
+``pyfkm predict MODEL DATA... [--clients-column COL] [--out labels.csv]``
+    Assign rows to the clusters of a saved model.
 ``pyfkm info MODEL``
     What a saved model is: estimator, clusters, features, clients,
     parameters, file version.
@@ -43,8 +45,9 @@ import numpy as np
 
 import pyfkm
 from ._cli_files import (CliError, check_plot_target, load_model, plot_clusters, read_clients,
-                         save_kmeans)
+                         save_kmeans, write_labels)
 from .core import KMeans
+from .core.kmeans import nearest_center
 from .exceptions import PyfkmError
 from .metrics import kmeans_objective
 from .mufc import FederatedKMeans
@@ -206,6 +209,20 @@ def build_parser(prog="pyfkm"):
                      help="a file of point ids (separated by commas, spaces or newlines)")
     forget.add_argument("--out", metavar="FILE",
                         help="save the new model here (default: replace MODEL)")
+
+    predict = sub.add_parser(
+        "predict", parents=[common], help="label data with a saved model's clusters",
+        description="Assign every row of DATA (read as 'fit' reads it) to the nearest center "
+                    "of a saved model; print the cluster sizes and write one line per row "
+                    "(client, point, cluster) to --out.")
+    predict.add_argument("model", metavar="MODEL", help="a model saved by 'pyfkm fit'")
+    predict.add_argument("data", nargs="+", metavar="DATA",
+                         help="CSV/.npy file(s) or a folder of them, as for 'fit'")
+    predict.add_argument("--clients-column", metavar="NAME|INDEX",
+                         help="column naming each row's client (dropped from the features)")
+    predict.add_argument("--delimiter", default=",", help="CSV field separator (default ',')")
+    predict.add_argument("--out", metavar="FILE",
+                         help="write the labels here as CSV: client,point,cluster")
 
     info = sub.add_parser("info", parents=[common], help="describe a saved model",
                           description="Print what a saved model is: estimator, clusters, "
@@ -419,6 +436,33 @@ def _cmd_forget(args, say):
     return 0
 
 
+# -- predict ---------------------------------------------------------------------------------
+
+def _cmd_predict(args, say):
+    kind, model, extra = load_model(args.model)
+    clients, names, _ = read_clients(args.data, args.clients_column, args.delimiter)
+    if kind == "federated":
+        centers = model.cluster_centers_
+        labels = [model.predict(c) for c in clients]
+    else:
+        centers = extra
+        if clients[0].shape[1] != centers.shape[1]:
+            raise CliError(f"the data has {clients[0].shape[1]} features, the model "
+                           f"{centers.shape[1]}")
+        labels = [nearest_center(np.ascontiguousarray(c), np.ascontiguousarray(centers,
+                                                                               np.float64))[1]
+                  for c in clients]
+    sizes = np.bincount(np.concatenate(labels), minlength=centers.shape[0])
+    n = int(sizes.sum())
+    say(f"{n:,} points of {len(clients)} client{'s' * (len(clients) != 1)} assigned to "
+        f"{centers.shape[0]} clusters")
+    say("cluster sizes: " + ", ".join(f"{i}: {int(m):,}" for i, m in enumerate(sizes)))
+    if args.out:
+        write_labels(args.out, names, labels)
+        say(f"labels saved to {args.out}")
+    return 0
+
+
 # -- main -----------------------------------------------------------------------------------
 
 class _Formatter(logging.Formatter):
@@ -429,7 +473,8 @@ class _Formatter(logging.Formatter):
         return f"pyfkm: [{record.name}] {msg}"
 
 
-COMMANDS = {"fit": _cmd_fit, "forget": _cmd_forget, "info": _cmd_info}
+COMMANDS = {"fit": _cmd_fit, "forget": _cmd_forget, "info": _cmd_info,
+            "predict": _cmd_predict}
 
 
 def main(argv=None, prog="pyfkm"):

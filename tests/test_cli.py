@@ -183,7 +183,7 @@ def test_version(capsys):
 def test_help_names_the_program_and_every_command(capsys):
     rc, out, _ = run(capsys, "--help")
     assert rc == 0 and out.startswith("usage: pyfkm ")
-    for cmd in ("demo", "fit", "forget", "info"):
+    for cmd in ("demo", "fit", "forget", "info", "predict"):
         assert re.search(rf"^    {cmd} +\S", out, re.M), cmd
     rc, out, _ = run(capsys, "fit", "--help")
     assert rc == 0 and out.startswith("usage: pyfkm fit ")
@@ -414,3 +414,35 @@ def test_csv_details(tmp_path):
     clients, names, features = read_clients([p], "site", delimiter=";")
     assert names == ["x", "y"] and features == ["a", "b"]
     assert [c.tolist() for c in clients] == [[[1.5, 2.0]], [[3.0, 0.4]]]
+
+
+def test_predict_labels_the_rows_as_the_model_does(capsys, csv_data, tmp_path):
+    path, X, site = csv_data
+    model = tmp_path / "m.npz"
+    assert run(capsys, "fit", path, "--clients-column", "site", "-k", 3, "--seed", 0,
+               "--model", model, "--no-secure")[0] == 0
+    fkm = FederatedKMeans.load(model)
+    labels = tmp_path / "labels.csv"
+    rc, out, _ = run(capsys, "predict", model, path, "--clients-column", "site",
+                     "--out", labels)
+    assert rc == 0 and "120 points of 3 clients assigned to 3 clusters" in out
+    sizes = np.bincount(fkm.predict(X), minlength=3)
+    assert "cluster sizes: " + ", ".join(f"{i}: {m}" for i, m in enumerate(sizes)) in out
+    lines = labels.read_text().splitlines()
+    assert lines[0] == "client,point,cluster" and len(lines) == 121
+    expected = [f"s{s},{i},{c}" for s in range(3)
+                for i, c in enumerate(fkm.predict(X[site == s]))]
+    assert lines[1:] == expected
+    # a KMeans model file: the nearest of its centers
+    km = tmp_path / "km.npz"
+    assert run(capsys, "fit", path, "--clients-column", "site", "-k", 3, "--method", "kmeans",
+               "--seed", 0, "--model", km)[0] == 0
+    rc, out, _ = run(capsys, "predict", km, path, "--clients-column", "site")
+    C = np.load(km)["cluster_centers"]
+    near = ((X[:, None] - C[None]) ** 2).sum(axis=2).argmin(axis=1)
+    sizes = np.bincount(near, minlength=3)
+    assert rc == 0
+    assert "cluster sizes: " + ", ".join(f"{i}: {m}" for i, m in enumerate(sizes)) in out
+    np.save(tmp_path / "three.npy", np.zeros((4, 3)))
+    assert_error(capsys, "predict", km, tmp_path / "three.npy", match="3 features, the model 2")
+    assert_error(capsys, "predict", model, tmp_path / "three.npy", match="features")
