@@ -54,7 +54,7 @@ class NotFittedError(PyfkmError, ValueError, AttributeError):
         return NotFittedError, self.args
 
 
-_SKLEARN_NOT_FITTED = []
+_SKLEARN_NOT_FITTED: list[type] = []
 
 
 def _with_sklearn_not_fitted():
