@@ -16,6 +16,7 @@ Imports point downward only (families -> secagg -> field/core -> the private
 foundation ``_core``, ``_validation``, ``_base``, ``exceptions``, ``rng``);
 ``tests/test_layout.py`` checks it.
 """
+import logging as _logging
 from types import ModuleType as _ModuleType
 
 from . import dp
@@ -27,6 +28,10 @@ from .exceptions import (CapacityError, InvalidIdError, InvalidInputError, Model
                          NotFittedError, NumericalError, PyfkmError)
 from .mufc import FederatedKMeans
 from .outliers import DistributedKZCenter, KZCenter
+
+# Library code reports through the "pyfkm" loggers (logging.getLogger(__name__));
+# silent unless the application configures logging (the command line's -v does).
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 __version__ = "0.1.0.dev0"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import math
 import threading
 import time
@@ -24,6 +25,8 @@ from ..core.kernels import seeding as _seeding
 from .._validation import check_array, check_ids, feature_names, set_feature_names
 from ..exceptions import InvalidIdError, InvalidInputError, ModelFileError, NotFittedError
 from ..rng import as_generator
+
+_log = logging.getLogger(__name__)
 
 _U = 2.0 ** -53  # unit roundoff of float64
 
@@ -419,7 +422,10 @@ class _LockedEstimator(CenterModelMixin, BaseEstimator):
                 return DeletionReport(0, False, "", time.perf_counter() - t0)
             new, reason = self._removal(s, pos)
             self._state = new  # the commit
-        return DeletionReport(int(pos.size), bool(reason), reason, time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        _log.info("%s: removed %d point(s) in %.3g s (%s)", type(self).__name__, int(pos.size),
+                  seconds, reason or "certified: no retraining")
+        return DeletionReport(int(pos.size), bool(reason), reason, seconds)
 
     delete = renamed_method("delete", "remove")
 

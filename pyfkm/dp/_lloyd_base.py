@@ -14,6 +14,7 @@ here too.
 """
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from concurrent.futures import Executor
@@ -31,6 +32,8 @@ from ..core.kmeans import LloydWorkspace
 from ..rng import SeedLike, as_generator
 from ..secagg import msa_round, setup_msa
 from .steps import _update_centers, sphere_packing_init
+
+_log = logging.getLogger(__name__)
 
 
 class _LocalData:
@@ -190,6 +193,9 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
         self.privacy_ = report
         self.accountant_ = accountant
         set_feature_names(self, names)
+        _log.info("fitted %d clients, %d points: %d iterations%s", len(arrs), n, n_iter,
+                  "" if accountant is None else
+                  " (epsilon spent %.4g, delta %.3g)" % accountant.spent())
         return self
 
     def _iterate(self, plan, local, centers, server, msa, k, d, bounds, noise_mode,

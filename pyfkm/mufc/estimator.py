@@ -51,6 +51,7 @@ put the halves of one commit protocol in different files.
 """
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 import os
@@ -78,6 +79,8 @@ from .aggregation import _ClearAggregator, _SecureAggregator, resolve_neighbors,
 from .client import _MAX_BINS, MufcClient, _fit_client_task, _n_bins
 from .persistence import _ModelReader, _read_model, _write_model
 from .server import MufcServer
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["FederatedKMeans", "FederatedRemovalReport"]
 
@@ -146,6 +149,10 @@ class FederatedRemovalReport(Report):
     offline_seconds: float = 0.0
     details: tuple = field(default=(), repr=False)
     dropped: tuple = ()
+
+
+def _online_seconds(report):
+    return report.client_seconds + report.aggregation_seconds + report.server_seconds
 
 
 class FederatedKMeans(CenterModelMixin, BaseEstimator):
@@ -274,6 +281,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
 
     # for the type checker: the fitted state that fit installs in one
     # __dict__ update
+    cluster_centers_: NDArray[np.float64]
     n_features_in_: int
     n_bins_per_dim_: int
     gamma_: float
@@ -460,6 +468,12 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             for k in stale:
                 del self.__dict__[k]
             commit_rng()
+            t = state["fit_seconds_"]
+            _log.info("fitted %d clients, %d centers: clients %.3g s, secure aggregation "
+                      "%.3g s (%d bytes), server %.3g s%s", len(state["_clients"]),
+                      self.cluster_centers_.shape[0], t["clients"], t["aggregation"],
+                      state["bytes_sent_"], t["server"],
+                      f"; dropped {list(self.dropped_clients_)}" if self.dropped_clients_ else "")
             return self
 
     def _fit_state(self, clients):
@@ -654,6 +668,9 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             old._commit(new, arr)
             self._agg.forget([client])
             self._publish()
+            _log.info("removal from client %d: %s in %.3g s", client,
+                      "server reclustered" if report.server_reclustered else "model unchanged",
+                      _online_seconds(report))
             return report
 
     def remove_clients(self, ids: ArrayLike) -> FederatedRemovalReport:
@@ -718,6 +735,8 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             self.dropped_clients_ = tuple(sorted(set(self.dropped_clients_)
                                                  | set(report.dropped)))
             self._publish()
+            _log.info("clients left: %d participants remain; %.3g s",
+                      len(self._participants), _online_seconds(report))
             return report
 
     def add_clients(self, new_clients: Sequence[ArrayLike]) -> FederatedRemovalReport:
@@ -826,6 +845,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             self.dropped_clients_ = tuple(sorted(set(self.dropped_clients_) | gone))
             commit_rng()
             self._publish()
+            _log.info("%d client(s) joined in %.3g s", len(arrs), _online_seconds(report))
             return report
 
     # -- persistence -------------------------------------------------------------
