@@ -336,6 +336,7 @@ def test_quiet_prints_nothing_and_verbose_shows_library_logs(capsys, csv_data, t
                                                              monkeypatch):
     path, _, _ = csv_data
     model = tmp_path / "m.npz"
+    handlers = list(logging.getLogger("pyfkm").handlers)
     rc, out, err = run(capsys, "-q", "fit", path, "--clients-column", "site", "-k", 3,
                        "--model", model, "--no-secure")
     assert rc == 0 and out == "" and err == "" and model.exists()
@@ -351,7 +352,7 @@ def test_quiet_prints_nothing_and_verbose_shows_library_logs(capsys, csv_data, t
     rc, _, err = run(capsys, "-v", "info", model)
     assert "pyfkm: [pyfkm.mufc.persistence] read 3 clients" in err
     # main leaves the logging configuration as it found it
-    assert not logging.getLogger("pyfkm").handlers
+    assert logging.getLogger("pyfkm").handlers == handlers
 
 
 def test_plot(capsys, csv_data, tmp_path):
