@@ -309,7 +309,8 @@ def check_plot_target(path):
     try:
         from matplotlib.backend_bases import FigureCanvasBase
     except ImportError:
-        raise CliError("--plot needs matplotlib: pip install matplotlib") from None
+        raise CliError("--plot needs matplotlib: pip install matplotlib "
+                       "(or pip install 'pyfkm[plot]')") from None
     ext = pathlib.Path(path).suffix.lstrip(".").lower()
     known = FigureCanvasBase.get_supported_filetypes()
     if ext not in known:
@@ -326,7 +327,8 @@ def plot_clusters(X, model, path, features=None):
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise CliError("--plot needs matplotlib: pip install matplotlib") from None
+        raise CliError("--plot needs matplotlib: pip install matplotlib "
+                       "(or pip install 'pyfkm[plot]')") from None
     labels = model.predict(X)
     C = model.cluster_centers_
     if X.shape[0] > PLOT_POINTS:

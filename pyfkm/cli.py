@@ -353,7 +353,9 @@ def _cmd_info(args, say):
     n_gone = sum(int(r.sum()) for r in removed if r is not None)
     say(f"clients {len(removed)}: {len(parts)} in the federation"
         + (f", left: {', '.join(map(str, left))}" if left else ""))
-    say(f"points {n_live:,} ({n_gone:,} removed from clients still in the federation)")
+    say(f"points {n_live:,} ({n_gone:,} removed from clients still in the federation); "
+        f"objective on them {fkm.inertia_:.6g} (sum of squared distances to the nearest "
+        "center)")
     for i in parts[:20]:
         say(f"  client {i}: {int((~removed[i]).sum()):,} points, "
             f"{int(removed[i].sum()):,} removed")

@@ -268,6 +268,7 @@ def test_fit_info_forget_round_trip(capsys, csv_data, tmp_path):
     assert "FederatedKMeans model" in out and "version 3" in out
     assert "clusters 3 (K = 3), features 2" in out and "clients 3: 3 in the federation" in out
     assert f"client 0: {int((site == 0).sum())} points, 0 removed" in out
+    assert f"objective on them {objective:.6g}" in out
 
     # forget two points of client 1 into a new file: they are gone from it
     rows = X[site == 1][[0, 3]]
