@@ -24,7 +24,7 @@ __all__ = ["Lattice"]
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-def _check_step(step):
+def _check_step(step: object) -> float:
     if isinstance(step, bool) or not isinstance(step, numbers.Real):
         raise InvalidInputError(f"step must be a real number, got {step!r}")
     step = float(step)
@@ -33,7 +33,7 @@ def _check_step(step):
     return step
 
 
-def _check_count(value, name, minimum):
+def _check_count(value: object, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInputError(f"{name} must be an int, got {value!r}")
     value = int(value)
@@ -44,7 +44,7 @@ def _check_count(value, name, minimum):
     return value
 
 
-def _check_int_array(a, name, ndim):
+def _check_int_array(a: ArrayLike, name: str, ndim: int) -> NDArray[np.int64]:
     """Return ``a`` as a C-contiguous int64 array with ``ndim`` dimensions."""
     try:
         arr = np.asarray(a)
@@ -187,18 +187,18 @@ class Lattice:
     def n_features(self) -> int | None:
         return None if self.phase is None else int(self.phase.shape[0])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.phase is None:
             return f"Lattice(step={self.step!r})"
         return f"Lattice(step={self.step!r}, phase={self.phase.tolist()!r})"
 
-    def _check_width(self, d, name):
+    def _check_width(self, d: int, name: str) -> None:
         if self.phase is not None and d != self.phase.shape[0]:
             raise InvalidInputError(
                 f"{name} has {d} columns but the lattice has "
                 f"n_features={self.phase.shape[0]} (length of phase)")
 
-    def _bins(self, bins, name="bins"):
+    def _bins(self, bins: ArrayLike, name: str = "bins") -> NDArray[np.int64]:
         bins = _check_int_array(bins, name, 2)
         self._check_width(bins.shape[1], name)
         return bins
@@ -306,7 +306,7 @@ class Lattice:
         generator = as_generator(random_state)
         return _lattice.sample(bins, self.phase, self.step, generator)
 
-    def _n_bins(self, n_bins):
+    def _n_bins(self, n_bins: object) -> int:
         return _check_count(n_bins, "n_bins", 1)
 
     def flatten(self, bins: ArrayLike, n_bins: int) -> NDArray[np.int64]:

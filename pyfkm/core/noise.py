@@ -54,7 +54,7 @@ import math
 import os
 import threading
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["NoiseStream", "discrete_gaussian_variance", "new_noise_key"]
 
 
-def _float_scale(x, name):
+def _float_scale(x: float, name: str) -> float:
     """A positive noise scale small enough that every sample stays finite
     (samples are at most ~1e3 scales from 0)."""
     x = check_positive(x, name)
@@ -106,13 +106,15 @@ def new_noise_key(random_state: SeedLike = None) -> bytes:
     return as_generator(random_state).bytes(32)
 
 
+_Array = TypeVar("_Array", bound="np.ndarray[Any, Any]")
+
 _KIND = {"gaussian": 0, "laplace": 1, "discrete_gaussian": 2, "discrete_laplace": 3,
          "bernoulli_exp": 4}
 _SIGMA_MIN, _SIGMA_MAX = 2.0 ** -10, 2.0 ** 30
 
 
 @functools.lru_cache(maxsize=256)
-def _sigma2_rational(sigma):
+def _sigma2_rational(sigma: float) -> tuple[int, int]:
     """(P, Q): the smallest P/Q >= sigma^2 with Q = 2^k (k <= 62), P < 2^61
     and the C sampler's bounds (2 P Q t^2 < 2^127, Q t < 2^64)."""
     s2 = Fraction(sigma) ** 2
@@ -127,7 +129,7 @@ def _sigma2_rational(sigma):
     raise InvalidInputError(f"sigma={sigma} is too large for the discrete Gaussian sampler")
 
 
-def _check_sigma(sigma, name="sigma"):
+def _check_sigma(sigma: float, name: str = "sigma") -> float:
     sigma = check_positive(sigma, name)
     if not _SIGMA_MIN <= sigma <= _SIGMA_MAX:
         raise InvalidInputError(
@@ -192,14 +194,19 @@ class NoiseStream:
     (dtype('int64'), (5,))
     """
 
-    _impl: Any  # the ChaCha20 stream of secure mode, else None (set by _make)
+    # set by _make: the ChaCha20 stream of secure mode (else None), the
+    # generator otherwise, the repr, the lock of the draws
+    _impl: Any
+    _generator: np.random.Generator | None
+    _desc: str
+    _lock: threading.Lock
 
     def __init__(self, *_args: object, **_kwargs: object) -> None:
         raise TypeError("use NoiseStream.secure(key, iteration, tag) or "
                         "NoiseStream.from_generator(random_state)")
 
     @classmethod
-    def _make(cls, impl, generator, desc):
+    def _make(cls, impl: Any, generator: np.random.Generator | None, desc: str) -> NoiseStream:
         self = object.__new__(cls)
         self._impl = impl
         self._generator = generator
@@ -278,10 +285,10 @@ class NoiseStream:
         """True for a ChaCha20 stream."""
         return self._impl is not None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"NoiseStream.{self._desc}"
 
-    def _sample(self, kind, out, x=0.0, a=0, b=0):
+    def _sample(self, kind: int, out: _Array, x: float = 0.0, a: int = 0, b: int = 0) -> _Array:
         from .._core import _noise
         with self._lock:
             if self._impl is not None:
@@ -291,7 +298,7 @@ class NoiseStream:
         return out
 
     @staticmethod
-    def _n(n):
+    def _n(n: int) -> int:
         n = check_int(n, "n", 0)
         return n
 
@@ -390,7 +397,7 @@ class NoiseStream:
             raise InvalidInputError(f"t={t} must be <= 2**62")
         return self._sample(_KIND["discrete_laplace"], np.empty(n, np.int64), 0.0, t)
 
-    def _bernoulli_exp(self, n, num, den):
+    def _bernoulli_exp(self, n: int, num: int, den: int) -> NDArray[np.uint8]:
         """n exact Bernoulli(exp(-num/den)) draws as uint8 (for tests)."""
         return self._sample(_KIND["bernoulli_exp"], np.empty(self._n(n), np.uint8),
                             0.0, int(num), int(den))

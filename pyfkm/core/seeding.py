@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -18,7 +18,8 @@ from ..rng import SeedLike, as_generator, copy_generator as _copy_generator
 __all__ = ["kmeans_plusplus", "RemovableSeeding", "RemovalReport"]
 
 
-def _prepare(X, n_clusters, sample_weight):
+def _prepare(X: ArrayLike, n_clusters: int, sample_weight: ArrayLike | None
+             ) -> tuple[NDArray[np.floating], NDArray[np.float64] | None, int]:
     # NaN/inf in X are detected by the seeding kernel itself (they make the
     # D^2 mass non-finite), which saves a pass over the data: see _seed_call.
     X = check_array(X, "X", check_finite=False)
@@ -85,7 +86,7 @@ def kmeans_plusplus(X: ArrayLike, n_clusters: int, *, sample_weight: ArrayLike |
     return X[ids].copy(), ids
 
 
-def _seed_call(X, fn, *args):
+def _seed_call(X: NDArray[np.floating], fn: Callable[..., Any], *args: Any) -> Any:
     """Call a seeding kernel entry point; a non-finite D^2 mass caused by
     NaN/inf in X becomes the usual "X contains NaN or infinity" error."""
     try:
@@ -222,7 +223,7 @@ class RemovableSeeding:
                                  as_generator(random_state))
         self._lock = threading.RLock()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         # a snapshot taken under the lock (a removal erases rows in place):
         # copies of the data, the state arrays and the generator
         with self._lock:
@@ -232,7 +233,7 @@ class RemovableSeeding:
                     "seeding": (st.X.copy(), None if w is None else w.copy(),
                                 _copy_generator(st.generator), st.export_state())}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         X, w, gen, arrays = state["seeding"]
         self.n_clusters = int(state["n_clusters"])
         # validated: a pickle is data from outside
@@ -265,7 +266,7 @@ class RemovableSeeding:
                 self._state.erase(arr)
             return report
 
-    def _remove(self, ids):
+    def _remove(self, ids: ArrayLike) -> tuple[RemovalReport, NDArray[np.int64]]:
         """:meth:`remove` without erasing the rows: returns the report and
         the removed ids (int64).  Callers hold the lock."""
         if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):

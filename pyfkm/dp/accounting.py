@@ -27,7 +27,7 @@ The noise itself is drawn by :class:`pyfkm.core.noise.NoiseStream`.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
@@ -53,7 +53,7 @@ __all__ = [
 
 
 
-def _delta_arg(delta, name="delta"):
+def _delta_arg(delta: float, name: str = "delta") -> float:
     delta = check_positive(delta, name)
     if delta >= 1:
         raise InvalidInputError(f"{name}={delta} must be in (0, 1); e.g. default_delta(n)")
@@ -61,7 +61,7 @@ def _delta_arg(delta, name="delta"):
 
 
 # ------------------------------------------------------- Gaussian mechanism
-def _delta_of_mu(mu, epsilon):
+def _delta_of_mu(mu: float, epsilon: float) -> float:
     """delta(epsilon) of mu-GDP (Dong, Roth & Su 2022, Cor. 2.13), with the
     second term in log space so that e^epsilon does not overflow."""
     if mu == 0:
@@ -75,7 +75,8 @@ def _delta_of_mu(mu, epsilon):
     return max(first - second, 0.0)
 
 
-def _solve_decreasing(f, target, lo, hi):
+def _solve_decreasing(f: Callable[[float], float], target: float, lo: float, hi: float
+                      ) -> float:
     """x in [...lo, hi...] with f(x) = target for decreasing f (the bracket
     grown as needed)."""
     while f(hi) > target:
@@ -578,7 +579,8 @@ class PrivacyAccountant:
         """
         return max(self.epsilon - self.epsilon_spent(), 0.0)
 
-    def _would_spend(self, mechanism, scale, sensitivity, count):
+    def _would_spend(self, mechanism: str, scale: float, sensitivity: float, count: int
+                     ) -> tuple[float, float]:
         mu2, pure = self._mu2, self._eps_pure
         if mechanism in _GAUSSIAN:
             mu2 += count * (sensitivity / scale) ** 2
@@ -614,7 +616,7 @@ class PrivacyAccountant:
         mechanism, sigma, sensitivity, count = self._check(mechanism, sigma, sensitivity, count)
         return self._fits(*self._would_spend(mechanism, sigma, sensitivity, count))
 
-    def _fits(self, mu2, pure):
+    def _fits(self, mu2: float, pure: float) -> bool:
         if pure > self.epsilon * (1 + self._RTOL):
             return False
         if mu2 == 0:
@@ -624,7 +626,8 @@ class PrivacyAccountant:
         return _delta_of_mu(math.sqrt(mu2), rest * (1 + self._RTOL)) <= self.delta * (1 + self._RTOL)
 
     @staticmethod
-    def _check(mechanism, sigma, sensitivity, count):
+    def _check(mechanism: str, sigma: float, sensitivity: float, count: int
+               ) -> tuple[str, float, float, int]:
         if mechanism not in _GAUSSIAN + ("laplace",):
             raise InvalidInputError(
                 f"mechanism={mechanism!r} must be 'gaussian', 'discrete_gaussian' or 'laplace'")
@@ -681,7 +684,7 @@ class PrivacyAccountant:
                 "epsilon_zcdp": eps_z,
                 "spends": [dict(s) for s in self.spends]}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         eps, _ = self.spent()
         return (f"PrivacyAccountant(epsilon={self.epsilon!r}, delta={self.delta!r}; "
                 f"spent epsilon={eps:.6g}, mu={self.mu:.6g}, {len(self.spends)} spends)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,7 +21,7 @@ from ..exceptions import InvalidInputError
 _MATRIX_MAX_N = 4096
 
 
-def _check_kz(n_clusters, n_outliers, n):
+def _check_kz(n_clusters: int, n_outliers: int, n: int) -> tuple[int, int]:
     k = check_int(n_clusters, "n_clusters", 1)
     z = check_int(n_outliers, "n_outliers", 0)
     if k + z > n:
@@ -29,14 +30,15 @@ def _check_kz(n_clusters, n_outliers, n):
     return k, z
 
 
-def _check_epsilon(eps):
+def _check_epsilon(eps: float) -> float:
     if not (isinstance(eps, numbers.Real) and not isinstance(eps, bool)
             and math.isfinite(eps) and eps > 0):
         raise InvalidInputError(f"epsilon={eps!r} must be a finite real > 0")
     return float(eps)
 
 
-def _grid_search(lo, hi, ratio, probe):
+def _grid_search(lo: float, hi: float, ratio: float, probe: Callable[[float], Any]
+                 ) -> tuple[float, Any, int]:
     """Smallest feasible guess on the grid hi * ratio**(j - J), j = 0..J,
     J the least integer with hi * ratio**-J <= lo, by bisection.
 
@@ -49,7 +51,7 @@ def _grid_search(lo, hi, ratio, probe):
     """
     J = max(1, math.ceil(math.log(hi / lo) / math.log(ratio))) if lo < hi else 1
 
-    def g(j):
+    def g(j: int) -> float:
         return hi if j >= J else hi * ratio ** (j - J)
 
     sol = probe(g(0))
@@ -80,11 +82,12 @@ class _KZBase(CenterModelMixin, BaseEstimator):
 
     radius_: float  # set by fit
 
-    def _check_fit_params(self):
+    def _check_fit_params(self) -> None:
         """Checks of the parameters beyond k and z, run by a distributed fit
         after those of the machines, k and z (none here)."""
 
-    def _nearest_center(self, X, C):
+    def _nearest_center(self, X: NDArray[np.float64], C: NDArray[np.float64]
+                        ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         # deliberate specialization of the shared kernel (CenterModelMixin's
         # nearest_center): the kernel the fits count outliers with (exact
         # squared distances from coordinate differences, ties to the lowest
