@@ -23,7 +23,7 @@ import numbers
 from typing import Any, Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_array, check_n_clusters, check_sample_weight
 from .exceptions import InvalidInputError, NotFittedError, NumericalError
@@ -42,7 +42,7 @@ __all__ = [
 _BLOCK = 1 << 20
 
 
-def _nearest(X, C):
+def _nearest(X: NDArray[np.float64], C: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Index of the nearest row of ``C`` (ties to the lowest) and the squared
     distance to it, for every row of ``X`` (no input validation).
 
@@ -69,7 +69,7 @@ def _nearest(X, C):
     return labels, mind
 
 
-def _sq_dist_rows(X, Y):
+def _sq_dist_rows(X: NDArray[np.float64], Y: NDArray[np.float64]) -> NDArray[np.float64]:
     """``||X[i] - Y[i]||^2`` for every i (no input validation)."""
     out = np.empty(X.shape[0], dtype=np.float64)
     step = max(1, _BLOCK // max(1, X.shape[1]))
@@ -81,7 +81,7 @@ def _sq_dist_rows(X, Y):
     return out
 
 
-def _finite_total(value, what):
+def _finite_total(value: float, what: str) -> float:
     value = float(value)
     if not np.isfinite(value):
         raise NumericalError(
@@ -89,7 +89,7 @@ def _finite_total(value, what):
     return value
 
 
-def _check_centers(centers, d, name):
+def _check_centers(centers: ArrayLike, d: int, name: str) -> NDArray[np.float64]:
     C = check_array(centers, name)
     if C.shape[1] != d:
         raise InvalidInputError(
@@ -138,7 +138,7 @@ def kmeans_objective(X: ArrayLike, centers: ArrayLike, sample_weight: ArrayLike 
     return _finite_total(total, "the objective")
 
 
-def _check_sequence(seq, name, n=None):
+def _check_sequence(seq: Any, name: str, n: int | None = None) -> list[Any]:
     if isinstance(seq, np.ndarray) or not hasattr(seq, "__len__") or isinstance(seq, str):
         raise InvalidInputError(f"{name} must be a sequence with one entry per client")
     if n is not None and len(seq) != n:
@@ -146,7 +146,7 @@ def _check_sequence(seq, name, n=None):
     return list(seq)
 
 
-def _check_index_array(a, name, length, upper):
+def _check_index_array(a: ArrayLike, name: str, length: int, upper: int) -> NDArray[np.int64]:
     """A 1-D int array of ``length`` entries with values in [0, upper)."""
     arr = np.asarray(a)
     if arr.ndim != 1 or arr.shape[0] != length:
@@ -282,7 +282,7 @@ def federated_objective(clients: Sequence[ArrayLike], local_labels: Sequence[Arr
     return _finite_total(total, "the federated objective")
 
 
-def _check_runs(n_runs):
+def _check_runs(n_runs: object) -> int:
     if not isinstance(n_runs, numbers.Integral) or isinstance(n_runs, bool) or n_runs < 1:
         raise InvalidInputError(f"n_runs={n_runs!r} must be an int >= 1")
     return int(n_runs)
@@ -382,7 +382,7 @@ def loss_ratio(objective_value: float, X: ArrayLike, n_clusters: int, *, n_runs:
     return value / ref
 
 
-def _remaining_data(model, clients):
+def _remaining_data(model: Any, clients: Sequence[ArrayLike]) -> tuple[list[NDArray[np.float64]], list[NDArray[np.float64]]]:
     """The data a fitted federated model currently represents: for each
     participating client, its rows not removed since ``fit``, with the
     client's local centers."""
@@ -466,7 +466,7 @@ def federated_loss_ratio(model: Any, clients: Sequence[ArrayLike], *, n_runs: in
     return loss_ratio(phi_f, pooled, k, n_runs=n_runs, random_state=random_state)
 
 
-def _entropy(counts):
+def _entropy(counts: NDArray[np.integer]) -> float:
     p = counts[counts > 0] / counts.sum()
     return float(-(p * np.log(p)).sum())
 

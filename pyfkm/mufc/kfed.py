@@ -9,7 +9,7 @@ unlearns by retraining (:mod:`pyfkm.mufc.baselines`).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -27,7 +27,7 @@ __all__ = ["KFed", "kfed_server"]
 
 # -- the algorithm steps (private paths: no input validation) -----------------
 
-def _separated_sets(P, nu):
+def _separated_sets(P: NDArray[np.floating], nu: NDArray[np.floating]) -> NDArray[np.bool_]:
     """Awasthi-Sheffet's 1:3 split: ``S[:, r]`` marks the rows of ``P``
     whose distance to ``nu[r]`` is at most a third of their distance to
     every other row of ``nu`` (all of ``P`` when ``nu`` has one row)."""
@@ -73,7 +73,8 @@ def _awasthi_sheffet(X, k, *, n_init, max_iter, tol, rng):
 _LOCAL_STEPS = {"k-means": _local_kmeans, "awasthi-sheffet": _awasthi_sheffet}
 
 
-def _farthest_point_completion(S, init_rows, k):
+def _farthest_point_completion(S: NDArray[np.float64], init_rows: NDArray[np.integer], k: int
+                               ) -> NDArray[np.int64]:
     """Indices of ``k`` rows of ``S``: ``init_rows`` (distinct points), then
     repeatedly the row farthest from the chosen set (largest distance to its
     nearest chosen row; ties to the lowest index).  Needs ``k`` at most the
@@ -244,7 +245,7 @@ class KFed(_RetrainingFederatedBase):
         self.client_clusters = client_clusters
         self.local_step = local_step
 
-    def _check_params(self):
+    def _check_params(self) -> int:
         K = self._check_common()
         kp = K if self.client_clusters is None else \
             check_int(self.client_clusters, "client_clusters", 1)
@@ -256,16 +257,17 @@ class KFed(_RetrainingFederatedBase):
                 f"local_step={self.local_step!r} must be one of {sorted(_LOCAL_STEPS)}")
         return kp
 
-    def _local(self, X, k, gen, p):
+    def _local(self, X: NDArray[np.float64], k: int, gen: np.random.Generator, p: dict[str, Any]) -> tuple[NDArray[np.float64], NDArray[np.int64], int]:
         return _LOCAL_STEPS[p["local_step"]](X, k, n_init=p["n_init"], max_iter=p["max_iter"],
                                              tol=p["tol"], rng=self._fresh(gen))
 
-    def _server(self, locals_, gen, p):
+    def _server(self, locals_: list[Any], gen: np.random.Generator, p: dict[str, Any]
+                ) -> tuple[NDArray[np.float64], int, float, int]:
         centers, sizes = _centers_and_sizes(locals_)
         return kfed_server(centers, sizes, p["n_clusters"], max_iter=p["max_iter"],
                            tol=p["tol"], random_state=self._fresh(gen))
 
-    def _set_server(self, server):
+    def _set_server(self, server: tuple[NDArray[np.float64], int, float, int]) -> None:
         C, z, inertia, n_iter = server
         self.cluster_centers_, self.server_device_ = C, z
         self.inertia_, self.n_iter_ = inertia, n_iter

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import numbers
 from concurrent.futures import Executor
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from .._core import _kcenter
 from ..exceptions import InvalidInputError
@@ -158,7 +158,7 @@ class GuhaKZCenter(_SlackBase):
         if R == 0.0:
             L, Lp, centers = 0.0, 0.0, x0[None, :].copy()
         else:
-            def probe(L):
+            def probe(L: float) -> tuple[NDArray[np.float64], float] | None:
                 tr.add(f"guess L={L:.6g}", "coordinator", scalars=m)
                 res = _run_all(ex, mcs, "local_greedy", L, k)
                 tr.add("uncovered counts", "machines", scalars=m)
@@ -172,7 +172,7 @@ class GuhaKZCenter(_SlackBase):
                 D = None if len(Q) > _MATRIX_MAX_N else _kcenter.Matrix(Q)
                 budget = 2 * z - u
 
-                def kzc(Lp):
+                def kzc(Lp: float) -> NDArray[np.float64] | None:
                     c, unc, _ = _kcenter.greedy(Q, D, w, (2.0 * Lp) ** 2,
                                                 (4.0 * Lp) ** 2, k)
                     return Q[c] if unc <= budget else None
@@ -229,7 +229,7 @@ class UniformSamplingKZCenter(_SlackBase):
                          executor=executor)
         self.sample_fraction = sample_fraction
 
-    def _check_fit_params(self):
+    def _check_fit_params(self) -> None:
         super()._check_fit_params()
         f = self.sample_fraction
         if not (isinstance(f, numbers.Real) and 0 < f <= 1):
@@ -277,7 +277,7 @@ class UniformSamplingKZCenter(_SlackBase):
         return self
 
 
-def _radius_without(mcs, centers, z):
+def _radius_without(mcs: Sequence[Any], centers: NDArray[np.float64], z: int) -> float:
     """The radius after discarding exactly the z points farthest from the
     centers (over all machines; a step of the simulation, not counted as
     traffic)."""
