@@ -770,7 +770,8 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             names = clients_feature_names(new_clients)
             fitted = getattr(self, "feature_names_in_", None)
             if (names is None) != (fitted is None) or (
-                    names is not None and (names.shape != fitted.shape or (names != fitted).any())):
+                    names is not None and (names.shape != fitted.shape  # type: ignore[union-attr]
+                                           or (names != fitted).any())):
                 raise InvalidInputError(
                     f"new clients have feature names {None if names is None else names.tolist()}"
                     f", the model was fitted with {None if fitted is None else fitted.tolist()}")
