@@ -41,7 +41,8 @@ mkdir "$scratch/src" "$scratch/raw"
     | xargs -0 cp --parents -t "$scratch/src")
 # Release settings, through the environment (setup.py is the same for every
 # build): -g0 drops the debug information that Python's own CFLAGS ask for
-# (-g; it does not change the generated code, only the size: about 5x);
+# (-g; it does not change the generated code; with -g the wheel was 7.2 MiB
+# and the build took 30% more CPU time);
 # LDSHARED without the -Wl,-rpath of an interpreter built with a shared
 # libpython (pyenv's), which would otherwise end up as a RUNPATH naming a
 # folder of this machine in every extension; [build_ext] parallel compiles
@@ -73,7 +74,9 @@ PATH="$scratch/tools/bin:$PATH" "$scratch/tools/bin/auditwheel" repair --plat au
 repaired=$(ls "$scratch"/repaired/pyfkm-*.whl)
 # The tools venv has pyelftools (auditwheel's): check_wheel.py reads the
 # extensions' dynamic sections with it.
-"$scratch/tools/bin/python" "$root/tools/check_wheel.py" "$repaired" "$root" >&2
+# The expected contents come from the copy that was built.
+"$scratch/tools/bin/python" "$root/tools/check_wheel.py" "$repaired" "$scratch/src" >&2
 cp "$repaired" "$out/"
-echo "repaired into $(basename "$repaired") in $((SECONDS - t)) s" >&2
+echo "repaired into $(basename "$repaired") ($(($(stat -c %s "$repaired") / 1024)) KiB)" \
+     "in $((SECONDS - t)) s" >&2
 echo "$out/$(basename "$repaired")"

@@ -13,7 +13,8 @@ test-command copy it into a scratch folder).  It
 2. runs the ``pyfkm`` console script of that environment: ``--version``
    (must print pyfkm.__version__), ``demo --quick``, and ``fit`` on a CSV it
    writes (three well separated blobs held by three clients), once with a
-   clients column and a saved model, once without.
+   clients column and a saved model (then ``info`` on that model), once
+   without.
 
 Every step prints what it runs and how long it took; the first failure
 stops the script with status 1.
@@ -79,10 +80,11 @@ def console_script():
     return script
 
 
-def run(args, timeout=300):
+def run(args, cwd, timeout=300):
+    """Run the console script in ``cwd``; its output (last lines) and time."""
     print("$ pyfkm " + " ".join(args[1:]), flush=True)
     t = time.perf_counter()
-    proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.run(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=timeout)
     lines = proc.stdout.rstrip().splitlines()
     for line in lines[-15:]:
@@ -118,17 +120,20 @@ def main():
     script = console_script()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        out = run([script, "--version"], timeout=60)
+        out = run([script, "--version"], tmp, timeout=60)
         if version not in out:
             fail(f"`pyfkm --version` printed {out.strip()!r}, not the version {version}")
-        run([script, "demo", "--quick"])
+        run([script, "demo", "--quick"], tmp)
         data, plain = write_csv(tmp / "clients.csv")
         model = tmp / "model.npz"
         run([script, "fit", str(data), "--clusters", "3", "--clients-column", "site",
-             "--model", str(model)])
+             "--bounds", "-5", "15", "--model", str(model), "--seed", "0"], tmp)
         if not model.is_file() or model.stat().st_size == 0:
             fail(f"`pyfkm fit --model {model}` wrote no model file")
-        run([script, "fit", str(plain), "--clusters", "3"])
+        out = run([script, "info", str(model)], tmp, timeout=60)
+        if "300" not in out:
+            fail("`pyfkm info` does not report the 300 points of the CSV")
+        run([script, "fit", str(plain), "--clusters", "3", "--seed", "0"], tmp)
     print(f"smoke test passed in {time.perf_counter() - t0:.1f} s")
 
 
