@@ -126,3 +126,45 @@ def test_annotations_resolve(qualname):
     module = sys.modules[func.__module__]
     hints = typing.get_type_hints(func, localns=_type_checking_names(module))
     assert "return" in hints
+
+
+def _runtime_annotations(tree):
+    """The annotations Python evaluates when the module runs (a module
+    without ``from __future__ import annotations``): of defs and of
+    variables at module and class level."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+                if a is not None and a.annotation is not None:
+                    out.append(a.annotation)
+            if node.returns is not None:
+                out.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            out.append(node.annotation)
+    return out
+
+
+def test_annotations_run_on_python_3_9():
+    # requires-python is >=3.9: ``X | Y`` (PEP 604) may only appear in
+    # annotations that are not evaluated, i.e. in modules that start with
+    # ``from __future__ import annotations`` (PEP 563); elsewhere
+    # typing.Union/Optional.
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+                     and any(a.name == "annotations" for a in n.names) for n in tree.body)
+        if future:
+            continue
+        for ann in _runtime_annotations(tree):
+            if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitOr)
+                   for n in ast.walk(ann)):
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{ann.lineno}")
+    assert not bad, f"X | Y evaluated at run time (Python 3.9 fails): {bad}"
+
+
+def test_the_3_9_check_sees_a_runtime_union():
+    tree = ast.parse("def f(x: int | None) -> None: ...\ny: 'ok' = 1\n")
+    assert any(isinstance(a, ast.BinOp) for a in _runtime_annotations(tree))
