@@ -46,7 +46,11 @@ def test_secure_rounds_and_fits_report_progress():
                       progress=lambda d, t, s: calls.append((s, d, t)))
     descs = {s for s, _, _ in calls}
     assert any("key shares" in s for s in descs) and any("masked inputs" in s for s in descs)
-    assert all(t == 5 for _, _, t in calls)
+    # one step a client, but the decode: one step for the round
+    assert all(t == (1 if s.endswith("decode") else 5) for s, _, t in calls)
+    assert list(dict.fromkeys(s for s, _, _ in calls)) == [
+        "keys", "round 1: key shares", "round 1: share bundles", "round 1: masked inputs",
+        "round 1: unmask", "round 1: decode"]
     calls.clear()
     rng = np.random.default_rng(0)
     FederatedKMeans(2, random_state=0, progress=lambda d, t, s: calls.append((s, d, t))).fit(

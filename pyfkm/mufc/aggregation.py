@@ -18,6 +18,7 @@ from typing import Iterable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._progress import progress_bar
 from ..exceptions import CapacityError, DecodeError, InvalidInputError, ProtocolError
 from ..core.lattice import row_keys
 
@@ -198,7 +199,7 @@ class _SecureAggregator:
         # a departed client costs no key agreement
         self.server, self.roles = setup_in_process(
             self.params, L, client_ids=client_ids, threshold=t,
-            degree=resolve_neighbors(neighbors, L))
+            degree=resolve_neighbors(neighbors, L), progress=progress)
         self._dirty = set(self.roles)
         self._precompute_nonzeros = int(precompute_nonzeros)
         self._prepared = None      # a RoundTrip whose offline part ran
@@ -314,12 +315,17 @@ class _SecureAggregator:
         t0 = time.perf_counter()
         self._prepared = None
         try:
-            trip = self._RoundTrip(self.server, self.roles, participants).share()
+            trip = self._RoundTrip(self.server, self.roles, participants,
+                                   progress=self.progress).share()
         except ProtocolError:
             trip = None                # the online part will try again
         if trip is not None and not trip.failed:
             dn = min(self._precompute_nonzeros, self.params.max_nonzeros)
+            bar = progress_bar(self.progress, len(trip.sharers),
+                               f"round {trip.round}: masks ahead")
             for i in trip.sharers:
                 self.roles[i].precompute_mask(dn)
+                bar.update()
+            bar.close()
             self._prepared = trip
         self.offline_seconds = time.perf_counter() - t0

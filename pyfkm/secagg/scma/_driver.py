@@ -22,14 +22,17 @@ if TYPE_CHECKING:
 
 @overload
 def setup_in_process(params: ScmaParams, n_clients: int, client_ids: None = None, *,
-                     threshold: int | None = None, degree: int = 0
+                     threshold: int | None = None, degree: int = 0,
+                     progress: bool | Callable[..., Any] = False
                      ) -> tuple[ScmaServer, list[ScmaClient]]: ...
 @overload
 def setup_in_process(params: ScmaParams, n_clients: int, client_ids: Iterable[int], *,
-                     threshold: int | None = None, degree: int = 0
+                     threshold: int | None = None, degree: int = 0,
+                     progress: bool | Callable[..., Any] = False
                      ) -> tuple[ScmaServer, dict[int, ScmaClient]]: ...
 def setup_in_process(params: ScmaParams, n_clients: int, client_ids: Iterable[int] | None = None,
-                     *, threshold: int | None = None, degree: int = 0
+                     *, threshold: int | None = None, degree: int = 0,
+                     progress: bool | Callable[..., Any] = False
                      ) -> tuple[ScmaServer, list[ScmaClient] | dict[int, ScmaClient]]:
     """A server and ``n_clients`` clients (ids 0 .. n-1, or ``client_ids``)
     after key agreement, every message passed through its bytes; the clients
@@ -48,6 +51,9 @@ def setup_in_process(params: ScmaParams, n_clients: int, client_ids: Iterable[in
         Fewest clients of any round (default a strict majority).
     degree : int, default=0
         Neighbours per client (even; 0 is the complete graph).
+    progress : bool or callable, default=False
+        Report the clients' key agreement ("keys", one step a client; see
+        :mod:`pyfkm._progress`).
 
     Returns
     -------
@@ -71,8 +77,12 @@ def setup_in_process(params: ScmaParams, n_clients: int, client_ids: Iterable[in
     # a broadcast: in process its bytes are parsed once for every client
     # (the message is immutable)
     roster = RosterMessage.from_bytes(server.roster().to_bytes())
+    # each client's key agreement with its neighbours: the long loop
+    bar = progress_bar(progress, len(roles), "keys")
     for c in roles:
         c.receive_roster(roster)
+        bar.update()
+    bar.close()
     return server, (roles if client_ids is None else dict(zip(ids, roles)))
 
 
@@ -172,6 +182,9 @@ class RoundTrip:
             bar.update()
         bar.close()
         self.sharers = tuple(i for i in self.parts if i not in self.failed)
+        # each client decrypts its neighbours' shares (a key exchange each)
+        bar = progress_bar(self.progress, len(self.sharers),
+                           f"round {rmsg.round}: share bundles")
         for i in self.sharers:
             b = srv.bundle(i).to_bytes()
             self.bytes_down += len(b)
@@ -179,6 +192,8 @@ class RoundTrip:
                 roles[i].receive_shares(ShareBundle.from_bytes(b))
             except ProtocolError as e:
                 self.failed[i] = e
+            bar.update()
+        bar.close()
         return self
 
     def inputs(self, delta_nonzeros: int = 0) -> RoundTrip:
@@ -205,16 +220,15 @@ class RoundTrip:
         req = srv.request_inputs(delta_nonzeros).to_bytes()
         msg = InputRequest.from_bytes(req)
         outs = []
-        bar = self._bar(f"round {self.round}: masked inputs")
+        bar = progress_bar(self.progress, len(self.sharers), f"round {self.round}: masked inputs")
         for i in self.sharers:
+            if i not in self.silent and i not in self.failed:
+                self.bytes_down += len(req)
+                try:
+                    outs.append(roles[i].respond(msg).to_bytes())
+                except ProtocolError as e:
+                    self.failed[i] = e
             bar.update()
-            if i in self.silent or i in self.failed:
-                continue
-            self.bytes_down += len(req)
-            try:
-                outs.append(roles[i].respond(msg).to_bytes())
-            except ProtocolError as e:
-                self.failed[i] = e
         bar.close()
         self.bytes_up += sum(map(len, outs))
         srv.receive_many(outs)
@@ -246,17 +260,27 @@ class RoundTrip:
         req = srv.unmask_request()
         raw = req.to_bytes()
         msg = UnmaskRequest.from_bytes(raw)
+        bar = progress_bar(self.progress, len(req.survivors), f"round {self.round}: unmask")
         for i in req.survivors:
             self.bytes_down += len(raw)
             try:
                 out = roles[i].unmask(msg).to_bytes()
             except ProtocolError as e:      # a survivor that cannot answer: the
                 self.failed[i] = e          # others' shares may still do
+                bar.update()
                 continue
             self.bytes_up += len(out)
             srv.receive_unmask(UnmaskMessage.from_bytes(out))
+            bar.update()
+        bar.close()
+        # one step (the recovery and the decode run in the server's kernels):
+        # announced as it starts (0 done), so a long decode is not silent
+        bar = progress_bar(self.progress, 1, f"round {self.round}: decode")
+        bar.update(0)
         try:
-            return srv.finish_round(incremental=incremental)
+            res = srv.finish_round(incremental=incremental)
+            bar.update()
+            return res
         except ProtocolError as e:
             refused = {i: err for i, err in self.failed.items() if i in req.survivors}
             if refused:               # say why: clients refused, not only "too few shares"
@@ -264,6 +288,8 @@ class RoundTrip:
                 raise ProtocolError(f"{e}; {len(refused)} survivors refused to unmask "
                                     f"(client {i}: {err})") from None
             raise
+        finally:
+            bar.close()
 
 
 def secure_sum_sparse(clients: Sequence[tuple[ArrayLike, ArrayLike]], bins_per_dim: int, *,
@@ -345,7 +371,7 @@ def secure_sum_sparse(clients: Sequence[tuple[ArrayLike, ArrayLike]], bins_per_d
     M = max_nonzeros if max_nonzeros is not None else max(nnz, 1)
     params = ScmaParams.create(d, bins_per_dim, M, modulus=modulus, mode=mode)
     server, roles = setup_in_process(params, len(clients), threshold=threshold,
-                                     degree=neighbors)
+                                     degree=neighbors, progress=progress)
     for c, (bins, counts) in zip(roles, clients):
         c.set_data(bins, counts)
     trip = RoundTrip(server, dict(enumerate(roles)), silent=silent, progress=progress)
