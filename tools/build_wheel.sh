@@ -72,10 +72,8 @@ PATH="$scratch/tools/bin:$PATH" "$scratch/tools/bin/auditwheel" repair --plat au
     -w "$scratch/repaired" "$raw" >> "$log" 2>&1 \
     || { tail -n 20 "$log" >&2; echo "auditwheel repair failed" >&2; exit 1; }
 repaired=$(ls "$scratch"/repaired/pyfkm-*.whl)
-# The tools venv has pyelftools (auditwheel's): check_wheel.py reads the
-# extensions' dynamic sections with it.
 # The expected contents come from the copy that was built.
-"$scratch/tools/bin/python" "$root/tools/check_wheel.py" "$repaired" "$scratch/src" >&2
+"$py" "$root/tools/check_wheel.py" "$repaired" "$scratch/src" >&2
 cp "$repaired" "$out/"
 echo "repaired into $(basename "$repaired") ($(($(stat -c %s "$repaired") / 1024)) KiB)" \
      "in $((SECONDS - t)) s" >&2

@@ -15,14 +15,13 @@ SOURCE_ROOT (default: the checkout this file lives in) says what to expect:
 - nothing else at the top level (no tests/, csrc/, benchmarks/) and no
   libraries grafted by auditwheel (the extensions need only libc and libm);
 - no ELF extension carries an RPATH or RUNPATH (a folder of the build
-  machine; ``$ORIGIN``-relative entries are fine) or debug information
-  (read with pyelftools, which auditwheel installs).
+  machine; ``$ORIGIN``-relative entries are fine) or debug information.
 
 Prints one line per kind of content and exits with status 1 and the list of
 problems when any check fails.
 """
-import io
 import re
+import struct
 import sys
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -51,27 +50,57 @@ def expected_contents(root):
     return pys, pxds, exts
 
 
-def elf_problems(name, data):
-    """What is wrong with the ELF file ``name`` (bytes ``data``) of a wheel."""
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
+def elf_sections(data):
+    """{name: (type, offset, size, link)} of the sections of an ELF file.
 
-    elf = ELFFile(io.BytesIO(data))
+    A minimal reader of the section header table (ELF32/64, either byte
+    order): enough to find debug sections and the dynamic section.
+    """
+    if data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
+        raise ValueError("not an ELF file")
+    is64, end = data[4] == 2, "<" if data[5] == 1 else ">"
+    if is64:
+        shoff, = struct.unpack_from(end + "Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
+        fmt = end + "IIQQQQIIQQ"
+    else:
+        shoff, = struct.unpack_from(end + "I", data, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x2E)
+        fmt = end + "IIIIIIIIII"
+    headers = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = headers[shstrndx]
+    names = data[strtab[4]:strtab[4] + strtab[5]]
+    out = {}
+    for h in headers:
+        name = names[h[0]:names.index(b"\0", h[0])].decode()
+        out[name] = (h[1], h[4], h[5], h[6])
+    return out, headers, is64, end
+
+
+def elf_problems(name, data):
+    """What is wrong with the ELF file ``name`` (bytes ``data``) of a wheel:
+    debug information, or an RPATH/RUNPATH entry not relative to $ORIGIN."""
+    sections, headers, is64, end = elf_sections(data)
     problems = []
-    for section in elf.iter_sections():
-        if section.name.startswith(".debug_"):
-            problems.append(f"{name} has debug information ({section.name}): build with -g0")
-            break
-    for section in elf.iter_sections():
-        if not isinstance(section, DynamicSection):
+    debug = sorted(n for n in sections if n.startswith(".debug_"))
+    if debug:
+        problems.append(f"{name} has debug information ({debug[0]}): build with -g0")
+    for kind, offset, size, link in sections.values():
+        if kind != 6:  # SHT_DYNAMIC
             continue
-        for tag in section.iter_tags():
-            if tag.entry.d_tag in ("DT_RPATH", "DT_RUNPATH"):
-                path = tag.rpath if tag.entry.d_tag == "DT_RPATH" else tag.runpath
+        strtab = headers[link]
+        step = 16 if is64 else 8
+        for pos in range(offset, offset + size, step):
+            tag, val = struct.unpack_from(end + ("qQ" if is64 else "iI"), data, pos)
+            if tag == 0:  # DT_NULL
+                break
+            if tag in (15, 29):  # DT_RPATH, DT_RUNPATH
+                start = strtab[4] + val
+                path = data[start:data.index(b"\0", start)].decode()
                 bad = [p for p in path.split(":") if p and not p.startswith("$ORIGIN")]
                 if bad:
-                    problems.append(f"{name} has {tag.entry.d_tag[3:]} {bad}: a folder of "
-                                    "the machine that built it")
+                    problems.append(f"{name} has {'RPATH' if tag == 15 else 'RUNPATH'} {bad}: "
+                                    "a folder of the machine that built it")
     return problems
 
 
