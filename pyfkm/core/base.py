@@ -26,7 +26,7 @@ estimators do).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -186,13 +186,17 @@ class CenterModelMixin:
         return -float(d2.sum() if w is None else w @ d2)
 
 
+class _Fits(Protocol):
+    # the self type of FitPredictMixin's methods (for the type checker): an
+    # estimator with its own fit
+    def fit(self, X: Any, y: Any = None) -> Any: ...
+
+
 class FitPredictMixin:
     """``fit_predict`` and ``fit_transform`` for estimators that fit on one
     ``X`` and set ``labels_`` (the cluster of each training row)."""
 
-    fit: Callable[..., Any]  # the estimator's
-
-    def fit_predict(self, X: ArrayLike, y: object = None, *args: Any, **fit_params: Any
+    def fit_predict(self: _Fits, X: ArrayLike, y: object = None, *args: Any, **fit_params: Any
                     ) -> NDArray[np.integer]:
         """Fit on ``X`` and return ``labels_``.
 
@@ -226,7 +230,7 @@ class FitPredictMixin:
         """
         return self.fit(X, y, *args, **fit_params).labels_
 
-    def fit_transform(self, X: ArrayLike, y: object = None, *args: Any, **fit_params: Any
+    def fit_transform(self: _Fits, X: ArrayLike, y: object = None, *args: Any, **fit_params: Any
                       ) -> NDArray[np.float64]:
         """Fit on ``X`` and return the distances of its rows to the centers.
 
