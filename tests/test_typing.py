@@ -168,3 +168,70 @@ def test_annotations_run_on_python_3_9():
 def test_the_3_9_check_sees_a_runtime_union():
     tree = ast.parse("def f(x: int | None) -> None: ...\ny: 'ok' = 1\n")
     assert any(isinstance(a, ast.BinOp) for a in _runtime_annotations(tree))
+
+
+# What a user's checker sees: a script over the public API, checked with
+# mypy --strict against pyfkm's annotations (assert_type fails when a call
+# returns another type, Any included).
+USAGE = """
+from typing_extensions import assert_type
+
+import numpy as np
+from numpy.typing import NDArray
+
+import pyfkm
+from pyfkm.core import NoiseStream
+from pyfkm.datasets import make_blobs, split_iid
+from pyfkm.deletion import DeletionReport
+from pyfkm.dp import PrivacyAccountant, new_noise_key
+from pyfkm.field import Field, roots
+from pyfkm.mufc import FederatedRemovalReport
+from pyfkm.secagg import ScmaClient, ScmaParams, secure_sum_sparse, setup_in_process
+
+X, y, centers = make_blobs(200, 2, 3, random_state=0)
+assert_type(X, NDArray[np.float64])
+km = pyfkm.KMeans(3, random_state=np.random.default_rng(0)).fit(X)
+assert_type(km, pyfkm.KMeans)
+labels = km.fit_predict(X)
+score: float = km.score(X)
+q = pyfkm.QKMeans(3, random_state=0).fit(X)
+assert_type(q, pyfkm.QKMeans)
+assert_type(q.remove([0, 1]), DeletionReport)
+assert_type(pyfkm.DCKMeans(3).fit(X).set_params(n_clusters=2), pyfkm.DCKMeans)
+parts = split_iid(X, 4, random_state=0)
+clients = [X[p] for p in parts]
+fkm = pyfkm.FederatedKMeans(3, random_state=0).fit(clients)
+assert_type(fkm, pyfkm.FederatedKMeans)
+assert_type(fkm.remove(0, [1]), FederatedRemovalReport)
+assert_type(pyfkm.DPFederatedKMeans(3, epsilon=1.0).fit(clients), pyfkm.DPFederatedKMeans)
+assert_type(pyfkm.KZCenter(3, 5).fit(X), pyfkm.KZCenter)
+assert_type(pyfkm.DistributedKZCenter(3, 5).fit(clients), pyfkm.DistributedKZCenter)
+s = pyfkm.RemovableSeeding(X, 3, random_state=0)
+assert_type(s.remove(0), pyfkm.RemovalReport)
+c, ids = pyfkm.kmeans_plusplus(X, 3, random_state=np.random.SeedSequence(0))
+ns = NoiseStream.secure(new_noise_key(), 0, b"SUM")
+assert_type(ns.gaussian(3, 1.0), NDArray[np.float64])
+ok: bool = PrivacyAccountant(1.0, 1e-6).can_spend("gaussian", 2.0)
+r, m = roots([1, 0, 1], 5)
+F = Field(7)
+server, roles = setup_in_process(ScmaParams.create(2, 4, 8), 3)
+assert_type(roles, list[ScmaClient])
+bins, counts, report = secure_sum_sparse([([[0, 1]], [2]), ([[1, 1]], [3])], 4)
+"""
+
+
+@pytest.mark.slow
+def test_users_type_checker_sees_the_public_types(tmp_path, monkeypatch):
+    api = pytest.importorskip("mypy.api")
+    script = tmp_path / "usage.py"
+    script.write_text(USAGE)
+    config = tmp_path / "mypy.ini"  # not the checkout's settings: a user's
+    config.write_text("[mypy]\n")
+    if "site-packages" not in str(PACKAGE.parent):
+        # a source checkout (an editable install's import hook is invisible
+        # to mypy); an installed pyfkm is found through its py.typed
+        monkeypatch.setenv("MYPYPATH", str(PACKAGE.parent))
+    out, err, status = api.run(["--strict", "--follow-imports=silent", "--no-incremental",
+                                "--cache-dir", str(tmp_path / "cache"),
+                                "--config-file", str(config), str(script)])
+    assert status == 0, out + err
