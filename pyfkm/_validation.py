@@ -179,7 +179,7 @@ def check_bounds(bounds, name="bounds"):
     return lo, hi
 
 
-def warn_if_fewer_distinct(centers, n_clusters, owner):
+def warn_if_fewer_distinct(centers, n_clusters, owner, stacklevel=3):
     """A ``UserWarning`` when the fitted ``centers`` hold fewer than
     ``n_clusters`` distinct rows (the data had fewer distinct points, or
     weight, than clusters): the model is degenerate, not wrong."""
@@ -188,7 +188,8 @@ def warn_if_fewer_distinct(centers, n_clusters, owner):
         warnings.warn(
             f"{type(owner).__name__} found {n} distinct clusters, fewer than "
             f"n_clusters={n_clusters}: the data has fewer distinct points than clusters "
-            "(some centers are repeated); use a smaller n_clusters", UserWarning, stacklevel=3)
+            "(some centers are repeated); use a smaller n_clusters", UserWarning,
+            stacklevel=stacklevel)
 
 
 def check_n_threads(n_threads, name="n_threads"):

@@ -181,6 +181,14 @@ class NoiseStream:
     inputs and on the calls made before it.  A stream is safe to share
     between threads (calls are serialized) but is meant to be used by one.
 
+    Parameters
+    ----------
+    *_args
+        Not accepted: ``NoiseStream(...)`` raises; build a stream with
+        :meth:`secure` or :meth:`from_generator`.
+    **_kwargs
+        Not accepted either.
+
     Examples
     --------
     >>> key = new_noise_key(0)            # reproducible, NOT secret

@@ -514,7 +514,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             clients_[i] = None
         if gone:
             agg.forget((), departed=sorted(gone))
-        warn_if_fewer_distinct(server.cluster_centers_, K, self)
+        warn_if_fewer_distinct(server.cluster_centers_, K, self, stacklevel=4)
         return {**({} if names is None else {"feature_names_in_": names}),
                 "_clients": clients_, "_server": server, "_agg": agg, "_agg_rng": agg_rng,
                 "_participants": [i for i in participants if i not in gone],
