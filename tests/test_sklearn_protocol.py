@@ -354,3 +354,34 @@ def test_warnings_are_not_errors_by_default():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         KMeans(3, random_state=0).fit(_blobs()).predict(_blobs())
+
+
+@pytest.mark.parametrize("est", CENTRALIZED + [KZCenter(3, 2)], ids=lambda e: type(e).__name__)
+def test_feature_names_survive_pickle_and_deepcopy(est):
+    df = pd.DataFrame(_blobs(), columns=["a", "b", "c"])
+    m = clone(est).fit(df)
+    for twin in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        assert twin.feature_names_in_.tolist() == ["a", "b", "c"]
+        np.testing.assert_array_equal(twin.predict(df), m.predict(df))
+        with pytest.raises(InvalidInputError, match="same order"):
+            twin.predict(df[["b", "a", "c"]])
+
+
+def test_deletion_pickle_with_tampered_feature_names_is_refused():
+    m = QKMeans(3, random_state=0).fit(pd.DataFrame(_blobs(), columns=["a", "b", "c"]))
+    state = m.__getstate__()
+    for bad in (np.array(["a", "b"], dtype=object), np.array([1, 2, 3], dtype=object),
+                ["a", "b", "c"]):
+        twin = QKMeans.__new__(QKMeans)
+        with pytest.raises(pyfkm.ModelFileError, match="feature_names_in_"):
+            twin.__setstate__({**state, "feature_names_in_": bad})
+
+
+def test_federated_feature_names_survive_save_load_and_pickle(tmp_path):
+    clients = [pd.DataFrame(c, columns=["x", "y"]) for c in _clients()]
+    est = FederatedKMeans(3, server_points="centers", random_state=0).fit(clients)
+    est.save(tmp_path / "m.npz")
+    for twin in (FederatedKMeans.load(tmp_path / "m.npz"), pickle.loads(pickle.dumps(est))):
+        assert twin.feature_names_in_.tolist() == ["x", "y"]
+        with pytest.raises(InvalidInputError, match="same order"):
+            twin.predict(clients[0][["y", "x"]])

@@ -574,10 +574,18 @@ def _check_pickled(cls, state):
         raise ModelFileError(f"{where}: the state is a {type(state).__name__}, not a dict")
     names = set(cls._param_names())
     for name in state:
-        if name not in names and name != "_state":
+        if name not in names and name not in ("_state", "feature_names_in_"):
             raise ModelFileError(f"{where}: unexpected field {_short(name)}")
     for name in sorted(names):
         if name not in state:
             raise ModelFileError(f"{where}: field {name}: missing")
     if "_state" in state:
         cls._check_state(_Fields(where), state["_state"])
+    if "feature_names_in_" in state:
+        f = state["feature_names_in_"]
+        d = getattr(state.get("_state"), "d", None)
+        if not (type(f) is np.ndarray and f.dtype == object and f.ndim == 1
+                and f.shape[0] == d and all(type(v) is str for v in f)):
+            raise ModelFileError(
+                f"{where}: field feature_names_in_: not an object array of {d} strings "
+                "(one per feature of the fitted state)")

@@ -878,6 +878,9 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                 "agg_rng": _rng_state(self._agg_rng),
                 "dropped": list(self.dropped_clients_),
                 "fit_seconds": dict(self.fit_seconds_)}
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            head["feature_names"] = [str(v) for v in names]
         return head, arrays
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -306,6 +306,12 @@ class _ModelReader:
             self.fail("dropped", "must be a list of client indices")
         obj.dropped_clients_ = tuple(i for i, c in enumerate(clients) if c is None
                                      and i in set(dr))
+        names = h.get("feature_names")  # optional: a fit on DataFrames
+        if names is not None:
+            if not (isinstance(names, list) and len(names) == d
+                    and all(isinstance(v, str) for v in names)):
+                self.fail("feature_names", f"must be a list of {d} strings")
+            obj.feature_names_in_ = np.array(names, dtype=object)
         obj._agg = obj._make_aggregator(
             d, self.B, [None if c is None else c.X.shape[0] for c in clients], parts)
         obj._publish()
