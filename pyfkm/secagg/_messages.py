@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class KeyMessage:
     sender: int
     public_key: bytes
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
         if not isinstance(self.public_key, (bytes, bytearray)) or len(self.public_key) != 32:
@@ -107,7 +108,8 @@ class KeyMessage:
         return cls(run_id, sender, data[HEADER_BYTES:])
 
 
-def check_key_message(msg, run_id, keys, roster_closed):
+def check_key_message(msg: object, run_id: bytes, keys: dict[int, Any], roster_closed: bool
+                      ) -> None:
     """Validate a client's key message for a server collecting keys: type,
     run, roster still open, first key of the sender.  Raises
     :class:`ProtocolError`."""
@@ -174,7 +176,7 @@ class RoundMessage:
     delta_nonzeros: int = 0
     base_round: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         r = self.round
         if not isinstance(r, (int, np.integer)) or not 1 <= int(r) < 1 << 64:
@@ -352,7 +354,7 @@ class ShareMessage:
     ciphertexts: tuple
     tag: bytes = field(default=bytes(TAG_BYTES), repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "round", _round_field(self.round))
         object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
@@ -487,7 +489,7 @@ class ShareBundle:
     round_keys: tuple
     ciphertexts: tuple
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "round", _round_field(self.round))
         object.__setattr__(self, "recipient", _check_id(self.recipient, "recipient"))
@@ -603,7 +605,7 @@ class InputRequest:
     delta_nonzeros: int = 0
     base_round: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         r = _round_field(self.round)
         object.__setattr__(self, "round", r)
@@ -695,7 +697,7 @@ class UnmaskRequest:
     round: int
     survivors: tuple
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "round", _round_field(self.round))
         object.__setattr__(self, "survivors", _ids_tuple(self.survivors, "survivor"))
@@ -803,7 +805,7 @@ class UnmaskMessage:
     shares: tuple
     tag: bytes = field(default=bytes(TAG_BYTES), repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "round", _round_field(self.round))
         object.__setattr__(self, "sender", _check_id(self.sender, "sender"))

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ...exceptions import InvalidInputError, MessageFormatError
 from .._framing import (_AGGREGATE, _GROUP_KEY, _MASKED, _MSA_ROSTER, HEADER_BYTES, SERVER_ID,
@@ -19,7 +21,7 @@ from .._framing import (_AGGREGATE, _GROUP_KEY, _MASKED, _MSA_ROSTER, HEADER_BYT
 MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
 
 
-def _check_words(payload, name="payload"):
+def _check_words(payload: ArrayLike, name: str = "payload") -> NDArray[np.uint64]:
     w = np.ascontiguousarray(payload)
     if w.dtype != np.uint64:
         if w.dtype.kind not in "iu":
@@ -32,23 +34,25 @@ def _check_words(payload, name="payload"):
     return w
 
 
-def _check_round(r):
+def _check_round(r: object) -> int:
     if not isinstance(r, (int, np.integer)) or isinstance(r, bool) or not 1 <= int(r) < 1 << 64:
         raise InvalidInputError(f"round must be an int in [1, 2**64), got {r!r}")
     return int(r)
 
 
-def _words_body(payload):
+def _words_body(payload: NDArray[np.uint64]) -> bytes:
     return struct.pack("<I", payload.size) + payload.astype("<u8").tobytes()
 
 
-def _parse_words(data, what, trailer=0):
+def _parse_words(data: bytes, what: str, trailer: int = 0) -> NDArray[np.uint64]:
     n = _counted(data, f"{what} message", 8, trailer)
     return np.frombuffer(data, dtype="<u8", count=n, offset=HEADER_BYTES + 4).astype(np.uint64)
 
 
 class _WordsEq:
-    def __eq__(self, other):
+    _key: Callable[[], tuple[Any, ...]]  # the subclass's fields to compare
+
+    def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
@@ -120,7 +124,7 @@ class MsaRosterMessage:
     degree: int = 0
     server_key: bytes = bytes(32)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         nw, sb = self.n_words, self.scale_bits
         if not isinstance(nw, (int, np.integer)) or not 1 <= int(nw) <= MAX_WORDS:
@@ -245,7 +249,7 @@ class GroupKeyMessage:
     nonce: bytes
     ciphertext: bytes
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
         object.__setattr__(self, "recipient", _check_id(self.recipient, "recipient"))
@@ -350,7 +354,7 @@ class MaskedVectorMessage(_WordsEq):
     payload: np.ndarray = field(repr=False)
     tag: bytes = field(default=bytes(TAG_BYTES), repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "round", _check_round(self.round))
         object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
@@ -359,7 +363,7 @@ class MaskedVectorMessage(_WordsEq):
             raise InvalidInputError(f"tag must be {TAG_BYTES} bytes")
         object.__setattr__(self, "tag", bytes(self.tag))
 
-    def _key(self):
+    def _key(self) -> tuple[Any, ...]:
         return (self.run_id, self.round, self.sender, self.payload, self.tag)
 
     def signed_bytes(self) -> bytes:
@@ -457,7 +461,7 @@ class AggregateMessage(_WordsEq):
     payload: np.ndarray = field(repr=False)
     survivors: tuple = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "round", _check_round(self.round))
         object.__setattr__(self, "payload", _check_words(self.payload))
@@ -466,7 +470,7 @@ class AggregateMessage(_WordsEq):
             raise InvalidInputError("survivors must be non-empty and strictly increasing")
         object.__setattr__(self, "survivors", ids)
 
-    def _key(self):
+    def _key(self) -> tuple[Any, ...]:
         return (self.run_id, self.round, self.payload, self.survivors)
 
     def to_bytes(self) -> bytes:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import struct
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ...exceptions import InvalidInputError, MessageFormatError
 from .._framing import (_HEADER, _ROSTER, _SYNDROMES, HEADER_BYTES, MAGIC, SERVER_ID, TAG_BYTES,
@@ -20,17 +22,20 @@ from .._framing import (_HEADER, _ROSTER, _SYNDROMES, HEADER_BYTES, MAGIC, SERVE
                         _unpack_header)
 from ._params import MODES, ScmaParams
 
+if TYPE_CHECKING:
+    from .._messages import InputRequest
+
 _PARAMS = struct.Struct("<IQIIB32s")
 _SYNDROME_HEAD = struct.Struct(_HEADER.format + "I")    # header + word count
 _LITTLE = sys.byteorder == "little"
 _EXTRAS = struct.Struct("<II32s")
 
 
-def _extras_bytes(r):
+def _extras_bytes(r: Any) -> bytes:
     return _EXTRAS.pack(r.threshold, r.degree, r.server_key)
 
 
-def _params_bytes(P):
+def _params_bytes(P: ScmaParams) -> bytes:
     """The wire form of parameters (bound into the roster digest)."""
     return _PARAMS.pack(P.n_dims, P.bins_per_dim, P.max_nonzeros, P.max_client_nonzeros,
                         MODES.index(P.mode), P.hash_seed)
@@ -97,7 +102,7 @@ class RosterMessage:
     degree: int = 0
     server_key: bytes = bytes(32)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         if not isinstance(self.params, ScmaParams) or self.params.run_id != self.run_id:
             raise InvalidInputError("params must be ScmaParams of the same run")
@@ -248,7 +253,7 @@ class SyndromeMessage:
     payload: np.ndarray = field(repr=False)
     tag: bytes = field(default=bytes(TAG_BYTES), repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "run_id", _check_run_id(self.run_id))
         object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
         r, p = self.round, self.modulus
@@ -270,7 +275,7 @@ class SyndromeMessage:
         object.__setattr__(self, "modulus", int(p))
         object.__setattr__(self, "payload", payload)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, SyndromeMessage):
             return NotImplemented
         return (self.run_id, self.round, self.sender, self.modulus, self.tag) == \
@@ -280,7 +285,8 @@ class SyndromeMessage:
     __hash__ = None  # type: ignore[assignment]  # unhashable: array fields
 
     @classmethod
-    def _trusted(cls, run_id, round_, sender, modulus, payload, tag=bytes(TAG_BYTES)):
+    def _trusted(cls, run_id: bytes, round_: int, sender: int, modulus: int, payload: NDArray[np.uint64],
+                 tag: bytes = bytes(TAG_BYTES)) -> SyndromeMessage:
         """A message built by a client from its own validated state (run id,
         round and id already checked; payload uint64, contiguous, reduced):
         skips the checks that guard untrusted input."""
@@ -382,7 +388,8 @@ _SENDER_AT = _HEADER.size - 12
 assert struct.calcsize("<4sBBH16sQ") == _SENDER_AT
 
 
-def parse_syndromes(datas, run_id, round_, modulus, n_words):
+def parse_syndromes(datas: Sequence[bytes], run_id: bytes, round_: int, modulus: int,
+                    n_words: int) -> tuple[list[int], NDArray[np.uint64]] | None:
     """Parse many syndrome messages of one round at once.
 
     Returns ``(senders, payloads)`` -- a list of ints and an (n, n_words)
@@ -416,6 +423,6 @@ def parse_syndromes(datas, run_id, round_, modulus, n_words):
     return senders.tolist(), payloads
 
 
-def _request_bytes(req):
+def _request_bytes(req: InputRequest) -> bytes:
     """What of an input request a client binds into its tag."""
     return struct.pack("<IQ", req.delta_nonzeros, req.base_round)
