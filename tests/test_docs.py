@@ -24,17 +24,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def read_public():
-    """``PUBLIC`` of tests/test_public_api.py, read as data (test files never
-    import each other, tests/README.md)."""
-    tree = ast.parse((ROOT / "tests" / "test_public_api.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PUBLIC"]:
-            return ast.literal_eval(node.value)
-    raise AssertionError("tests/test_public_api.py has no literal PUBLIC")
-
-
-PUBLIC = read_public()
+from _helpers.public_api import PUBLIC  # noqa: E402
 DOCS = ROOT / "docs"
 API = DOCS / "api"
 EXAMPLES = ROOT / "examples"

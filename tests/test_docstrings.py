@@ -47,7 +47,7 @@ import typing
 
 import pytest
 
-from test_public_api import PUBLIC
+from _helpers.public_api import PUBLIC
 
 SECTION_TITLES = ("Parameters", "Returns", "Yields", "Receives", "Other Parameters",
                   "Raises", "Warns", "Warnings", "See Also", "Notes", "References",

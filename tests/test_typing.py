@@ -17,7 +17,7 @@ import warnings
 import pytest
 
 import pyfkm
-from test_public_api import PUBLIC
+from _helpers.public_api import PUBLIC
 
 PACKAGE = pathlib.Path(pyfkm.__file__).resolve().parent
 # Methods whose signature comes from Python's data model or dataclasses.
