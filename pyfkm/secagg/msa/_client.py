@@ -36,7 +36,7 @@ from ._noise import client_noise
 OUTPUT_BEARERS = 8            # clients (lowest ids) that add an output mask
 
 
-def _group_nonce(recipient):
+def _group_nonce(recipient: int) -> bytes:
     return struct.pack("<4sI4s", b"MSAG", recipient, b"\0\0\0\0")
 
 
@@ -183,7 +183,7 @@ class MsaClient:
     def is_leader(self) -> bool:
         return self.leader == self.client_id
 
-    def _group_ad(self, recipient):
+    def _group_ad(self, recipient: int) -> bytes:
         return b"pyfkm/msa/group-key/v3" + self._m.digest + struct.pack(
             "<II", self.leader, recipient)
 
@@ -240,7 +240,7 @@ class MsaClient:
             raise ProtocolError("group key message fails authentication") from None
         self._group_key = key
 
-    def _check_ready(self):
+    def _check_ready(self) -> None:
         if self.n_words is None:
             raise ProtocolError("receive the roster first")
         if self._group_key is None:
@@ -336,8 +336,8 @@ class MsaClient:
             acc += self._output_mask(round_, self.client_id)
         return acc
 
-    def _output_mask(self, round_, client_id):
-        key = hashlib.sha256(b"pyfkm/msa/output/v3" + self._group_key
+    def _output_mask(self, round_: int, client_id: int) -> NDArray[np.uint64]:
+        key = hashlib.sha256(b"pyfkm/msa/output/v3" + self._group_key  # type: ignore[operator]
                              + struct.pack("<I", client_id)).digest()
         return mask_stream(key, round_, OUTPUT_TAG, self.n_words)
 

@@ -15,6 +15,7 @@ import math
 import operator
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from ...exceptions import CapacityError, InvalidInputError
 from ...field import DEFAULT_PRIME, is_prime
@@ -26,7 +27,7 @@ MAX_MESSAGE_WORDS = 1 << 23    # 64 MiB of 8-byte words per message
 INDEX_CHECK_WORDS = 1          # check words of the index mode (see pyfkm.secagg.scma._codec)
 
 
-def _int(value, name, lo, hi=None):
+def _int(value: Any, name: str, lo: int, hi: int | None = None) -> int:
     try:
         v = operator.index(value)
     except TypeError:
@@ -37,7 +38,7 @@ def _int(value, name, lo, hi=None):
     return v
 
 
-def coords_per_element(bins_per_dim, modulus):
+def coords_per_element(bins_per_dim: int, modulus: int) -> int:
     """Largest c with bins_per_dim**c < modulus (coordinates packed per field element)."""
     if bins_per_dim == 1:
         return 64
@@ -47,7 +48,7 @@ def coords_per_element(bins_per_dim, modulus):
     return c
 
 
-def grid_below(bins_per_dim, n_dims, modulus):
+def grid_below(bins_per_dim: int, n_dims: int, modulus: int) -> bool:
     """Is ``bins_per_dim**n_dims < modulus``?  Decided without computing a
     power of millions of bits when the answer is plainly no
     (``B**d >= 2**(d (bits(B) - 1))``)."""
@@ -121,7 +122,7 @@ class ScmaParams:
     max_client_nonzeros: int = 0
     run_id: bytes = bytes(16)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         d = _int(self.n_dims, "n_dims", 1, MAX_DIMS)
         B = _int(self.bins_per_dim, "bins_per_dim", 1)
         M = _int(self.max_nonzeros, "max_nonzeros", 1, MAX_NONZEROS_LIMIT)
@@ -240,12 +241,12 @@ class ScmaParams:
         return INDEX_CHECK_WORDS if self.mode == "index" else 0
 
     @functools.cached_property
-    def coords_per_element(self):
+    def coords_per_element(self) -> int:
         """Bin coordinates packed into one payload element (hashed mode)."""
         return min(coords_per_element(self.bins_per_dim, self.modulus), self.n_dims)
 
     @functools.cached_property
-    def n_payload_rows(self):
+    def n_payload_rows(self) -> int:
         """Payload syndrome rows: ``ceil(d / c)`` coordinate rows plus one
         check row in hashed mode, 0 in index mode."""
         if self.mode == "index":
@@ -253,14 +254,14 @@ class ScmaParams:
         return math.ceil(self.n_dims / self.coords_per_element) + 1
 
     @functools.cached_property
-    def message_words(self):
+    def message_words(self) -> int:
         """Field elements per client message: ``2M + n_check_words + rows * M``
         (at most :data:`MAX_MESSAGE_WORDS`)."""
         return self.n_syndromes + self.n_check_words + self.n_payload_rows * self.max_nonzeros
 
 
 @functools.lru_cache(maxsize=64)
-def delta_params(params, m):
+def delta_params(params: ScmaParams, m: int) -> ScmaParams:
     """Parameters of the difference rounds with at most ``m`` changed bins:
     the run's, with ``max_nonzeros = m``, always in the hashed layout.  Its
     payload rows and squared check hash make a change of more than ``m``
@@ -270,7 +271,7 @@ def delta_params(params, m):
     return dataclasses.replace(params, max_nonzeros=m, max_client_nonzeros=m, mode="hashed")
 
 
-def count_budget(p, n_clients):
+def count_budget(p: int, n_clients: int) -> int:
     """Largest total count one of ``n_clients`` clients may send modulo ``p``."""
     return (int(p) - 1) // (2 * max(int(n_clients), 1))
 

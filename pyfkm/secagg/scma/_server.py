@@ -29,7 +29,7 @@ from ._crypto import SCMA_TAG, _stream_limit
 from ._messages import RosterMessage, SyndromeMessage, _request_bytes, parse_syndromes
 from ._params import ScmaParams, count_budget, delta_params
 
-def _sorted_ids(ids):
+def _sorted_ids(ids: Iterable[int]) -> tuple[int, ...]:
     """Client ids as a sorted tuple of ints (fast when they already are)."""
     if type(ids) is tuple and not set(map(type, ids)) - {int} \
             and all(map(operator.lt, ids, ids[1:])):
@@ -217,6 +217,7 @@ class ScmaServer(RoundSteps):
 
     # for the type checker: state set to None or {} in __init__
     _finished: tuple[int, tuple[int, ...]] | None
+    _valid_ids: tuple[int, ...] | None
     _delta_codecs: dict[Any, Any]
 
     def __init__(self, params: ScmaParams, *, threshold: int | None = None, degree: int = 0
@@ -251,7 +252,8 @@ class ScmaServer(RoundSteps):
     def threshold(self) -> int | None:
         return None if self._roster is None else self._roster.threshold
 
-    def _roster_message(self, ids, keys, threshold, degree, server_key):
+    def _roster_message(self, ids: Any, keys: Any, threshold: int, degree: int,
+                        server_key: bytes) -> RosterMessage:
         return RosterMessage(self.run_id, self.params, ids, keys, threshold, degree, server_key)
 
     def neighbours(self, cid: int) -> tuple[int, ...]:
@@ -370,13 +372,13 @@ class ScmaServer(RoundSteps):
         o["step"], o["req"] = "inputs", req
         return req
 
-    def _delta_codec(self, m):
+    def _delta_codec(self, m: int) -> Any:  # a Codec
         c = self._delta_codecs.get(m)
         if c is None:
             c = self._delta_codecs[m] = Codec(delta_params(self.params, m))
         return c
 
-    def _round_words(self):
+    def _round_words(self) -> int:
         """Words of a message of the open round."""
         dn = self._open["req"].delta_nonzeros
         return self._delta_codec(dn).params.message_words if dn else self.params.message_words
@@ -553,7 +555,7 @@ class ScmaServer(RoundSteps):
         return ScmaResult(bins, counts, report, tuple(survivors), tuple(dropped))
 
 
-def _check_degree(degree):
+def _check_degree(degree: object) -> int:
     if not isinstance(degree, (int, np.integer)) or isinstance(degree, bool) or degree < 0 \
             or degree % 2:
         raise InvalidInputError(f"degree must be 0 (complete graph) or an even int >= 2, "
