@@ -34,7 +34,8 @@ from ._params import count_budget, delta_params
 _KEEP_ANSWERED = 4
 
 
-def check_sparse(bins, counts, params, name="client"):
+def check_sparse(bins: ArrayLike, counts: ArrayLike, params: Any, name: str = "client"
+                 ) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
     """Validated (distinct bins int64 (k, d) sorted lexicographically,
     positive integer counts (k,)); duplicate bins are merged by adding their
     counts (as Python ints: they may exceed 64 bits)."""
@@ -124,6 +125,7 @@ class ScmaClient:
 
     # for the type checker: the run's state (None until the roster arrives)
     params: Any
+    _run_id: bytes | None
     _n_roster: int
     _round_keys: Any
     _stream_limit: int
@@ -395,7 +397,7 @@ class ScmaClient:
             else self.params.message_words
         self._mask_cache = (self._input_round, self.mask(self._input_round, n))
 
-    def _delta_codec(self, m):
+    def _delta_codec(self, m: int) -> Any:  # a Codec
         """Codec of difference rounds with at most ``m`` changed bins."""
         m = int(m)
         if not 1 <= m <= self.params.max_nonzeros:
@@ -406,7 +408,7 @@ class ScmaClient:
             c = self._delta_codecs[m] = Codec(delta_params(self.params, m))
         return c
 
-    def _change(self, base):
+    def _change(self, base: Any) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
         """(bins, counts as field elements) of (data now) - ``base``."""
         last = self._last_change
         if last is not None and last[0] is base and last[1] is self._data:
@@ -415,7 +417,7 @@ class ScmaClient:
         self._last_change = (base, self._data, out)
         return out
 
-    def _compute_change(self, base):
+    def _compute_change(self, base: Any) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
         d, p = self.params.n_dims, self.params.modulus
         data = self._data
         if base is data:
@@ -465,7 +467,7 @@ class ScmaClient:
             raise ProtocolError("set_data first")
         return int(self._change(self._base(base_round)[0])[1].size)
 
-    def _base(self, base_round):
+    def _base(self, base_round: int) -> Any:
         """``(data, included)`` of the latest round at or before
         ``base_round`` whose sum included this client: what the server's
         aggregate holds for it (a client that dropped from later rounds had
@@ -502,7 +504,7 @@ class ScmaClient:
         self._answered = {}
         self._sent = None
 
-    def _delta_message(self, req):
+    def _delta_message(self, req: InputRequest) -> tuple[Any, Any]:
         """(codec, encoding of (data now) - (data summed in round
         ``base_round``)); the encoding is None when nothing changed."""
         base = self._base(req.base_round)[0]
@@ -632,7 +634,7 @@ class ScmaClient:
         return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
 
 
-def _check_run_id_arg(run_id):
+def _check_run_id_arg(run_id: object) -> bytes:
     if not isinstance(run_id, (bytes, bytearray)) or len(run_id) != 16:
         raise InvalidInputError("run_id must be 16 bytes")
     return bytes(run_id)
