@@ -41,8 +41,8 @@ mkdir "$scratch/src" "$scratch/raw"
     | xargs -0 cp --parents -t "$scratch/src")
 # Release settings, through the environment (setup.py is the same for every
 # build): -g0 drops the debug information that Python's own CFLAGS ask for
-# (-g; it does not change the generated code; with -g the wheel was 7.2 MiB
-# and the build took 30% more CPU time);
+# (-g; it does not change the generated code; the wheel is 1.9 MiB instead
+# of 7.2 MiB, and the build takes 30% less CPU time);
 # LDSHARED without the -Wl,-rpath of an interpreter built with a shared
 # libpython (pyenv's), which would otherwise end up as a RUNPATH naming a
 # folder of this machine in every extension; [build_ext] parallel compiles
