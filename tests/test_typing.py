@@ -14,7 +14,9 @@ import sys
 import typing
 import warnings
 
+import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 import pyfkm
 from _helpers.public_api import PUBLIC
@@ -235,3 +237,120 @@ def test_users_type_checker_sees_the_public_types(tmp_path, monkeypatch):
                                 "--cache-dir", str(tmp_path / "cache"),
                                 "--config-file", str(config), str(script)])
     assert status == 0, out + err
+
+
+def conforms(value, hint):
+    """Whether ``value`` is of the annotated type ``hint`` (the subset of
+    typing the public API uses: classes, unions, tuples, lists, dicts,
+    ``NDArray[dtype]``); ``float`` accepts an int (PEP 484)."""
+    import types
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is typing.Any:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, a) for a in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(conforms(v, args[0]) for v in value)
+        return len(value) == len(args) and all(map(conforms, value, args))
+    if origin is list:
+        return isinstance(value, list) and all(conforms(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if origin is np.ndarray:
+        scalar = typing.get_args(args[1])[0]
+        return isinstance(value, np.ndarray) and issubclass(value.dtype.type, scalar)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, typing.get_origin(hint) or hint)
+
+
+def test_conforms_can_fail():
+    assert conforms(np.zeros(2, np.int64), NDArray[np.integer])
+    assert not conforms(np.zeros(2, np.int32), NDArray[np.int64])
+    assert not conforms((1, 2.5), tuple[int, int])
+    assert conforms([None, np.zeros(1, bool)], list[typing.Optional[NDArray[np.bool_]]])
+    assert not conforms(np.int64(3), int)
+
+
+def _calls():
+    """(qualified name, function, result) of calls of the public API."""
+    from pyfkm.core import Lattice, NoiseStream, kmeans_plusplus, lloyd
+    from pyfkm.datasets import make_blobs, split_iid, split_non_iid
+    from pyfkm.dp import (PrivacyAccountant, fastlloyd_iterations, fastlloyd_noise_scales,
+                          fold_into_bounds, sphere_packing_init)
+    from pyfkm.field import Field, berlekamp_massey, factor, poly_divmod, roots
+    from pyfkm.mufc import MufcClient, merge_sparse, scale_to_box
+    from pyfkm.outliers import count_outliers, kzcenter_radius, make_noisy_blobs
+    from pyfkm.secagg import secure_sum_sparse
+
+    X, y, _ = make_blobs(120, 2, 3, random_state=0)
+    Xb = scale_to_box(X, X.min(), X.max())
+    Xo, _, Co = make_noisy_blobs(200, 2, 2, 10, random_state=0)
+    lat = Lattice.random(0.5, 2, random_state=0)
+    bins = lat.quantize(X)
+    km = pyfkm.KMeans(3, random_state=0).fit(X)
+    q = pyfkm.QKMeans(3, random_state=0).fit(X)
+    dc = pyfkm.DCKMeans(3, random_state=0).fit(X)
+    kz = pyfkm.KZCenter(3, 10).fit(Xo)
+    fkm = pyfkm.FederatedKMeans(3, secure=False, random_state=0).fit([Xb[:60], Xb[60:]])
+    seeding = pyfkm.RemovableSeeding(X, 3, random_state=0)
+    client = MufcClient(Xb, 3, gamma=0.1, random_state=0)
+    ns = NoiseStream.from_generator(0)
+    acc = PrivacyAccountant(1.0, 1e-5)
+    calls = [
+        (make_blobs, (60, 2, 3), {}), (split_iid, (X, 3), {}), (split_non_iid, (X, y, 3, 2), {}),
+        (kmeans_plusplus, (X, 3), {}), (lloyd, (X, X[:3]), {}),
+        (lat.quantize, (X,), {}), (lat.centers, (bins,), {}), (lat.sample, (bins, 0), {}),
+        (km.predict, (X,), {}), (km.transform, (X,), {}), (km.score, (X,), {}),
+        (km.fit_predict, (X,), {}), (q.predict, (X,), {}), (q.remove, ([0],), {}),
+        (type(dc).inertia_.fget, (dc,), {}), (type(dc).cluster_centers_.fget, (dc,), {}),
+        (kz.predict, (Xo,), {}), (kz.is_outlier, (Xo,), {}),
+        (count_outliers, (Xo, Co, 1.0), {}), (kzcenter_radius, (Xo, Co, 3), {}),
+        (type(fkm).removed_.fget, (fkm,), {}), (type(fkm).participants_.fget, (fkm,), {}),
+        (type(fkm).client_center_rows_.fget, (fkm,), {}), (fkm.remove, (0, [1]), {}),
+        (seeding.remove, (0,), {}), (type(seeding).labels_.fget, (seeding,), {}),
+        (type(seeding).cluster_sizes_.fget, (seeding,), {}), (seeding.export_state, (), {}),
+        (client.sparse_counts, (), {}), (type(client).center_rows_.fget, (client,), {}),
+        (merge_sparse, ([([[1, 2]], [3])], 2), {}),
+        (ns.gaussian, (3, 1.0), {}), (ns.discrete_gaussian, (3, 1.0), {}),
+        (ns.discrete_laplace, (3, 2), {}), (acc.spent, (), {}), (acc.summary, (), {}),
+        (fastlloyd_iterations, (1000, 3, 2, 0.5, 1.0), {}),
+        (fastlloyd_noise_scales, (1.0, 2), {}), (sphere_packing_init, (3, 2), {}),
+        (fold_into_bounds, (np.array([[2.0]]),), {}),
+        (Field(7).add, (1, 2), {}), (Field(7).mul, ([1], [2]), {}),
+        (poly_divmod, ([1, 2, 1], [1, 1], 7), {}), (roots, ([1, 0, 1], 5), {}),
+        (factor, ([1, 0, 1], 5), {}), (berlekamp_massey, ([1, 2, 3, 4], 7), {}),
+        (secure_sum_sparse, ([([[0, 1]], [2]), ([[1, 1]], [3])], 4), {}),
+        (pyfkm.rng.spawn, (0, 2), {}),
+    ]
+    out = []
+    for func, args, kwargs in calls:
+        name = f"{func.__module__}.{func.__qualname__}"
+        out.append((name, func, func(*args, **kwargs)))
+    return out
+
+
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="X | Y annotations evaluate from 3.10")
+def test_public_calls_return_their_annotated_types():
+    # the annotations tell the truth: what a call returns is of its
+    # annotated return type (dtypes of arrays included)
+    wrong = []
+    for name, func, result in _calls():
+        module = sys.modules[func.__module__]
+        hint = typing.get_type_hints(func, localns=_type_checking_names(module))["return"]
+        if not conforms(result, hint):
+            wrong.append(f"{name} returned {_describe(result)}, annotated {hint}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _describe(value):
+    if isinstance(value, np.ndarray):
+        return f"ndarray[{value.dtype}]"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__}({', '.join(map(_describe, value))})"
+    return type(value).__name__
