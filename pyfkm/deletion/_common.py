@@ -172,7 +172,10 @@ class _IdIndex:
 @contextlib.contextmanager
 def _generator_rollback(random_state):
     """The generator of ``random_state``; if the block raises, a Generator
-    passed by the user gets its state back (a fit that fails draws nothing)."""
+    or RandomState passed by the user gets its state back (a fit that fails
+    draws nothing)."""
+    legacy = (random_state.get_state() if isinstance(random_state, np.random.RandomState)
+              else None)
     gen = as_generator(random_state)
     saved = gen.bit_generator.state if gen is random_state else None
     try:
@@ -180,6 +183,8 @@ def _generator_rollback(random_state):
     except BaseException:
         if saved is not None:
             gen.bit_generator.state = saved
+        if legacy is not None:
+            random_state.set_state(legacy)
         raise
 
 

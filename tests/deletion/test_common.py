@@ -397,3 +397,24 @@ def test_callers_array_is_not_reachable(cls):
         assert o is not X
         stack.extend(gc.get_referents(o))
     assert len(seen) > 20
+
+
+def test_a_failed_fit_gives_a_random_state_its_state_back(monkeypatch):
+    # issue 21: random_state may be a legacy RandomState; a fit that raises
+    # after drawing from it leaves it as it was (as for a Generator)
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    rs = np.random.RandomState(4)
+    before = rs.get_state()[1].copy()
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("a stage failed")
+
+    est = QKMeans(3, random_state=rs)
+    monkeypatch.setattr(QKMeans, "_fitted_state", staticmethod(boom))
+    with pytest.raises(RuntimeError):
+        est.fit(X)
+    assert np.array_equal(rs.get_state()[1], before)
+    monkeypatch.undo()
+    a = QKMeans(3, random_state=rs).fit(X).cluster_centers_
+    b = QKMeans(3, random_state=np.random.RandomState(4)).fit(X).cluster_centers_
+    np.testing.assert_array_equal(a, b)
