@@ -17,8 +17,8 @@
 #    it to OUTDIR; its path is the last line of stdout.
 #
 # No manylinux container is needed (none exists here): the build uses the
-# system compiler and glibc, and auditwheel refuses the wheel if they pull in
-# symbols newer than the policy it names.  PYTHON (default: python3) is the
+# system compiler and glibc, and auditwheel names the policy that the symbol
+# versions the extensions use allow (here manylinux_2_31, for log@GLIBC_2.29).  PYTHON (default: python3) is the
 # interpreter the wheel is built for.  Build logs go to OUTDIR/build.log.
 set -euo pipefail
 if [ $# -ne 1 ]; then
