@@ -256,7 +256,9 @@ def feature_names(X, name="X"):
         return None
     strings = [isinstance(c, str) for c in names]
     if all(strings):
-        return names
+        # plain str (numpy's str_ and other subclasses converted): what
+        # pickles, copies and saved files keep and check
+        return np.array([str(c) for c in names], dtype=object)
     if any(strings):
         kinds = sorted({type(c).__name__ for c in names})
         raise InvalidInputError(

@@ -102,6 +102,16 @@ def test_dataframe_sets_feature_names_and_reordered_columns_raise(est):
         m.predict(df)
 
 
+def test_numpy_string_column_names_are_kept_as_str_and_pickle():
+    # pandas keeps numpy str_ labels as they are; the model stores plain str
+    df = pd.DataFrame(_blobs(), columns=list(np.array(["a", "b", "c"])))
+    for est in CENTRALIZED:
+        m = clone(est).fit(df)
+        assert [type(v) for v in m.feature_names_in_] == [str, str, str]
+        twin = pickle.loads(pickle.dumps(m))
+        assert twin.feature_names_in_.tolist() == ["a", "b", "c"]
+
+
 def test_mixed_type_column_names_raise():
     df = pd.DataFrame(_blobs(), columns=["a", 1, "c"])
     with pytest.raises(InvalidInputError, match="mixed types"):
@@ -232,7 +242,7 @@ def test_federated_pickle_and_deepcopy_predict_the_same(make):
         np.testing.assert_array_equal(twin.predict(X), est.predict(X))
 
 
-@pytest.mark.parametrize("make", FEDERATED[:6], ids=FED_IDS[:6])
+@federated
 def test_federated_dataframe_clients_set_feature_names(make):
     clients = [pd.DataFrame(c, columns=["x", "y"]) for c in _clients()]
     est = make().fit(clients)
@@ -291,17 +301,31 @@ def test_dp_fit_accepts_y_none():
     assert est.fit(_clients(), None) is est
 
 
-def test_dp_capacity_error_names_only_existing_parameters():
-    # a noise sigma beyond the discrete sampler's range in fixed point: a
-    # data box of width 2e6
-    est = DPFederatedKMeans(3, epsilon=1.0, bounds=(-1e6, 1e6), random_state=0)
+@pytest.mark.parametrize("est, box", [
+    (DPFederatedKMeans(3, epsilon=1.0, random_state=0), 1e6),     # noise beyond the sampler
+    (DPFederatedKMeans(3, epsilon=1.0, random_state=0), 1e15),    # data beyond fixed point
+    (DPFederatedKMeans(3, epsilon=1.0, noise="gaussian", random_state=0), 1e15),
+    (FederatedLloyd(3, random_state=0), 1e15),
+    (SuLloyd(3, epsilon=1.0, random_state=0), 1e15),
+    (GLloyd(3, epsilon=1.0, noise="gaussian", random_state=0), 1e15),
+], ids=["dp-noise", "dp-data", "dp-gaussian", "lloyd", "sulloyd", "glloyd-gaussian"])
+def test_dp_capacity_error_names_only_existing_parameters(est, box):
+    est.set_params(bounds=(-box, box))
     with pytest.raises(pyfkm.CapacityError) as info:
-        est.fit([c * 1e6 for c in _clients()])
+        est.fit([c * box for c in _clients()])
     msg = str(info.value)
-    assert "scale_bits" not in msg
-    for name in ("epsilon", "noise='gaussian'", "bounds"):
-        assert name in msg
-        assert name.split("=")[0] in est.get_params()
+    assert msg.startswith(type(est).__name__) and "scale_bits" not in msg
+    params = est.get_params()
+    assert "bounds" in msg and "scale_to_box" in msg
+    assert ("epsilon" in msg) <= ("epsilon" in params)
+    assert ("noise=" in msg) <= (params.get("noise", "gaussian") != "gaussian")
+    advice = msg.split("; use")[1]
+    if "fixed-point overflow" in msg:  # the data overflow the fixed point: only the box helps
+        assert "epsilon" not in advice and "noise=" not in advice
+    else:  # the noise is out of the sampler's range: epsilon and the noise kind help
+        assert "another epsilon" in advice and "noise='gaussian'" in advice
+    if box == 1e6:
+        assert "fixed-point overflow" not in msg
 
 
 def test_sparse_and_object_input():

@@ -173,14 +173,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
             centers, n_iter = self._iterate(plan, local, centers, server, msa, k, d, bounds,
                                             noise_mode, distributed)
         except CapacityError as e:
-            # the masked aggregation's limits, told in this estimator's terms
-            # (its message names MsaServer's own parameters)
-            what = str(e).split("; ")[0]
-            raise CapacityError(
-                f"{type(self).__name__}: the secure aggregation cannot carry this fit: {what}; "
-                "use another epsilon, noise='gaussian' (continuous noise, no share-size "
-                "limit), or data in a box of width about 1 to 100 (bounds, "
-                "pyfkm.scale_to_box)") from None
+            raise CapacityError(self._capacity_advice(str(e))) from None
         report = dict(report)
         if accountant is not None:
             self._record(accountant, plan[0], n_iter)
@@ -197,6 +190,23 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
                   "" if accountant is None else
                   " (epsilon spent %.4g, delta %.3g)" % accountant.spent())
         return self
+
+    def _capacity_advice(self, message):
+        """The masked aggregation's capacity error told in this estimator's
+        terms: its message names MsaServer's own parameters; the advice
+        names only parameters this estimator has, for the actual cause."""
+        what = message.split("; ")[0]
+        params = self.get_params()
+        fixes = []
+        if "fixed-point overflow" not in what:  # the noise, not the data, is out of range
+            if "epsilon" in params:
+                fixes.append("another epsilon")
+            if "noise" in params and params["noise"] != "gaussian":
+                fixes.append("noise='gaussian' (continuous noise, no share-size limit)")
+        fixes.append("data in a box of width about 1 to 100 (bounds, with the data mapped by "
+                     "pyfkm.scale_to_box)")
+        return (f"{type(self).__name__}: the secure aggregation cannot carry this fit: {what}; "
+                f"use {', or '.join(fixes)}")
 
     def _iterate(self, plan, local, centers, server, msa, k, d, bounds, noise_mode,
                  distributed):

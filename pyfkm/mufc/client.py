@@ -114,7 +114,7 @@ class MufcClient:
         if X.size and (np.any(X < lower) or np.any(X > upper)):
             raise InvalidInputError(
                 f"client data must lie in the public box [{lower}, {upper}]^d; "
-                "scale it with public bounds (pyfkm.mufc.scale_to_box)")
+                "scale it with public bounds (pyfkm.scale_to_box)")
         if client_init not in ("k-means++", "means", "full"):
             raise InvalidInputError(
                 f"client_init={client_init!r} must be 'k-means++', 'means' or 'full'")

@@ -535,7 +535,8 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             if X.size and (float(X.min()) < lo or float(X.max()) > hi):
                 raise InvalidInputError(
                     f"clients[{first + i}] has values outside bounds=({lo}, {hi}); scale the "
-                    "features into the box first (e.g. pyfkm.mufc.scale_to_box)")
+                    "features into the box first from public ranges (pyfkm.scale_to_box(X, "
+                    f"lower, upper, box=({lo}, {hi})))")
         bar = progress_bar(self.progress, len(arrs), "client fits")
         clients_, failed = [], {}
         try:

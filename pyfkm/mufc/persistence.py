@@ -55,6 +55,7 @@ def _write_model(path, head, arrays):
     d = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(d):
         raise InvalidInputError(f"cannot save to {path!r}: folder {d!r} does not exist")
+    check_replaceable(path)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".pyfkm-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -67,6 +68,20 @@ def _write_model(path, head, arrays):
             os.unlink(tmp)
         raise
     _fsync_dir(d)
+
+
+def check_replaceable(path):
+    """Refuse to replace anything but a regular file (or a symbolic link,
+    which is replaced itself): a model saved over a device, a pipe or a
+    folder would destroy it (``/dev/null`` as root)."""
+    import stat
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise InvalidInputError(
+            f"cannot save to {path!r}: it exists and is not a regular file; choose a file name")
 
 
 def _fsync_dir(d):

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 
 from .._base import Report
 from .._core import _kcenter
-from .._validation import check_array
+from .._validation import check_array, clients_feature_names, set_feature_names
 from ..exceptions import InvalidInputError, NumericalError
 from ..rng import SeedLike, as_generator
 from ._common import _MATRIX_MAX_N, _KZBase, _check_epsilon, _check_kz, _grid_search
@@ -225,8 +225,7 @@ def _check_machines(machines, n_clusters, n_outliers):
     ds = sorted({a.shape[1] for a in arrs})
     if len(ds) != 1:
         raise InvalidInputError(f"machines have different numbers of features: {ds}")
-    arrs = [a for a in arrs if a.shape[0] > 0]
-    if not arrs:
+    if not any(a.shape[0] for a in arrs):
         raise InvalidInputError("all machines are empty")
     n = sum(a.shape[0] for a in arrs)
     _check_kz(n_clusters, n_outliers, n)
@@ -242,6 +241,9 @@ def _check_executor(executor):
 class _Traffic:
     def __init__(self):
         self.rounds = []
+        # set by _open: the input's machine slots that take part, their
+        # count, the number of features and the feature names
+        self.slots, self.n_machines, self.d, self.feature_names = [], 0, 0, None
 
     def add(self, name, sender, points=0, weights=0, scalars=0):
         self.rounds.append(RoundTraffic(name, sender, int(points), int(weights),
@@ -302,11 +304,16 @@ def _open(est, machines):
     then the estimator's other parameters (``_check_fit_params``), then the
     executor; one :class:`_Machine` per machine and an empty traffic
     record.  Returns (machines, n, k, z, traffic)."""
+    names = clients_feature_names(machines)
     arrs, n = _check_machines(machines, est.n_clusters, est.n_outliers)
     k, z = _check_kz(est.n_clusters, est.n_outliers, n)
     est._check_fit_params()
     _check_executor(est.executor)
-    return [_Machine(X) for X in arrs], n, k, z, _Traffic()
+    traffic = _Traffic()
+    # machines without points take no part; their slots get empty labels
+    traffic.slots = [i for i, X in enumerate(arrs) if X.shape[0]]
+    traffic.n_machines, traffic.d, traffic.feature_names = len(arrs), arrs[0].shape[1], names
+    return [_Machine(arrs[i]) for i in traffic.slots], n, k, z, traffic
 
 
 def _search_bounds(executor, machines, rng, traffic, n, z, k):
@@ -332,12 +339,16 @@ def _publish(est, executor, machines, centers, radius, traffic):
     traffic.add("centers broadcast", "coordinator", points=m * centers.size, scalars=m)
     labels = _run_all(executor, machines, "labels", centers, radius)
     traffic.add("outlier counts", "machines", scalars=m)
+    full = [np.zeros(0, dtype=np.int64) for _ in range(traffic.n_machines)]
+    for slot, lab in zip(traffic.slots, labels):
+        full[slot] = lab
     est.cluster_centers_ = centers
     est.radius_ = float(radius)
-    est.labels_ = labels
+    est.labels_ = full
     est.n_declared_outliers_ = int(sum((lab < 0).sum() for lab in labels))
     est.communication_ = traffic.report()
-    est.n_features_in_ = machines[0].X.shape[1]
+    est.n_features_in_ = traffic.d
+    set_feature_names(est, traffic.feature_names)
 
 
 class _SlackBase(_KZBase):

@@ -93,3 +93,24 @@ def test_version_1_files_load_and_recluster_from_scratch(tmp_path):
     km = KMeans(3, n_init=3, random_state=gen).fit(P, sample_weight=w)
     assert np.array_equal(m1.cluster_centers_, km.cluster_centers_)
     assert m1._server._seeds is not None      # and it couples from then on
+
+
+def test_save_refuses_to_replace_what_is_not_a_regular_file(tmp_path):
+    # issue 21 review: saving over a device, a pipe or a folder would destroy
+    # it (a model saved to /dev/null as root replaced /dev/null)
+    import os
+
+    rng = np.random.default_rng(0)
+    clients = [rng.uniform(-0.5, 0.5, size=(30, 2)) for _ in range(3)]
+    est = FederatedKMeans(2, server_points="centers", random_state=0).fit(clients)
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    for name in ("pipe", "folder"):
+        with pytest.raises(InvalidInputError, match="not a regular file"):
+            est.save(tmp_path / name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "pipe"]  # no temp left
+    est.save(tmp_path / "m.npz")
+    est.save(tmp_path / "m.npz")  # a regular file is replaced
+    (tmp_path / "link.npz").symlink_to(tmp_path / "m.npz")
+    est.save(tmp_path / "link.npz")  # a link is replaced itself, not its target's folder
+    assert not (tmp_path / "link.npz").is_symlink()

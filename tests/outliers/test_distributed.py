@@ -28,6 +28,10 @@ def test_empty_machines_take_no_part():
         [np.zeros((0, 2)), X[:20], np.zeros((0, 2)), X[20:]])
     np.testing.assert_array_equal(got.cluster_centers_, ref.cluster_centers_)
     assert got.radius_ == ref.radius_
+    # labels_ keeps one entry per machine given, empty for the empty ones
+    assert [lab.shape for lab in got.labels_] == [(0,), (20,), (0,), (20,)]
+    np.testing.assert_array_equal(got.labels_[1], ref.labels_[0])
+    np.testing.assert_array_equal(got.labels_[3], ref.labels_[1])
 
 
 def test_bad_machines():
