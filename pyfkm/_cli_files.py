@@ -6,15 +6,21 @@ commands; every function here raises :class:`CliError` (an
 :class:`~pyfkm.exceptions.InvalidInputError`) with a message naming the
 file for anything wrong in what it reads.
 """
+import array
 import csv
+import io
 import json
 import os
 import pathlib
+import stat
 import tempfile
+import zipfile
+import zlib
 
 import numpy as np
 
 from .exceptions import InvalidInputError, ModelFileError
+from .core.kmeans import nearest_center
 from .mufc import FederatedKMeans
 
 __all__ = []
@@ -23,6 +29,12 @@ DATA_SUFFIXES = (".csv", ".npy")
 KMEANS_FORMAT, KMEANS_VERSION = "pyfkm.cli.KMeans", 1
 # points drawn by --plot at most (a uniform sample of them)
 PLOT_POINTS = 20_000
+# the longest numeric CSV cell (a float64 needs at most 24 characters)
+MAX_CELL_CHARS = 64
+# a model file's members may unpack to at most max(4 x the file's size,
+# 64 MiB) bytes in all: FederatedKMeans.load's default limit, checked here
+# from the archive's directory before a member is read
+MODEL_MIN_LIMIT = 64 << 20
 
 
 class CliError(InvalidInputError):
@@ -52,59 +64,102 @@ def _is_number(text):
     return True
 
 
+def _delimiter_hint(cells, delimiter):
+    """' (... try --delimiter ';')' when a line read as one field holds
+    another common separator; '' otherwise."""
+    if len(cells) != 1:
+        return ""
+    for sep, shown in ((";", "';'"), ("\t", "$'\\t'"), ("|", "'|'"), (",", "','")):
+        if sep != delimiter and sep in cells[0]:
+            return f" (the fields look separated by {sep!r}: try --delimiter {shown})"
+    return ""
+
+
+def _csv_rows(f, delimiter):
+    """(line number, stripped cells) of the non-blank lines of a CSV."""
+    reader = csv.reader(f, delimiter=delimiter)
+    for r in reader:
+        cells = [c.strip() for c in r]
+        if any(cells):
+            yield reader.line_num, cells
+
+
 def _read_csv(path, column, delimiter):
-    """(features, client labels or None, feature names or None) of one CSV."""
+    """(features, client labels or None, feature names or None) of one CSV.
+
+    The first line is a header when none of its feature cells is a number.
+    Rows are converted to floats as they are read (memory: 8 bytes a value,
+    plus the labels); a numeric cell longer than ``MAX_CELL_CHARS`` is an
+    error naming its line and column."""
     try:
         # utf-8-sig: a byte-order mark (spreadsheets write one) is not part
         # of the first column's name
         with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.reader(f, delimiter=delimiter)
-            rows = [(reader.line_num, cells) for cells in
-                    ([c.strip() for c in r] for r in reader) if any(cells)]
+            return _parse_csv(path, _csv_rows(f, delimiter), column, delimiter)
     except UnicodeDecodeError:
         raise CliError(f"{path}: not a text CSV file") from None
     except csv.Error as e:
         raise CliError(f"{path}: not a valid CSV file ({e})") from None
-    if not rows:
+
+
+def _parse_csv(path, rows, column, delimiter):
+    first_line, first = next(rows, (None, None))
+    if first is None:
         raise CliError(f"{path}: the file is empty")
-    first = rows[0][1]
     width = len(first)
+    hint = _delimiter_hint(first, delimiter)
     if isinstance(column, str):
         if column not in first:
             raise CliError(f"{path}: no column named {column!r} in the header "
-                           f"({', '.join(first)})")
+                           f"({', '.join(first)}){hint}")
         col, header = first.index(column), True
     else:
         col = column
         if col is not None and col >= width:
             raise CliError(f"{path}: --clients-column {col} but the file has {width} "
-                           "columns (indices from 0)")
-        header = any(not _is_number(c) for j, c in enumerate(first) if j != col)
-    names = None
-    if header:
-        names = [c for j, c in enumerate(first) if j != col]
-        rows = rows[1:]
-        if not rows:
-            raise CliError(f"{path}: a header line but no data rows")
+                           f"column{'s' * (width != 1)} (indices from 0){hint}")
+        # a header has no number among its feature cells ('1,2x' is a
+        # data row with a typo, not a header)
+        header = not any(_is_number(c) for j, c in enumerate(first) if j != col)
     feat = [j for j in range(width) if j != col]
     if not feat:
         raise CliError(f"{path}: no feature columns")
-    for line, cells in rows:
+    names = None
+    if header:
+        names = [first[j] for j in feat]
+        dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if dup is not None:
+            raise CliError(f"{path}: the header names column {dup!r} twice")
+    values = array.array("d")
+    labels = None if col is None else []
+
+    def take(line, cells):
         if len(cells) != width:
             raise CliError(f"{path}: line {line} has {len(cells)} fields, the first line "
-                           f"has {width}")
-    table = np.array([cells for _, cells in rows], dtype=str)
-    try:
-        X = table[:, feat].astype(np.float64)
-    except ValueError:              # find the first cell that is not a number
-        for line, cells in rows:
-            for i, j in enumerate(feat):
-                if not _is_number(cells[j]):
-                    what = f"column {names[i]!r}" if names else f"column {j}"
-                    raise CliError(f"{path}: line {line}, {what}: {cells[j]!r} is not a "
-                                   "number") from None
-        raise
-    labels = None if col is None else table[:, col].tolist()
+                           f"has {width}{_delimiter_hint(cells, delimiter)}")
+        for i, j in enumerate(feat):
+            c = cells[j]
+            what = f"column {names[i]!r}" if names else f"column {j}"
+            if len(c) > MAX_CELL_CHARS:
+                raise CliError(f"{path}: line {line}, {what}: a cell of {len(c):,} "
+                               f"characters is not a number (at most {MAX_CELL_CHARS})")
+            try:
+                values.append(float(c))
+            except ValueError:
+                why = (" (a first line with a number in it is data, not a header)"
+                       if line == first_line else "")
+                raise CliError(f"{path}: line {line}, {what}: {c!r} is not a number"
+                               f"{why}{_delimiter_hint(cells, delimiter)}") from None
+        if labels is not None:
+            labels.append(cells[col])
+
+    if not header:
+        take(first_line, first)
+    for line, cells in rows:
+        take(line, cells)
+    if not values:
+        raise CliError(f"{path}: a header line but no data rows")
+    X = np.frombuffer(values, dtype=np.float64).reshape(-1, len(feat)).copy()
     return X, labels, names
 
 
@@ -208,11 +263,19 @@ def read_clients(paths, clients_column=None, delimiter=","):
     if len(paths) > 1 and column is not None:
         raise CliError("--clients-column splits one file; with several files (or a folder) "
                        "each file is one client")
-    parts, names, features = [], [], None
+    parts, names, features, named = [], [], None, None
     for p in paths:
         if os.path.isdir(p):
             raise CliError(f"{p}: a folder; give one folder alone, or files")
         X, labels, fn = _read_file(p, column, delimiter)
+        if fn is not None and features is None:
+            features, named = fn, p
+        elif fn is not None and fn != features:
+            # the files' columns are matched by name, to the first header's order
+            if sorted(fn) != sorted(features):
+                raise CliError(f"{p}: its columns ({', '.join(fn)}) are not those of "
+                               f"{named} ({', '.join(features)})")
+            X = X[:, [fn.index(n) for n in features]]
         if labels is None:
             parts.append(X)
             names.append(pathlib.Path(p).stem)
@@ -221,7 +284,6 @@ def read_clients(paths, clients_column=None, delimiter=","):
             for name in _label_order(labels):
                 parts.append(X[lab == name])
                 names.append(name)
-        features = features or fn
     d = {c.shape[1] for c in parts}
     if len(d) > 1:
         raise CliError(f"the files have different numbers of features: {sorted(d)}")
@@ -232,6 +294,27 @@ def read_clients(paths, clients_column=None, delimiter=","):
     return parts, names, features
 
 
+class _Named:
+    """An array with column names, as estimators read a DataFrame's: its
+    ``columns`` become the fitted model's ``feature_names_in_``."""
+
+    def __init__(self, X, columns):
+        self.X, self.columns = X, list(columns)
+        self.shape = X.shape
+
+    def __len__(self):
+        return self.X.shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        return self.X if dtype is None else self.X.astype(dtype, copy=False)
+
+
+def with_names(X, names):
+    """``X`` as an estimator's input carrying the column ``names`` (None:
+    ``X`` itself), so that fit records them and predict checks them."""
+    return X if names is None else _Named(X, names)
+
+
 def save_kmeans(model, path, n):
     """A KMeans model as an npz archive (no pickle): its centers and a JSON
     header, written to a temporary file and renamed."""
@@ -240,6 +323,9 @@ def save_kmeans(model, path, n):
                        if isinstance(v, (int, float, str, type(None)))},
             "n_features": int(model.n_features_in_), "n_samples": int(n),
             "inertia": float(model.inertia_), "n_iter": int(model.n_iter_)}
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:
+        head["feature_names"] = [str(v) for v in names]
     arrays = {"header": np.frombuffer(json.dumps(head).encode(), dtype=np.uint8),
               "cluster_centers": np.ascontiguousarray(model.cluster_centers_)}
     folder = os.path.dirname(os.path.abspath(path))
@@ -258,34 +344,182 @@ def save_kmeans(model, path, n):
 
 # -- reading saved models -----------------------------------------------------------------
 
-def _header(path):
-    """(format, version) from a saved model's JSON header."""
+class _Archive:
+    """The members of a model file (an npz archive), read one by one after
+    checking, from the archive's directory, that they unpack to at most
+    ``max(4 * file size, MODEL_MIN_LIMIT)`` bytes in all (a small file that
+    would unpack to gigabytes is refused before anything is unpacked)."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise CliError(f"{path}: no such file") from None
+        except OSError as e:
+            raise CliError(f"{path}: cannot read the file ({e.strerror or e})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise CliError(f"{path}: not a regular file")
+        self.limit = max(4 * st.st_size, MODEL_MIN_LIMIT)
+        self.zip = self._guard(lambda: zipfile.ZipFile(path))
+        try:
+            infos = self.zip.infolist()
+            total = sum(i.file_size for i in infos)
+            if total > self.limit:
+                raise ModelFileError(
+                    f"{path}: not a pyfkm model file: its members unpack to {total:,} "
+                    f"bytes, more than the limit of {self.limit:,} (4 times the file's size "
+                    f"or {MODEL_MIN_LIMIT >> 20} MiB)")
+            self.members = {}
+            for i in infos:
+                if not i.filename.endswith(".npy") or i.filename[:-4] in self.members:
+                    raise ModelFileError(f"{path}: not a pyfkm model file (archive member "
+                                         f"{i.filename!r})")
+                if i.flag_bits & 0x1 or i.compress_type not in (zipfile.ZIP_STORED,
+                                                                zipfile.ZIP_DEFLATED):
+                    raise ModelFileError(f"{path}: archive member {i.filename!r} is encrypted "
+                                         "or compressed with a method pyfkm does not write")
+                self.members[i.filename[:-4]] = i
+        except BaseException:
+            self.zip.close()
+            raise
+
+    def _guard(self, read):
+        try:
+            return read()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError,
+                ValueError, NotImplementedError, RuntimeError, OverflowError) as e:
+            raise ModelFileError(f"{self.path}: not a pyfkm model file, or a damaged one "
+                                 f"({type(e).__name__}: {e})") from None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.zip.close()
+
+    def array(self, name):
+        """Member ``name`` as an array (plain numeric dtypes only, exactly
+        as long as its header says), or None when there is none."""
+        info = self.members.get(name)
+        if info is None:
+            return None
+
+        def read():
+            with self.zip.open(info) as f:
+                return f.read(info.file_size + 1)
+        return _parse_npy(self._guard(read), f"{self.path}: {name}")
+
+
+def _parse_npy(raw, where):
+    """An array from the bytes of one .npy member (no pickles, no object
+    dtypes, the data exactly as long as its header says)."""
+    f = io.BytesIO(raw)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if "header" not in z.files:
-                raise CliError(f"{path}: not a pyfkm model (no header)")
-            hdr = z["header"]
-            head = json.loads(hdr.tobytes().decode())
-            centers = z["cluster_centers"] if "cluster_centers" in z.files else None
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such file") from None
-    except (ValueError, OSError, EOFError, UnicodeDecodeError) as e:
-        raise CliError(f"{path}: not a pyfkm model file ({e})") from None
-    if not isinstance(head, dict):
-        raise CliError(f"{path}: not a pyfkm model (bad header)")
-    return head, centers
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"npy version {version}")
+    except ValueError as e:
+        raise ModelFileError(f"{where}: bad array header ({e})") from None
+    if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None:
+        raise ModelFileError(f"{where}: dtype {dtype} is not a plain numeric type")
+    count = 1
+    for n in shape:
+        count *= int(n)
+    body = raw[f.tell():]
+    if count * dtype.itemsize != len(body):
+        raise ModelFileError(f"{where}: the header announces {count * dtype.itemsize} bytes, "
+                             f"the archive holds {len(body)}")
+    a = np.frombuffer(body, dtype=dtype, count=count)
+    return a.reshape(shape, order="F" if fortran else "C").copy()
+
+
+_KMEANS_KEYS = {"format", "version", "params", "n_features", "n_samples", "inertia", "n_iter"}
+
+
+def _check_kmeans(path, head, centers, members):
+    """The header and centers of a KMeans model file, every field checked."""
+    def fail(field, why):
+        raise ModelFileError(f"{path}: {field}: {why}; the model is corrupt or was not "
+                             "written by pyfkm")
+
+    def integer(key, lo):
+        v = head[key]
+        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+            fail(key, f"{v!r} is not an integer >= {lo}")
+        return v
+
+    extra = sorted(set(members) - {"header", "cluster_centers"})
+    if extra:
+        fail(extra[0], "unexpected array")
+    missing = sorted(_KMEANS_KEYS - set(head))
+    if missing:
+        fail(missing[0], "missing")
+    unknown = sorted(set(head) - _KMEANS_KEYS - {"feature_names"})
+    if unknown:
+        fail(unknown[0], "unexpected field")
+    if head["version"] != KMEANS_VERSION or isinstance(head["version"], bool):
+        fail("version", f"{head['version']!r} is not supported (this pyfkm reads version "
+             f"{KMEANS_VERSION})")
+    params = head["params"]
+    if not isinstance(params, dict) or any(
+            not isinstance(v, (int, float, str, type(None))) for v in params.values()):
+        fail("params", "not an object of numbers, strings and nulls")
+    if centers is None:
+        fail("cluster_centers", "missing")
+    if centers.dtype.kind != "f" or centers.ndim != 2:
+        fail("cluster_centers", f"a {centers.ndim}-D {centers.dtype} array, not a 2-D float "
+             "array")
+    k, d = centers.shape
+    if k < 1 or d < 1:
+        fail("cluster_centers", f"shape {centers.shape}: no clusters or no features")
+    if not np.isfinite(centers).all():
+        fail("cluster_centers", "NaN or infinite values")
+    if integer("n_features", 1) != d:
+        fail("n_features", f"{head['n_features']} but the centers have {d} features")
+    if integer("n_samples", 1) < k:
+        fail("n_samples", f"{head['n_samples']} points cannot give {k} clusters")
+    integer("n_iter", 0)
+    if "n_clusters" in params and params["n_clusters"] != k:
+        fail("params.n_clusters", f"{params['n_clusters']!r} but the file has {k} centers")
+    v = head["inertia"]
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or v < 0:
+        fail("inertia", f"{v!r} is not a finite number >= 0")
+    names = head.get("feature_names")
+    if names is not None and not (isinstance(names, list) and len(names) == d
+                                  and all(isinstance(n, str) for n in names)
+                                  and len(set(names)) == d):
+        fail("feature_names", f"not a list of {d} distinct strings")
+    return head, np.ascontiguousarray(centers, dtype=np.float64)
 
 
 def load_model(path):
-    """('federated', FederatedKMeans, header) or ('kmeans', header dict, centers)."""
-    if not os.path.exists(path):
-        raise CliError(f"{path}: no such file")
-    head, centers = _header(path)
-    fmt = head.get("format")
-    if fmt == KMEANS_FORMAT:
-        if centers is None or centers.ndim != 2 or centers.dtype.kind != "f":
-            raise ModelFileError(f"{path}: cluster_centers: missing or not a 2-D float array")
-        return "kmeans", head, centers
+    """('federated', FederatedKMeans, header) or ('kmeans', header dict, centers).
+
+    Nothing in the file is trusted: the archive's sizes are checked before
+    anything is unpacked, a FederatedKMeans file is read by
+    :meth:`FederatedKMeans.load <pyfkm.FederatedKMeans.load>` and every
+    field of a KMeans file is checked here."""
+    path = os.fspath(path)
+    with _Archive(path) as a:
+        hdr = a.array("header")
+        if hdr is None:
+            raise CliError(f"{path}: not a pyfkm model (no header)")
+        try:
+            if hdr.dtype != np.uint8 or hdr.ndim != 1:
+                raise ValueError("not a byte array")
+            head = json.loads(hdr.tobytes().decode())
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            raise ModelFileError(f"{path}: not a pyfkm model (bad header: {e})") from None
+        if not isinstance(head, dict):
+            raise ModelFileError(f"{path}: not a pyfkm model (bad header)")
+        if head.get("format") == KMEANS_FORMAT:
+            head, centers = _check_kmeans(path, head, a.array("cluster_centers"), a.members)
+            return "kmeans", head, centers
     return "federated", FederatedKMeans.load(path), head
 
 
@@ -329,8 +563,9 @@ def plot_clusters(X, model, path, features=None):
     except ImportError:
         raise CliError("--plot needs matplotlib: pip install matplotlib "
                        "(or pip install 'pyfkm[plot]')") from None
-    labels = model.predict(X)
     C = model.cluster_centers_
+    labels = nearest_center(np.ascontiguousarray(X, dtype=np.float64),
+                            np.ascontiguousarray(C, dtype=np.float64))[1]
     if X.shape[0] > PLOT_POINTS:
         keep = np.random.default_rng(0).choice(X.shape[0], PLOT_POINTS, replace=False)
         X, labels = X[keep], labels[keep]

@@ -37,6 +37,7 @@ pyfkm ...
 """
 import argparse
 import logging
+import math
 import os
 import sys
 import time
@@ -45,7 +46,7 @@ import numpy as np
 
 import pyfkm
 from ._cli_files import (CliError, check_plot_target, load_model, plot_clusters, read_clients,
-                         save_kmeans, write_labels)
+                         save_kmeans, with_names, write_labels)
 from .core import KMeans
 from .core.kmeans import nearest_center
 from .exceptions import PyfkmError
@@ -58,6 +59,11 @@ log = logging.getLogger(__name__)
 
 # centers are printed when the table is this small
 PRINT_CENTERS = 20 * 10
+# the largest --points-file read (bytes)
+MAX_IDS_FILE = 100 << 20
+# the largest magnitude of a data value or a bound: k-means squares
+# differences of values and sums them, which must stay finite
+MAX_ABS = 1e100
 
 # -- arguments ----------------------------------------------------------------------
 
@@ -91,6 +97,46 @@ def _finite_float(text):
     return v
 
 
+def _bounds(text):
+    """'LOW,HIGH' -> (LOW, HIGH), two finite numbers (``pyfkm fit --bounds``;
+    ``--bounds LOW HIGH`` reaches here joined by :func:`_join_bounds`)."""
+    bits = text.split(",")
+    if len(bits) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not LOW,HIGH (two numbers)")
+    lo, hi = (_finite_float(b.strip()) for b in bits)
+    return lo, hi
+
+
+def _join_bounds(argv):
+    """``--bounds LOW HIGH`` as ``--bounds=LOW,HIGH``: argparse takes a
+    token such as ``-1e3`` for an option, not for a negative number."""
+    out, i = [], 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return out + argv[i:]
+        pair = argv[i + 1:i + 3]
+        if tok == "--bounds" and len(pair) == 2 and all(_is_float(t) for t in pair):
+            out.append(f"--bounds={argv[i + 1]},{argv[i + 2]}")
+            i += 3
+            continue
+        if tok == "--bounds" and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"--bounds={argv[i + 1]}")      # --bounds -1e3,1e3
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def _is_float(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def build_parser(prog="pyfkm"):
     """The argument parser of the ``pyfkm`` command.
 
@@ -110,6 +156,8 @@ def build_parser(prog="pyfkm"):
     >>> args = parser.parse_args(["fit", "data.csv", "--clusters", "3"])
     >>> args.command, args.data, args.clusters, args.method
     ('fit', ['data.csv'], 3, 'federated')
+    >>> parser.parse_args(["fit", "data.csv", "-k", "3", "--bounds=-1e3,1e3"]).bounds
+    (-1000.0, 1000.0)
     """
     def output_options(p, default):
         g = p.add_argument_group("output")
@@ -166,10 +214,11 @@ def build_parser(prog="pyfkm"):
                      help="column holding each row's client (a header name, or an index "
                           "from 0); with one DATA file")
     fit.add_argument("--delimiter", default=",", help="CSV field separator (default ',')")
-    fit.add_argument("--bounds", nargs=2, type=_finite_float, metavar=("LOW", "HIGH"),
-                     help="public range of every feature (the data box); default: the "
-                          "data's minimum and maximum, which leaks them in a real "
-                          "federation")
+    fit.add_argument("--bounds", type=_bounds, metavar="LOW,HIGH",
+                     help="public range of every feature (the data box), as LOW,HIGH or "
+                          "LOW HIGH (e.g. --bounds -1e3 1e3); default: the data's minimum "
+                          "and maximum rounded outward to two significant digits of their "
+                          "range, which still hints at them in a real federation")
     fit.add_argument("--method", choices=("federated", "kmeans"), default="federated",
                      help="federated: FederatedKMeans, which can forget (default); kmeans: "
                           "centralized KMeans on all rows")
@@ -233,12 +282,43 @@ def build_parser(prog="pyfkm"):
 
 # -- fit --------------------------------------------------------------------------------
 
+def _check_magnitude(clients, names):
+    """Refuse values too large for k-means' sums of squares."""
+    for c, name in zip(clients, names):
+        if c.size and np.abs(c).max() > MAX_ABS:
+            raise CliError(f"client {name!r} has values up to {np.abs(c).max():.3g}: too large "
+                           f"for a data box (at most {MAX_ABS:g} in absolute value); scale the "
+                           "data first (e.g. to units where the values are near 1)")
+
+
+def _outward(v, e, down):
+    """``v`` rounded to a multiple of ``10**e`` strictly below (``down``) or
+    above it: a value no data row holds."""
+    k = math.floor(v / 10.0 ** e) if down else math.ceil(v / 10.0 ** e)
+    while True:
+        r = k * 10.0 ** e if e >= 0 else k / 10.0 ** -e
+        if (r < v) if down else (r > v):
+            return r
+        k += -1 if down else 1
+
+
 def _data_bounds(clients):
+    """The data box from the data: its minimum and maximum rounded outward,
+    strictly, to a multiple of a power of ten about a hundredth of the
+    range (two significant digits of it), so that no row's value is stored
+    in the model and forgetting the rows holding the extremes leaves no
+    copy of them.
+
+    >>> _data_bounds([np.array([[0.123456], [9.87654]])])
+    (0.1, 9.9)
+    >>> _data_bounds([np.array([[-3.0], [5.0]])])
+    (-3.1, 5.1)
+    """
     lo = float(min(c.min() for c in clients if c.size))
     hi = float(max(c.max() for c in clients if c.size))
-    if hi == lo:                      # constant data: any box around it
-        lo, hi = lo - 0.5, hi + 0.5
-    return lo, hi
+    span = hi - lo if hi > lo else max(abs(lo), 1.0)   # constant data: a box around it
+    e = math.floor(math.log10(span)) - 1
+    return _outward(lo, e, True), _outward(hi, e, False)
 
 
 def _fmt_s(t):
@@ -279,8 +359,9 @@ def _cmd_fit(args, say):
     t0 = time.perf_counter()
     if federated:
         model = FederatedKMeans(K, bounds=(lo, hi), server_points=args.server_points,
-                                client_init=args.client_init, secure=args.secure, random_state=args.seed,
-                                progress=not args.quiet).fit(clients)
+                                client_init=args.client_init, secure=args.secure,
+                                random_state=args.seed, progress=not args.quiet).fit(
+            [with_names(c, features) for c in clients])
         seconds = time.perf_counter() - t0
         objective = kmeans_objective(X, model.cluster_centers_)
         fs = model.fit_seconds_
@@ -290,7 +371,8 @@ def _cmd_fit(args, say):
         say(f"data box [{lo:g}, {hi:g}], grid step gamma {model.gamma_:.4g}")
         model.save(args.model)
     else:
-        model = KMeans(K, n_init=10, random_state=args.seed).fit(X)
+        _check_magnitude(clients, names)
+        model = KMeans(K, n_init=10, random_state=args.seed).fit(with_names(X, features))
         seconds = time.perf_counter() - t0
         objective, split = float(model.inertia_), " (best of 10 k-means++ and Lloyd runs)"
         save_kmeans(model, args.model, n)
@@ -309,14 +391,19 @@ def _fit_bounds(bounds, clients, names):
     """The data box: ``--bounds`` (checked against the data) or, with a
     warning, the data's own extremes."""
     if bounds is None:
+        _check_magnitude(clients, names)
         lo, hi = _data_bounds(clients)
-        log.warning("no --bounds: the data box [%g, %g] was computed from the data (in a real "
-                    "federation the bounds must be public knowledge: data-derived bounds leak "
-                    "every client's extremes)", lo, hi)
+        log.warning("no --bounds: the data box [%g, %g] was computed from the data (its "
+                    "minimum and maximum rounded outward; in a real federation the bounds must "
+                    "be public knowledge: data-derived bounds hint at the clients' extremes)",
+                    lo, hi)
         return lo, hi
     lo, hi = bounds
     if not hi > lo:
         raise CliError(f"--bounds {lo:g} {hi:g}: HIGH must be greater than LOW")
+    if max(abs(lo), abs(hi)) > MAX_ABS:
+        raise CliError(f"--bounds {lo:g} {hi:g}: too large (at most {MAX_ABS:g} in absolute "
+                       "value); scale the data first")
     outside = [name for c, name in zip(clients, names)
                if c.size and (c.min() < lo or c.max() > hi)]
     if outside:
@@ -334,10 +421,12 @@ def _cmd_info(args, say):
         say(f"{args.model}: KMeans model (centralized k-means; it keeps no data and "
             f"cannot forget), file format {head.get('format')} version {head.get('version')}")
         say(f"clusters {centers.shape[0]}, features {centers.shape[1]}, fitted on "
-            f"{head.get('n_samples')} points; inertia {head.get('inertia'):.6g}, "
-            f"{head.get('n_iter')} Lloyd iterations")
+            f"{head['n_samples']} points; inertia {head['inertia']:.6g}, "
+            f"{head['n_iter']} Lloyd iterations")
+        if head.get("feature_names"):
+            say(f"feature names: {', '.join(head['feature_names'])}")
         say("parameters: " + ", ".join(f"{k}={v!r}" for k, v in
-                                       sorted(head.get("params", {}).items())))
+                                       sorted(head["params"].items())))
         _print_centers(centers, say)
         return 0
     fkm, head = model, extra
@@ -346,6 +435,9 @@ def _cmd_info(args, say):
     say(f"clusters {fkm.cluster_centers_.shape[0]} (K = {fkm.n_clusters}), features "
         f"{fkm.n_features_in_}, data box [{fkm.bounds[0]:g}, {fkm.bounds[1]:g}], grid step "
         f"gamma {fkm.gamma_:.4g} ({fkm.n_bins_per_dim_} bins per feature)")
+    names = getattr(fkm, "feature_names_in_", None)
+    if names is not None:
+        say(f"feature names: {', '.join(map(str, names))}")
     removed = fkm.removed_
     parts = fkm.participants_
     left = [i for i, r in enumerate(removed) if r is None]
@@ -380,7 +472,29 @@ def _parse_ids(text, where):
         raise CliError(f"{where}: {bad!r} is not a point id (an integer >= 0)") from None
     if min(ids) < 0:
         raise CliError(f"{where}: point ids must be >= 0 (got {min(ids)})")
+    seen = set()
+    for i in ids:
+        if i in seen:
+            raise CliError(f"{where}: point {i} is given twice (repeated ids)")
+        seen.add(i)
     return ids
+
+
+def _read_ids_file(path):
+    """The text of a --points-file, refused beyond MAX_IDS_FILE bytes (read
+    no further: a device or a huge file is not read to its end)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_IDS_FILE + 1)
+    except OSError as e:
+        raise CliError(f"--points-file {path}: cannot read it ({e.strerror or e})") from None
+    if len(data) > MAX_IDS_FILE:
+        raise CliError(f"--points-file {path}: larger than {MAX_IDS_FILE:,} bytes; a file of "
+                       "point ids is smaller")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise CliError(f"--points-file {path}: not a text file") from None
 
 
 def _cmd_forget(args, say):
@@ -397,12 +511,7 @@ def _cmd_forget(args, say):
         if c not in fkm.participants_:
             raise CliError(f"client {c} has already left the federation")
     if args.points_file:
-        try:
-            with open(args.points_file) as f:
-                text = f.read()
-        except UnicodeDecodeError:
-            raise CliError(f"{args.points_file}: not a text file") from None
-        ids = _parse_ids(text, args.points_file)
+        ids = _parse_ids(_read_ids_file(args.points_file), f"--points-file {args.points_file}")
     elif args.points is not None:
         ids = _parse_ids(args.points, "--points")
     else:
@@ -440,20 +549,47 @@ def _cmd_forget(args, say):
 
 # -- predict ---------------------------------------------------------------------------------
 
+def _match_columns(clients, features, fitted, say):
+    """The clients' columns in the order of the model's feature names
+    ``fitted`` (None: the model has none), matched by the data's header
+    names ``features`` (None: no header, the columns taken in order)."""
+    if fitted is None or features is None:
+        if fitted is not None:
+            say(f"the data has no header line: its columns are taken as the model's "
+                f"features in order ({', '.join(fitted)})")
+        return clients
+    if features == fitted:
+        return clients
+    missing = [n for n in fitted if n not in features]
+    unknown = [n for n in features if n not in fitted]
+    if missing or unknown:
+        raise CliError("the data's columns are not the model's features ("
+                       + "; ".join(f"{what}: {', '.join(map(repr, names))}" for what, names in
+                                   (("missing", missing), ("unknown", unknown)) if names)
+                       + f"; the model was fitted on {', '.join(fitted)})")
+    say(f"columns matched by name to the model's features: {', '.join(fitted)}")
+    order = [features.index(n) for n in fitted]
+    return [c[:, order] for c in clients]
+
+
 def _cmd_predict(args, say):
     kind, model, extra = load_model(args.model)
-    clients, names, _ = read_clients(args.data, args.clients_column, args.delimiter)
+    clients, names, features = read_clients(args.data, args.clients_column, args.delimiter)
     if kind == "federated":
         centers = model.cluster_centers_
-        labels = [model.predict(c) for c in clients]
+        fitted = getattr(model, "feature_names_in_", None)
+        fitted = None if fitted is None else [str(n) for n in fitted]
     else:
-        centers = extra
-        if clients[0].shape[1] != centers.shape[1]:
-            raise CliError(f"the data has {clients[0].shape[1]} features, the model "
-                           f"{centers.shape[1]}")
-        labels = [nearest_center(np.ascontiguousarray(c), np.ascontiguousarray(centers,
-                                                                               np.float64))[1]
-                  for c in clients]
+        head, centers = model, extra
+        fitted = head.get("feature_names")
+    if clients[0].shape[1] != centers.shape[1]:
+        raise CliError(f"the data has {clients[0].shape[1]} features, the model "
+                       f"{centers.shape[1]}")
+    clients = _match_columns(clients, features, fitted, say)
+    if kind == "federated":
+        labels = [model.predict(with_names(c, fitted)) for c in clients]
+    else:
+        labels = [nearest_center(np.ascontiguousarray(c), centers)[1] for c in clients]
     sizes = np.bincount(np.concatenate(labels), minlength=centers.shape[0])
     n = int(sizes.sum())
     say(f"{n:,} points of {len(clients)} client{'s' * (len(clients) != 1)} assigned to "
@@ -503,7 +639,7 @@ def main(argv=None, prog="pyfkm"):
     """
     parser = build_parser(prog)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_bounds(sys.argv[1:] if argv is None else list(argv)))
     except SystemExit as e:          # --help, --version, or a bad argument
         return 0 if e.code is None else e.code
     logger = logging.getLogger("pyfkm")
