@@ -409,3 +409,15 @@ def test_federated_feature_names_survive_save_load_and_pickle(tmp_path):
         assert twin.feature_names_in_.tolist() == ["x", "y"]
         with pytest.raises(InvalidInputError, match="same order"):
             twin.predict(clients[0][["y", "x"]])
+
+
+@pytest.mark.parametrize("est", CENTRALIZED, ids=lambda e: type(e).__name__)
+def test_get_feature_names_out(est):
+    X = _blobs()
+    pipe = make_pipeline(StandardScaler(), clone(est)).fit(X)
+    name = type(est).__name__.lower()
+    assert pipe.get_feature_names_out().tolist() == [f"{name}{j}" for j in range(3)]
+    assert pipe[-1].get_feature_names_out(["a", "b", "c"]).tolist() == [
+        f"{name}{j}" for j in range(3)]
+    with pytest.raises(InvalidInputError, match="input_features has 2 names"):
+        clone(est).fit(X).get_feature_names_out(["a", "b"])

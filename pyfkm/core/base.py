@@ -152,6 +152,46 @@ class CenterModelMixin:
             out[:, j] = diff.sum(axis=1)
         return np.sqrt(out, out=out)
 
+    def get_feature_names_out(self, input_features: ArrayLike | None = None
+                              ) -> NDArray[np.object_]:
+        """Names of the columns :meth:`transform` returns (one per center),
+        for scikit-learn's ``set_output`` and pipelines: the class name in
+        lower case followed by the center's index, as scikit-learn's
+        ``KMeans``.
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            Ignored apart from a check of its length against
+            ``n_features_in_`` (scikit-learn's convention).
+
+        Returns
+        -------
+        names : ndarray of str, shape (n_clusters,)
+            ``[f"{name}0", f"{name}1", ...]``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            If ``input_features`` does not have ``n_features_in_`` entries.
+
+        Examples
+        --------
+        >>> from pyfkm import KMeans
+        >>> KMeans(2, random_state=0).fit([[0.0], [1.0], [5.0]]).get_feature_names_out().tolist()
+        ['kmeans0', 'kmeans1']
+        """
+        self._check_fitted()
+        C = self._fitted_centers()
+        if input_features is not None and len(input_features) != self.n_features_in_:
+            raise InvalidInputError(
+                f"input_features has {len(input_features)} names, expected "
+                f"n_features_in_={self.n_features_in_}")
+        prefix = type(self).__name__.lower()
+        return np.array([f"{prefix}{j}" for j in range(C.shape[0])], dtype=object)
+
     def score(self, X: ArrayLike, y: object = None, sample_weight: ArrayLike | None = None
               ) -> float:
         """Negative (weighted) sum of squared distances of ``X`` to the

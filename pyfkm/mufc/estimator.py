@@ -182,11 +182,13 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         The public box every client's data must lie in.
     modulus : int, optional
         SCMA prime (default :data:`pyfkm.field.DEFAULT_PRIME`).
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or RandomState
         Seeds the algorithm (local seeding, server sampling and k-means):
         the same seed gives the same model.  It never seeds key material:
         keys, run ids and masks come from the operating system, fresh for
-        every run and round (see ``docs/threat_model.md``).
+        every run and round (see ``docs/threat_model.md``).  A saved or
+        pickled model keeps an int seed as it is and any other as None
+        (the generators' states it continues from are saved with it).
     executor : concurrent.futures.Executor, optional
         Runs the clients' local fits (e.g. a ``ThreadPoolExecutor``, a
         ``ProcessPoolExecutor`` or Dask's ``Client.get_executor()``); the
