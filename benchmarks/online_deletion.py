@@ -14,9 +14,11 @@ Run::
     python benchmarks/online_deletion.py --dataset digits
 """
 import argparse
+import sys
 
 import numpy as np
 from _timing import call
+from pyfkm._progress import track
 
 from pyfkm import KMeans
 from pyfkm.deletion import DCKMeans, QKMeans
@@ -85,7 +87,8 @@ def online_deletion(X, y, k, *, n_deletions=1000, max_iter=10, checkpoints=(0, 0
         train, _ = call(lambda: model.fit(X), clock="wall")
         alive = np.ones(n, bool)
         dt, retrained, quality = [], 0, []
-        for i, victim in enumerate(order, start=0):
+        # a progress bar on a terminal (tqdm when installed), nothing in logs
+        for i, victim in enumerate(track(order, sys.stderr.isatty(), f"{name} deletions")):
             if i in marks:
                 quality.append((i, _quality(model, X[alive], None if y is None else y[alive],
                                             _kmeans_inertia(X[alive], k, max_iter, seed),

@@ -13,9 +13,11 @@ alternating, in one session (the machine is noisy)::
         /path/new/benchmarks/removal_cost.py --server-points centers); done
 """
 import argparse
+import sys
 
 import numpy as np
 from _timing import call
+from pyfkm._progress import track
 
 import pyfkm
 from pyfkm.datasets import make_gaussian_mixture, split_non_iid
@@ -36,9 +38,9 @@ def main():
                     clock="wall")
     rng = np.random.default_rng(a.seed + 1)
     ts = []
-    for _ in range(a.removals):
+    for _ in track(range(a.removals), sys.stderr.isatty(), "removals"):
         c = int(rng.integers(len(clients)))
-        i = int(rng.choice(np.flatnonzero(~m._clients[c].removed_)))
+        i = int(rng.choice(np.flatnonzero(~m.removed_[c])))
         ts.append(call(lambda: m.remove(c, [i]), clock="wall")[0])
     print(f"{pyfkm.__file__.rsplit('/', 2)[0]} {a.server_points}: fit {t_fit:.2f} s, "
           f"removal median {1e3 * np.median(ts):.2f} ms, mean {1e3 * np.mean(ts):.2f} ms")
