@@ -137,6 +137,15 @@ def _is_float(text):
     return True
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that reads ``--bounds LOW HIGH`` with negative
+    numbers in any notation (see :func:`_join_bounds`)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(_join_bounds(args), namespace)
+
+
 def build_parser(prog="pyfkm"):
     """The argument parser of the ``pyfkm`` command.
 
@@ -170,9 +179,9 @@ def build_parser(prog="pyfkm"):
 
     # after the command too (pyfkm fit -v ...); there its defaults must not
     # override the values given before the command (pyfkm -v fit ...)
-    common = output_options(argparse.ArgumentParser(add_help=False),
+    common = output_options(_Parser(add_help=False),
                             lambda v: argparse.SUPPRESS)
-    parser = output_options(argparse.ArgumentParser(
+    parser = output_options(_Parser(
         prog=prog,
         description="pyfkm: federated k-means that is private and can forget.",
         epilog=f"Run '{prog} COMMAND --help' for a command's options. Errors exit with "
@@ -639,7 +648,7 @@ def main(argv=None, prog="pyfkm"):
     """
     parser = build_parser(prog)
     try:
-        args = parser.parse_args(_join_bounds(sys.argv[1:] if argv is None else list(argv)))
+        args = parser.parse_args(argv)
     except SystemExit as e:          # --help, --version, or a bad argument
         return 0 if e.code is None else e.code
     logger = logging.getLogger("pyfkm")

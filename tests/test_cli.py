@@ -6,14 +6,21 @@ argument), never a traceback.  Then fit -> info -> forget round trips on
 CSV and .npy files written here, with expectations from the data we wrote.
 """
 import builtins
+import json
 import logging
 import re
+import time
+import tracemalloc
+import warnings
+import zipfile
 
 import numpy as np
 import pytest
 
 import pyfkm
 from pyfkm import FederatedKMeans, PyfkmError
+from pyfkm import cli
+from pyfkm._cli_files import with_names
 from pyfkm.cli import build_parser, main, read_clients
 
 CENTERS = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
@@ -38,6 +45,12 @@ def write_csv(path, X, site=None, header=True):
                 cells.append(f"s{site[i]}")
             f.write(",".join(cells) + "\n")
     return str(path)
+
+
+def predict(fkm, X):
+    """fkm's labels of X (with the model's feature names, as the command gives them)."""
+    names = getattr(fkm, "feature_names_in_", None)
+    return fkm.predict(with_names(X, None if names is None else list(names)))
 
 
 def run(capsys, *argv):
@@ -260,7 +273,7 @@ def test_fit_info_forget_round_trip(capsys, csv_data, tmp_path):
     # three far apart blobs: every true center has a fitted center nearby
     d = np.linalg.norm(CENTERS[:, None] - fkm.cluster_centers_[None], axis=2)
     assert d.min(axis=1).max() < 1.0
-    objective = ((X - fkm.cluster_centers_[fkm.predict(X)]) ** 2).sum()
+    objective = ((X - fkm.cluster_centers_[predict(fkm, X)]) ** 2).sum()
     assert f"objective {objective:.6g}" in out
 
     rc, out, _ = run(capsys, "info", model)
@@ -428,12 +441,12 @@ def test_predict_labels_the_rows_as_the_model_does(capsys, csv_data, tmp_path):
     rc, out, _ = run(capsys, "predict", model, path, "--clients-column", "site",
                      "--out", labels)
     assert rc == 0 and "120 points of 3 clients assigned to 3 clusters" in out
-    sizes = np.bincount(fkm.predict(X), minlength=3)
+    sizes = np.bincount(predict(fkm, X), minlength=3)
     assert "cluster sizes: " + ", ".join(f"{i}: {m}" for i, m in enumerate(sizes)) in out
     lines = labels.read_text().splitlines()
     assert lines[0] == "client,point,cluster" and len(lines) == 121
     expected = [f"s{s},{i},{c}" for s in range(3)
-                for i, c in enumerate(fkm.predict(X[site == s]))]
+                for i, c in enumerate(predict(fkm, X[site == s]))]
     assert lines[1:] == expected
     # a KMeans model file: the nearest of its centers
     km = tmp_path / "km.npz"
@@ -448,3 +461,259 @@ def test_predict_labels_the_rows_as_the_model_does(capsys, csv_data, tmp_path):
     np.save(tmp_path / "three.npy", np.zeros((4, 3)))
     assert_error(capsys, "predict", km, tmp_path / "three.npy", match="3 features, the model 2")
     assert_error(capsys, "predict", model, tmp_path / "three.npy", match="features")
+
+
+# -- issue 21: an adversarial review of the command line ----------------------------------
+
+def fit_model(capsys, path, model, *extra):
+    rc, out, err = run(capsys, "fit", path, "--clients-column", "site", "-k", 3, "--seed", 0,
+                       "--no-secure", "--model", model, *extra)
+    assert rc == 0, err
+    return out, err
+
+
+def write_bomb(path, member="header.npy", mib=100):
+    """A small zip whose member unpacks to ``mib`` MiB of spaces."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        with z.open(member, "w", force_zip64=True) as f:
+            chunk = b" " * (1 << 20)
+            for _ in range(mib):
+                f.write(chunk)
+    return path
+
+
+@pytest.mark.parametrize("member", ["header.npy", "cluster_centers.npy"])
+def test_a_decompression_bomb_is_refused_before_it_is_unpacked(capsys, tmp_path, member):
+    bomb = write_bomb(tmp_path / "bomb.npz", member)
+    assert bomb.stat().st_size < 1 << 20              # 100 MiB of spaces in ~100 KB
+    for argv in (["info", bomb], ["predict", bomb, tmp_path / "x.csv"],
+                 ["forget", bomb, "--client", 0]):
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        try:
+            assert_error(capsys, *argv, match=r"unpack to 104,857,600 bytes, more than the "
+                                              r"limit of 67,108,864")
+            seconds = time.perf_counter() - t0
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert seconds < 3 and peak < 8 << 20, (seconds, peak)
+
+
+def test_a_model_that_is_not_a_regular_file(capsys, tmp_path):
+    assert_error(capsys, "info", tmp_path, match="not a regular file")
+
+
+def test_data_derived_bounds_are_rounded_outward_and_forgotten(capsys, tmp_path):
+    # the extremes are odd numbers in known rows: row 0 of client 'a' holds
+    # the minimum, row 1 of client 'b' the maximum
+    rng = np.random.default_rng(3)
+    X = rng.uniform(1, 9, size=(60, 2)).round(3)
+    site = np.array(["a", "b"] * 30)
+    lo_v, hi_v = 0.123456789012, 9.87654321098
+    X[0, 0], X[3, 1] = lo_v, hi_v                      # rows 0 of a and 1 of b
+    path = write_csv(tmp_path / "d.csv", X, site=np.array([0, 1] * 30))
+    model = tmp_path / "m.npz"
+    out, err = fit_model(capsys, path, model)
+    assert "data box [0.1, 9.9]" in out and "[0.1, 9.9] was computed from the data" in err
+    fkm = FederatedKMeans.load(model)
+    assert fkm.bounds == (0.1, 9.9)
+
+    def leaks(v):
+        data = model.read_bytes()
+        return np.float64(v).tobytes() in data or repr(v).encode() in data
+
+    assert leaks(lo_v) and leaks(hi_v)                 # the rows themselves, before
+    assert run(capsys, "forget", model, "--client", 0, "--points", 0)[0] == 0
+    assert run(capsys, "forget", model, "--client", 1, "--points", 1)[0] == 0
+    assert not leaks(lo_v) and not leaks(hi_v)
+    rc, out, _ = run(capsys, "info", model)
+    assert rc == 0 and "data box [0.1, 9.9]" in out
+    assert "0.123" not in out and "9.87" not in out
+
+
+@pytest.mark.parametrize("lo, hi, box", [
+    (0.0, 1.0, (-0.1, 1.1)),          # a value on the grid moves out one step
+    (-3.0, 5.0, (-3.1, 5.1)),
+    (1234.5, 1234.5, (1200.0, 1300.0)),   # constant data: a box around it
+    (-1e-7, 3e-7, (-1.1e-7, 3.1e-7)),
+    (-2e99, 1e99, (-2.1e99, 1.1e99)),
+])
+def test_data_bounds_hold_no_data_value(lo, hi, box):
+    b = cli._data_bounds([np.array([[lo], [hi]])])
+    assert b[0] < lo and b[1] > hi
+    np.testing.assert_allclose(b, box, rtol=1e-12)
+
+
+def test_values_too_large_for_a_box(capsys, tmp_path):
+    p = tmp_path / "big.csv"
+    p.write_text("a,b\n1e300,2e300\n3e300,-1e300\n1,2\n")
+    for method in ("federated", "kmeans"):
+        assert_error(capsys, "fit", p, "-k", 2, "--method", method, "--model",
+                     tmp_path / "m.npz", match=r"values up to 3e\+300: too large for a data "
+                                               r"box .*scale the data")
+    assert_error(capsys, "fit", p, "-k", 2, "--bounds", "-1e301", "1e301",
+                 match="too large")
+
+
+def test_negative_bounds_in_scientific_notation(capsys, csv_data, tmp_path):
+    path, _, _ = csv_data
+    for bounds in (["-1e3", "1e3"], ["-1e3,1e3"], ["--bounds=-1e3,1e3"]):
+        argv = bounds if bounds[0].startswith("--") else ["--bounds", *bounds]
+        out, err = fit_model(capsys, path, tmp_path / "m.npz", *argv)
+        assert "data box [-1000, 1000]" in out and err == ""
+    p = build_parser()
+    assert p.parse_args(["fit", "d.csv", "-k", "2", "--bounds", "-5", "15"]).bounds == \
+        (-5.0, 15.0)
+    assert_error(capsys, "fit", path, "-k", 2, "--bounds", "1,2,3", match="LOW,HIGH")
+    assert_error(capsys, "fit", path, "-k", 2, "--bounds", "-1e3", match="--bounds")
+
+
+def test_a_long_csv_cell_is_refused_with_bounded_memory(capsys, tmp_path):
+    p = tmp_path / "long.csv"
+    p.write_text("a,b\n" + "1,2\n" * 1000 + "3," + "1" * 100_001 + "\n" + "1,2\n" * 1000)
+    tracemalloc.start()
+    try:
+        assert_error(capsys, "fit", p, "-k", 1, match=r"line 1002, column 'b': a cell of "
+                                                       r"100,001 characters is not a number")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+
+
+def test_csv_first_line_header_or_data(capsys, tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("1,2x\n3,4\n")                        # a typo, not a header
+    assert_error(capsys, "fit", p, "-k", 1,
+                 match=r"line 1, column 1: '2x' is not a number \(a first line with a "
+                       r"number in it is data")
+    p.write_text("a;b\n1;2\n3;4\n")
+    assert_error(capsys, "fit", p, "-k", 1, match=r"try --delimiter ';'")
+    assert_error(capsys, "fit", p, "-k", 1, "--clients-column", "a",
+                 match=r"no column named 'a' .*try --delimiter ';'")
+    p.write_text("a,a\n1,2\n")
+    assert_error(capsys, "fit", p, "-k", 1, match="names column 'a' twice")
+
+
+def test_forget_errors_name_the_option(capsys, csv_data, tmp_path, monkeypatch):
+    path, _, _ = csv_data
+    model = tmp_path / "m.npz"
+    fit_model(capsys, path, model)
+    assert_error(capsys, "forget", model, "--client", 0, "--points", "1,1",
+                 match=r"^pyfkm: error: --points: point 1 is given twice")
+    ids = tmp_path / "ids.txt"
+    ids.write_text("1, " * 100)
+    monkeypatch.setattr(cli, "MAX_IDS_FILE", 200)
+    assert_error(capsys, "forget", model, "--client", 0, "--points-file", ids,
+                 match=r"--points-file .*ids.txt: larger than 200 bytes")
+    ids.write_text("1, x")
+    assert_error(capsys, "forget", model, "--client", 0, "--points-file", ids,
+                 match=r"--points-file .*ids.txt: 'x' is not a point id")
+
+
+@pytest.mark.parametrize("method", ["federated", "kmeans"])
+def test_feature_names_are_recorded_and_matched_by_name(capsys, csv_data, tmp_path, method):
+    path, X, site = csv_data
+    model = tmp_path / "m.npz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # no raw UserWarning
+        fit_model(capsys, path, model, "--method", method)
+        rc, out, _ = run(capsys, "info", model)
+        assert rc == 0 and "feature names: height, weight" in out
+        labels = tmp_path / "labels.csv"
+        assert run(capsys, "predict", model, path, "--clients-column", "site",
+                   "--out", labels)[0] == 0
+        expected = labels.read_text()
+        # the same rows with the columns swapped: the same labels
+        swapped = tmp_path / "swapped.csv"
+        with open(swapped, "w") as f:
+            f.write("weight,site,height\n")
+            for row, s in zip(X, site):
+                f.write(f"{float(row[1])!r},s{s},{float(row[0])!r}\n")
+        rc, out, _ = run(capsys, "predict", model, swapped, "--clients-column", "site",
+                         "--out", labels)
+        assert rc == 0 and "matched by name" in out
+        assert labels.read_text() == expected
+        # no header: the columns in the model's order, said so
+        plain = write_csv(tmp_path / "plain.csv", X, site, header=False)
+        rc, out, _ = run(capsys, "predict", model, plain, "--clients-column", 2, "--out",
+                         labels)
+        assert rc == 0 and "no header line" in out and labels.read_text() == expected
+    other = tmp_path / "other.csv"
+    other.write_text("height,age,site\n1,2,a\n")
+    assert_error(capsys, "predict", model, other, "--clients-column", "site",
+                 match=r"missing: 'weight'; unknown: 'age'; the model was fitted on height, "
+                       "weight")
+
+
+def test_files_with_headers_are_matched_by_name(tmp_path):
+    folder = tmp_path / "clients"
+    folder.mkdir()
+    (folder / "a.csv").write_text("x,y\n1,2\n3,4\n")
+    (folder / "b.csv").write_text("y,x\n20,10\n")
+    clients, _, features = read_clients([folder])
+    assert features == ["x", "y"] and clients[1].tolist() == [[10.0, 20.0]]
+    (folder / "b.csv").write_text("y,z\n20,10\n")
+    with pytest.raises(PyfkmError, match=r"b.csv: its columns \(y, z\) are not those of"):
+        read_clients([folder])
+
+
+def tamper(src, dst, head=None, centers=None, **extra):
+    z = np.load(src)
+    h = json.loads(z["header"].tobytes())
+    arrays = {"header": z["header"], "cluster_centers": z["cluster_centers"], **extra}
+    if head is not None:
+        h = head(h)
+        arrays["header"] = np.frombuffer(json.dumps(h).encode(), dtype=np.uint8)
+    if centers is not None:
+        arrays["cluster_centers"] = centers
+    np.savez(dst, **arrays)
+    return dst
+
+
+def drop(key):
+    return lambda h: {k: v for k, v in h.items() if k != key}
+
+
+def put(key, value):
+    return lambda h: {**h, key: value}
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(head=put("inertia", "abc")), r"inertia: 'abc' is not a finite number"),
+    (dict(head=put("inertia", -1.0)), r"inertia: -1.0 is not a finite number >= 0"),
+    (dict(head=put("params", [1, 2])), r"params: not an object"),
+    (dict(head=put("params", {"n_clusters": 5})), r"params.n_clusters: 5 but the file has 3"),
+    (dict(head=drop("n_iter")), r"n_iter: missing"),
+    (dict(head=put("n_iter", 1.5)), r"n_iter: 1.5 is not an integer"),
+    (dict(head=put("n_samples", 2)), r"n_samples: 2 points cannot give 3 clusters"),
+    (dict(head=put("n_features", 3)), r"n_features: 3 but the centers have 2"),
+    (dict(head=put("version", 2)), r"version: 2 is not supported"),
+    (dict(head=put("version", True)), r"version: True is not supported"),
+    (dict(head=put("extra", 1)), r"extra: unexpected field"),
+    (dict(head=put("feature_names", ["a"])), r"feature_names: not a list of 2 distinct"),
+    (dict(head=put("feature_names", ["a", "a"])), r"feature_names: not a list of 2 distinct"),
+    (dict(centers=np.full((3, 2), np.nan)), r"cluster_centers: NaN or infinite"),
+    (dict(centers=np.zeros((0, 2))), r"cluster_centers: shape \(0, 2\): no clusters"),
+    (dict(centers=np.zeros(6)), r"cluster_centers: a 1-D float64 array, not a 2-D"),
+    (dict(centers=np.zeros((3, 2), dtype=np.int64)), r"cluster_centers: a 2-D int64 array"),
+    (dict(more=np.zeros(2)), r"more: unexpected array"),
+])
+def test_a_tampered_kmeans_file_is_refused(capsys, csv_data, tmp_path, change, match):
+    path, _, _ = csv_data
+    model = tmp_path / "km.npz"
+    fit_model(capsys, path, model, "--method", "kmeans")
+    bad = tamper(model, tmp_path / "bad.npz", **change)
+    for argv in (["info", bad], ["predict", bad, path, "--clients-column", "site"]):
+        line = assert_error(capsys, *argv, match=match)
+        assert "the model is corrupt or was not written by pyfkm" in line
+
+
+def test_a_kmeans_file_without_centers(capsys, csv_data, tmp_path):
+    path, _, _ = csv_data
+    model = tmp_path / "km.npz"
+    fit_model(capsys, path, model, "--method", "kmeans")
+    z = np.load(model)
+    np.savez(tmp_path / "bad.npz", header=z["header"])
+    assert_error(capsys, "info", tmp_path / "bad.npz", match="cluster_centers: missing")
