@@ -131,6 +131,24 @@ def _times(x):
     return f"{x:,.0f}x" if x >= 10 else f"{x:.1f}x"
 
 
+def _faster(x, than):
+    """'2.5x faster than retraining', or for a factor below 1 '1.7x slower
+    than retraining' (never '0.6x faster').
+
+    >>> _faster(37.2, "retraining"), _faster(0.6, "retraining")
+    ('37x faster than retraining', '1.7x slower than retraining')
+    """
+    if x >= 1:
+        return f"{_times(x)} faster than {than}"
+    return f"{_times(1 / max(x, 1e-12))} slower than {than}"
+
+
+def _slower(x):
+    """The other side's cost: 'retraining ...: 37x slower' (x >= 1), or
+    '1.7x faster' when x < 1."""
+    return f"{_times(x)} slower" if x >= 1 else f"{_times(1 / max(x, 1e-12))} faster"
+
+
 def _row(system, what, seconds, quality):
     return {"system": system, "what": what, "seconds": float(seconds), "quality": quality}
 
@@ -183,7 +201,7 @@ def _kmeans_section(rng, out, size, progress):
         f"{_fmt_s(t_pp.s)}); {n_removals:,} single-point removals in {_fmt_s(t_remove)} "
         f"(median {np.median(times) * 1e6:.0f} us), {reseeds} hit a center and reseeded")
     out(f"   reseeding from scratch after each removal would take "
-        f"{_fmt_s(t_build.s * n_removals)}: {_times(speedup)} slower")
+        f"{_fmt_s(t_build.s * n_removals)}: {_slower(speedup)}")
     pos = k - 2
     with _Timer() as t_c:
         rep = s.remove(int(s.center_ids_[pos]))
@@ -192,7 +210,7 @@ def _kmeans_section(rng, out, size, progress):
     rows = [_row("KMeans", f"fit {n:,} x {d}, k={k}, best of 10", t_fit.s,
                  f"inertia/ideal {ratio:.3f}"),
             _row("RemovableSeeding", f"{n_removals:,} exact removals", t_remove,
-                 f"{_times(speedup)} faster than reseeding")]
+                 _faster(speedup, "reseeding"))]
     return rows, {"fit_time": t_fit.s, "inertia_ratio": ratio, "agreement": agree,
                   "reseeds": reseeds, "median_removal_s": float(np.median(times))}
 
@@ -247,7 +265,7 @@ def _federated_section(rng, out, size, progress):
     rows = [_row("FederatedKMeans", f"fit, {L} clients, secure aggregation", t_fit.s,
                  f"loss ratio {ratio:.3f}"),
             _row("FederatedKMeans", f"{n_removals + 1} removals + 1 client leaves", t_unlearn,
-                 f"online {_times(speedup)} faster than retraining")]
+                 f"online {_faster(speedup, 'retraining')}")]
     return rows, {"fed_loss_ratio": ratio, "fed_fit_time": t_fit.s,
                   "fed_median_online_s": float(np.median(online)),
                   "fed_speedup": speedup}
@@ -277,9 +295,9 @@ def _deletion_section(rng, out, size, progress):
                 else "recomputed one leaf's path")
         n_what = n_del - retrained if cls is QKMeans else retrained
         out(f"   {name}: fit {_fmt_s(t_fit.s)}; {n_del} deletions in {_fmt_s(t_del)} "
-            f"({n_what} {what}); retraining each time: {_times(speedup)} slower")
+            f"({n_what} {what}); retraining each time: {_slower(speedup)}")
         rows.append(_row(name, f"fit + {n_del} exact deletions", t_fit.s + t_del,
-                         f"{_times(speedup)} faster than retraining"))
+                         _faster(speedup, "retraining")))
         numbers[f"{name.lower()}_speedup"] = speedup
     return rows, numbers
 
