@@ -79,3 +79,11 @@ def test_default_demo_runs_in_under_a_minute(capsys):
     assert "100,000 points" in out and "Summary" in out
     assert summary["total_seconds"] < 60
     assert summary["inertia_ratio"] < 1.05 and summary["fed_loss_ratio"] < 1.5
+
+
+def test_a_factor_below_one_reads_slower_never_faster():
+    from pyfkm.demo import _faster, _slower
+    assert _faster(37.2, "retraining") == "37x faster than retraining"
+    assert _faster(2.5, "reseeding") == "2.5x faster than reseeding"
+    assert _faster(0.6, "retraining") == "1.7x slower than retraining"
+    assert _slower(37.2) == "37x slower" and _slower(0.5) == "2.0x faster"
