@@ -326,6 +326,8 @@ def _data_bounds(clients):
     lo = float(min(c.min() for c in clients if c.size))
     hi = float(max(c.max() for c in clients if c.size))
     span = hi - lo if hi > lo else max(abs(lo), 1.0)   # constant data: a box around it
+    # a step well above the values' float resolution (and above underflow)
+    span = max(span, 1e-12 * max(abs(lo), abs(hi)), 1e-290)
     e = math.floor(math.log10(span)) - 1
     return _outward(lo, e, True), _outward(hi, e, False)
 

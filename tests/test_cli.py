@@ -538,6 +538,8 @@ def test_data_derived_bounds_are_rounded_outward_and_forgotten(capsys, tmp_path)
     (1234.5, 1234.5, (1200.0, 1300.0)),   # constant data: a box around it
     (-1e-7, 3e-7, (-1.1e-7, 3.1e-7)),
     (-2e99, 1e99, (-2.1e99, 1.1e99)),
+    (1e6, 1e6 + 1e-9, (1e6 - 1e-7, 1e6 + 1e-7)),   # a range below the values' precision
+    (0.0, 1e-310, (-1e-291, 1e-291)),              # a range near underflow
 ])
 def test_data_bounds_hold_no_data_value(lo, hi, box):
     b = cli._data_bounds([np.array([[lo], [hi]])])
