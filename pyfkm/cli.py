@@ -566,8 +566,8 @@ def _match_columns(clients, features, fitted, say):
     names ``features`` (None: no header, the columns taken in order)."""
     if fitted is None or features is None:
         if fitted is not None:
-            say(f"the data has no header line: its columns are taken as the model's "
-                f"features in order ({', '.join(fitted)})")
+            say(f"the data has no column names (no header line): its columns are taken as "
+                f"the model's features in order ({', '.join(fitted)})")
         return clients
     if features == fitted:
         return clients
