@@ -26,12 +26,14 @@ the preloaded runtimes break).  .ci/run does this in a scratch copy of the
 checkout.  SANITIZE=1 with DEBUG=1 keeps -O0 and the assertions.
 """
 import os
+import platform
 import sys
 from glob import glob
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_clib import build_clib as _build_clib
 from setuptools.command.build_ext import build_ext as _build_ext
 
 DEBUG = os.environ.get("DEBUG", "") not in ("", "0")
@@ -66,6 +68,11 @@ if MSVC:
 else:
     c_flags = ["-std=c11", "-Wall", "-Wextra", "-ffp-contract=off"]
     c_flags += opt_flags + (["-DFKM_DEBUG", "-UNDEBUG"] if DEBUG else []) + san_compile
+    # musl (Alpine) has no ifunc, which GCC's target_clones needs: the
+    # portable code paths only (cibuildwheel's musllinux wheels do the same)
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] != "glibc" \
+            and glob("/lib/ld-musl-*.so.1"):
+        c_flags.append("-DFKM_NO_CLONES")
 
 csrc = sorted(glob(os.path.join("csrc", "*.c")))
 headers = sorted(glob(os.path.join("csrc", "*.h")))
@@ -90,6 +97,43 @@ extensions = [
 ]
 
 
+def _jobs():
+    """Compiler processes to run at once: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class build_clib(_build_clib):
+    """build_clib that compiles the library's C files in parallel, one
+    compiler process per core (the library is most of the build time, and
+    its files are independent).  Objects and their order are those of the
+    serial build; the first file is compiled alone, so that the output
+    folders exist before the others start."""
+
+    def build_libraries(self, libraries):
+        serial = self.compiler.compile
+
+        def compile_all(sources, *args, **kwargs):
+            if len(sources) < 2 or _jobs() < 2:
+                return serial(sources, *args, **kwargs)
+            from concurrent.futures import ThreadPoolExecutor
+
+            objects = serial(sources[:1], *args, **kwargs)
+            with ThreadPoolExecutor(_jobs()) as pool:
+                parts = pool.map(lambda src: serial([src], *args, **kwargs), sources[1:])
+                for part in parts:
+                    objects += part
+            return objects
+
+        self.compiler.compile = compile_all
+        try:
+            super().build_libraries(libraries)
+        finally:
+            del self.compiler.compile  # the instance attribute; the method again
+
+
 class build_ext(_build_ext):
     """build_ext that builds the C library first.
 
@@ -105,10 +149,11 @@ class build_ext(_build_ext):
 
 
 setup(
-    cmdclass={"build_ext": build_ext},
+    cmdclass={"build_clib": build_clib, "build_ext": build_ext},
     libraries=libraries,
     ext_modules=cythonize(
         extensions,
         compiler_directives={"language_level": "3", "embedsignature": True},
+        nthreads=0 if MSVC else _jobs(),
     ),
 )
