@@ -509,7 +509,6 @@ def test_data_derived_bounds_are_rounded_outward_and_forgotten(capsys, tmp_path)
     # the minimum, row 1 of client 'b' the maximum
     rng = np.random.default_rng(3)
     X = rng.uniform(1, 9, size=(60, 2)).round(3)
-    site = np.array(["a", "b"] * 30)
     lo_v, hi_v = 0.123456789012, 9.87654321098
     X[0, 0], X[3, 1] = lo_v, hi_v                      # rows 0 of a and 1 of b
     path = write_csv(tmp_path / "d.csv", X, site=np.array([0, 1] * 30))
