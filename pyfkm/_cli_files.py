@@ -8,12 +8,10 @@ file for anything wrong in what it reads.
 """
 import array
 import csv
-import io
 import json
 import os
 import pathlib
 import stat
-import tempfile
 import zipfile
 import zlib
 
@@ -22,6 +20,7 @@ import numpy as np
 from .exceptions import InvalidInputError, ModelFileError
 from .core.kmeans import nearest_center
 from .mufc import FederatedKMeans
+from .mufc.persistence import parse_npy, write_model
 
 __all__ = []
 
@@ -326,20 +325,9 @@ def save_kmeans(model, path, n):
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
         head["feature_names"] = [str(v) for v in names]
-    arrays = {"header": np.frombuffer(json.dumps(head).encode(), dtype=np.uint8),
-              "cluster_centers": np.ascontiguousarray(model.cluster_centers_)}
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CliError(f"cannot save to {path!r}: folder {folder!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".pyfkm-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    # the library's writer: temporary file, fsync, rename; never over a
+    # device, a pipe or a folder
+    write_model(path, head, {"cluster_centers": np.ascontiguousarray(model.cluster_centers_)})
 
 
 # -- reading saved models -----------------------------------------------------------------
@@ -408,34 +396,7 @@ class _Archive:
         def read():
             with self.zip.open(info) as f:
                 return f.read(info.file_size + 1)
-        return _parse_npy(self._guard(read), f"{self.path}: {name}")
-
-
-def _parse_npy(raw, where):
-    """An array from the bytes of one .npy member (no pickles, no object
-    dtypes, the data exactly as long as its header says)."""
-    f = io.BytesIO(raw)
-    try:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version in ((2, 0), (3, 0)):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise ValueError(f"npy version {version}")
-    except ValueError as e:
-        raise ModelFileError(f"{where}: bad array header ({e})") from None
-    if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None:
-        raise ModelFileError(f"{where}: dtype {dtype} is not a plain numeric type")
-    count = 1
-    for n in shape:
-        count *= int(n)
-    body = raw[f.tell():]
-    if count * dtype.itemsize != len(body):
-        raise ModelFileError(f"{where}: the header announces {count * dtype.itemsize} bytes, "
-                             f"the archive holds {len(body)}")
-    a = np.frombuffer(body, dtype=dtype, count=count)
-    return a.reshape(shape, order="F" if fortran else "C").copy()
+        return parse_npy(self._guard(read), f"{self.path}: {name}")
 
 
 _KMEANS_KEYS = {"format", "version", "params", "n_features", "n_samples", "inertia", "n_iter"}

@@ -26,7 +26,7 @@ estimators do).
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -152,7 +152,7 @@ class CenterModelMixin:
             out[:, j] = diff.sum(axis=1)
         return np.sqrt(out, out=out)
 
-    def get_feature_names_out(self, input_features: ArrayLike | None = None
+    def get_feature_names_out(self, input_features: Sequence[str] | None = None
                               ) -> NDArray[np.object_]:
         """Names of the columns :meth:`transform` returns (one per center),
         for scikit-learn's ``set_output`` and pipelines: the class name in
@@ -183,6 +183,9 @@ class CenterModelMixin:
         >>> KMeans(2, random_state=0).fit([[0.0], [1.0], [5.0]]).get_feature_names_out().tolist()
         ['kmeans0', 'kmeans1']
         """
+        return self._names_out(input_features)
+
+    def _names_out(self, input_features):
         self._check_fitted()
         C = self._fitted_centers()
         if input_features is not None and len(input_features) != self.n_features_in_:

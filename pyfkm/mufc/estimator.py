@@ -77,7 +77,7 @@ from ..rng import (SeedLike, as_generator, copy_generator as _copy_generator,
 from ._rngstate import _rng_state
 from .aggregation import _ClearAggregator, _SecureAggregator, resolve_neighbors, resolve_threshold
 from .client import _MAX_BINS, MufcClient, _fit_client_task, _n_bins
-from .persistence import _ModelReader, _read_model, _write_model
+from .persistence import _ModelReader, _read_model, write_model
 from .server import MufcServer
 
 _log = logging.getLogger(__name__)
@@ -927,7 +927,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         with self._lock:
             self._check_fitted()
             head, arrays = self._to_arrays()
-        _write_model(path, head, arrays)
+        write_model(path, head, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, max_bytes: int | None = None

@@ -3,7 +3,7 @@
 A model file is one ``.npz`` archive (no pickle): the arrays of the clients
 (``c<i>.*``) and of the server (``s.*``), and a JSON header (format name,
 version, parameters, generator states) stored as the byte array
-``header``.  ``_write_model`` writes it to a temporary name in the same
+``header``.  ``write_model`` writes it to a temporary name in the same
 folder, syncs it and renames it, so a crash never leaves a half-written
 model.  ``_read_model`` parses the archive itself (sizes checked against
 the archive's directory and each array's header before anything is
@@ -45,7 +45,7 @@ from .server import MufcServer
 __all__ = []
 
 
-def _write_model(path, head, arrays):
+def write_model(path, head, arrays):
     """Write ``arrays`` and the JSON header ``head`` (stored as the byte
     array ``header``) to ``path`` as one npz archive: written to a temporary
     name in the same folder, flushed and synced to disk, then renamed; the
@@ -155,7 +155,7 @@ def _read_npz(path, max_bytes=None):
                         "with a method pyfkm does not write")
                 with z.open(info) as f:
                     raw = f.read(info.file_size + 1)
-                out[name[:-4]] = _parse_npy(raw, f"{path}: {name[:-4]}")
+                out[name[:-4]] = parse_npy(raw, f"{path}: {name[:-4]}")
         return out
     except ModelFileError:
         raise
@@ -165,9 +165,10 @@ def _read_npz(path, max_bytes=None):
             f"{path}: damaged or truncated model file ({type(e).__name__}: {e})") from None
 
 
-def _parse_npy(raw, where):
+def parse_npy(raw, where):
     """An array from the bytes of one .npy member (no pickles, no object
-    dtypes, the data exactly as long as the header says)."""
+    dtypes, the data exactly as long as the header says); ModelFileError
+    naming ``where`` otherwise.  Shared with the command line's model files."""
     f = io.BytesIO(raw)
     try:
         version = np.lib.format.read_magic(f)
