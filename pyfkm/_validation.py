@@ -45,6 +45,10 @@ def check_array(X, name="X", *, dtype=_FLOATS, ndim=2, allow_empty=False,
         try:
             arr = arr.astype(np.float64)
         except TypeError as e:
+            if "NAType" in str(e) or "NoneType" in str(e):
+                raise InvalidInputError(
+                    f"{name} contains missing values (None or pandas NA); drop or impute them "
+                    "first") from None
             raise _NotNumericError(f"{name} must be numeric: {e}") from None
         except ValueError as e:
             raise InvalidInputError(f"{name} must be numeric: {e}") from None

@@ -421,3 +421,9 @@ def test_get_feature_names_out(est):
         f"{name}{j}" for j in range(3)]
     with pytest.raises(InvalidInputError, match="input_features has 2 names"):
         clone(est).fit(X).get_feature_names_out(["a", "b"])
+
+
+def test_missing_values_in_a_nullable_column_are_named():
+    df = pd.DataFrame({"a": pd.array([1, None, 3, 4], dtype="Int64"), "b": [1.0, 2, 3, 4]})
+    with pytest.raises(InvalidInputError, match="missing values .*drop or impute"):
+        KMeans(2).fit(df)

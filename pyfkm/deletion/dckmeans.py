@@ -212,8 +212,11 @@ class DCKMeans(FitPredictMixin, _LockedEstimator):
                 raise InvalidInputError(f"n_leaves={L} must be a power of two")
         w = round(L ** (1.0 / h))
         if w ** h != L:
+            which = (f"n_leaves='auto' gives {L} leaves for {n} points" if self.n_leaves == "auto"
+                     else f"n_leaves={L}")
             raise InvalidInputError(
-                f"n_leaves={L} is not w**height for an integer w (height={h})")
+                f"{which}, which is not w**height for an integer w >= 2 (height={h}); use a "
+                f"height that divides log2(n_leaves)={L.bit_length() - 1}, or set n_leaves")
         return dict(k=k, L=L, h=h, w=max(w, 1), max_iter=max_iter, n_init=n_init,
                     n_trials=n_trials)
 

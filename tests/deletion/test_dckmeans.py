@@ -365,3 +365,13 @@ def test_dc_derived_state_forgets_the_deleted_row():
         assert_same_state(a, b, f"row {r}")
         checked += 1
     assert checked >= 10
+
+
+def test_a_height_the_leaves_do_not_allow_names_where_the_leaves_came_from():
+    # issue 21 review: the error named n_leaves=4 when the user set only height
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(InvalidInputError,
+                       match=r"n_leaves='auto' gives 4 leaves for 50 points.*height=100"):
+        DCKMeans(2, height=100).fit(X)
+    with pytest.raises(InvalidInputError, match=r"^n_leaves=8, which is not w\*\*height"):
+        DCKMeans(2, n_leaves=8, height=2).fit(X)
