@@ -74,6 +74,15 @@ def _delimiter_hint(cells, delimiter):
     return ""
 
 
+def check_delimiter(delimiter):
+    """``delimiter`` if it is one character (not a quote or a line end)."""
+    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in "\"\r\n":
+        shown = repr(delimiter)
+        raise CliError(f"--delimiter {shown} must be one character, e.g. ',' or ';' (a tab: "
+                       "--delimiter $'\\t' in bash)")
+    return delimiter
+
+
 def _csv_rows(f, delimiter):
     """(line number, stripped cells) of the non-blank lines of a CSV."""
     reader = csv.reader(f, delimiter=delimiter)
@@ -165,15 +174,19 @@ def _parse_csv(path, rows, column, delimiter):
 def _read_npy(path, column):
     """(features, client labels or None) of one .npy file (a 2-D numeric array)."""
     try:
-        a = np.load(path, allow_pickle=False)
-    except (ValueError, EOFError) as e:
+        # memory-mapped first: a header announcing more data than the file
+        # holds fails here instead of allocating it
+        a = np.load(path, allow_pickle=False, mmap_mode="r")
+        a = np.array(a) if isinstance(a, np.ndarray) else a
+    except (ValueError, EOFError, OSError, MemoryError) as e:
         raise CliError(f"{path}: not a valid .npy file ({e})") from None
     if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf":
         raise CliError(f"{path}: not a numeric array")
     if a.ndim == 1:
         a = a[:, None]
-    if a.ndim != 2 or a.shape[0] == 0:
-        raise CliError(f"{path}: expected a 2-D array with rows, got shape {a.shape}")
+    if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] == 0:
+        raise CliError(f"{path}: expected a 2-D array with rows and columns, got shape "
+                       f"{a.shape}")
     if isinstance(column, str):
         raise CliError(f"{path}: a .npy file has no column names; give --clients-column "
                        "as an index from 0")
@@ -250,6 +263,7 @@ def read_clients(paths, clients_column=None, delimiter=","):
     (['a', 'b'], [(1, 2), (2, 2)], ['x', 'y'])
     """
     paths = [os.fspath(p) for p in paths]
+    check_delimiter(delimiter)
     column = clients_column if isinstance(clients_column, int) else \
         _parse_column(clients_column)
     if len(paths) == 1 and os.path.isdir(paths[0]):
@@ -263,10 +277,15 @@ def read_clients(paths, clients_column=None, delimiter=","):
         raise CliError("--clients-column splits one file; with several files (or a folder) "
                        "each file is one client")
     parts, names, features, named = [], [], None, None
+    headers = set()
     for p in paths:
         if os.path.isdir(p):
             raise CliError(f"{p}: a folder; give one folder alone, or files")
         X, labels, fn = _read_file(p, column, delimiter)
+        headers.add(fn is not None)
+        if len(headers) > 1:
+            raise CliError(f"{p}: some files have a header line and some do not; columns "
+                           "could not be matched: give every file a header (or none)")
         if fn is not None and features is None:
             features, named = fn, p
         elif fn is not None and fn != features:
@@ -279,9 +298,15 @@ def read_clients(paths, clients_column=None, delimiter=","):
             parts.append(X)
             names.append(pathlib.Path(p).stem)
         else:
-            lab = np.array(labels, dtype=object)
-            for name in _label_order(labels):
-                parts.append(X[lab == name])
+            # one grouping pass (a mask per label would be quadratic in
+            # the number of labels)
+            order = _label_order(labels)
+            where = {name: j for j, name in enumerate(order)}
+            code = np.fromiter((where[v] for v in labels), dtype=np.int64, count=len(labels))
+            idx = np.argsort(code, kind="stable")
+            cuts = np.searchsorted(code[idx], np.arange(len(order) + 1))
+            for j, name in enumerate(order):
+                parts.append(X[idx[cuts[j]:cuts[j + 1]]])
                 names.append(name)
     d = {c.shape[1] for c in parts}
     if len(d) > 1:

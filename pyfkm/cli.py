@@ -568,6 +568,9 @@ def _match_columns(clients, features, fitted, say):
         if fitted is not None:
             say(f"the data has no column names (no header line): its columns are taken as "
                 f"the model's features in order ({', '.join(fitted)})")
+        elif features is not None:
+            say(f"the model has no feature names (fitted without a header line): the data's "
+                f"columns are taken in file order ({', '.join(features)})")
         return clients
     if features == fitted:
         return clients
@@ -593,10 +596,11 @@ def _cmd_predict(args, say):
     else:
         head, centers = model, extra
         fitted = head.get("feature_names")
+    # names first: a missing or unknown column is named, not only counted
+    clients = _match_columns(clients, features, fitted, say)
     if clients[0].shape[1] != centers.shape[1]:
         raise CliError(f"the data has {clients[0].shape[1]} features, the model "
                        f"{centers.shape[1]}")
-    clients = _match_columns(clients, features, fitted, say)
     if kind == "federated":
         labels = [model.predict(with_names(c, fitted)) for c in clients]
     else:

@@ -718,3 +718,94 @@ def test_a_kmeans_file_without_centers(capsys, csv_data, tmp_path):
     z = np.load(model)
     np.savez(tmp_path / "bad.npz", header=z["header"])
     assert_error(capsys, "info", tmp_path / "bad.npz", match="cluster_centers: missing")
+
+
+# -- second review (issue 21) ------------------------------------------------------------
+
+def test_files_with_and_without_a_header_are_refused(capsys, tmp_path):
+    X, _ = blobs()
+    a = write_csv(tmp_path / "a.csv", X[:40], header=True)
+    b = write_csv(tmp_path / "b.csv", X[40:80], header=False)
+    assert_error(capsys, "fit", a, b, "-k", "2", "--model", tmp_path / "m.npz",
+                 match="some files have a header line and some do not")
+
+
+def test_hostile_npy_data_files(capsys, tmp_path):
+    # a 100-byte file announcing 2 TiB, and an array without columns
+    big = tmp_path / "big.npy"
+    with open(big, "wb") as f:
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": "<f8", "fortran_order": False, "shape": (100_000_000_000, 3)})
+        f.write(b"\0" * 24)
+    assert_error(capsys, "fit", big, "-k", "2", "--model", tmp_path / "m.npz",
+                 match="not a valid .npy file")
+    np.save(tmp_path / "empty.npy", np.zeros((2, 0)))
+    assert_error(capsys, "fit", tmp_path / "empty.npy", "-k", "1", "--model",
+                 tmp_path / "m.npz", match="rows and columns")
+
+
+@pytest.mark.parametrize("delimiter", ["", ";;", "\\t", '"'])
+def test_bad_delimiter(capsys, csv_data, tmp_path, delimiter):
+    path, _, _ = csv_data
+    assert_error(capsys, "fit", path, "--clients-column", "site", "-k", "2", "--delimiter",
+                 delimiter, "--model", tmp_path / "m.npz", match="must be one character")
+
+
+def test_a_model_member_with_negative_dimensions_is_refused(capsys, csv_data, tmp_path):
+    path, _, _ = csv_data
+    model = tmp_path / "m.npz"
+    assert run(capsys, "fit", path, "--clients-column", "site", "-k", "3", "--method",
+               "kmeans", "--bounds", "-20", "20", "--model", model)[0] == 0
+    with zipfile.ZipFile(model) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    raw = members["cluster_centers.npy"]
+    hdr_end = raw.index(b"\n") + 1
+    header = raw[:hdr_end].replace(b"(3, 2)", b"(-3, -2)")
+    members["cluster_centers.npy"] = header + raw[hdr_end:]
+    bad = tmp_path / "bad.npz"
+    with zipfile.ZipFile(bad, "w") as z:
+        for n, b in members.items():
+            z.writestr(n, b)
+    for cmd in ("info", "predict"):
+        args = (cmd, bad) if cmd == "info" else (cmd, bad, path, "--clients-column", "site")
+        assert_error(capsys, *args, match="negative dimension")
+
+
+def test_many_client_labels_are_split_correctly(tmp_path):
+    # (split in one grouping pass: a mask per label was quadratic)
+    rng = np.random.default_rng(0)
+    n = 40_000
+    X = rng.uniform(0, 1, size=(n, 2))
+    site = rng.integers(0, 8_000, size=n)
+    path = tmp_path / "many.csv"
+    with open(path, "w") as f:
+        f.write("a,b,site\n")
+        for (u, v), s in zip(X, site):
+            f.write(f"{float(u)!r},{float(v)!r},c{s}\n")
+    clients, names, _ = read_clients([path], "site")
+    assert len(clients) == len(set(site.tolist())) and sum(len(c) for c in clients) == n
+    # each client holds exactly its rows, in file order
+    first = names[0]
+    rows = np.flatnonzero(np.array([f"c{s}" for s in site]) == first)
+    np.testing.assert_array_equal(clients[0], X[rows])
+    last = names[-1]
+    rows = np.flatnonzero(np.array([f"c{s}" for s in site]) == last)
+    np.testing.assert_array_equal(clients[-1], X[rows])
+
+
+def test_predict_names_a_missing_or_unknown_column(capsys, csv_data, tmp_path):
+    path, X, site = csv_data
+    model = tmp_path / "m.npz"
+    assert run(capsys, "fit", path, "--clients-column", "site", "-k", "3", "--bounds", "-20",
+               "20", "--model", model)[0] == 0
+    one = tmp_path / "one.csv"
+    with open(one, "w") as f:
+        f.write("height,site\n" + "".join(f"{float(x)!r},s0\n" for x in X[:5, 0]))
+    assert_error(capsys, "predict", model, one, "--clients-column", "site",
+                 match="missing: 'weight'")
+    three = tmp_path / "three.csv"
+    with open(three, "w") as f:
+        f.write("height,weight,age,site\n"
+                + "".join(f"{float(a)!r},{float(b)!r},1.0,s0\n" for a, b in X[:5]))
+    assert_error(capsys, "predict", model, three, "--clients-column", "site",
+                 match="unknown: 'age'")

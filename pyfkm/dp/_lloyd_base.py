@@ -200,7 +200,9 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
         fixes = []
         if "fixed-point overflow" not in what:  # the noise, not the data, is out of range
             if "epsilon" in params:
-                fixes.append("another epsilon")
+                # a share below the grid is too little noise: a smaller
+                # epsilon; a sigma outside the sampler's range may be either
+                fixes.append("a smaller epsilon" if "is below" in what else "another epsilon")
             if "noise" in params and params["noise"] != "gaussian":
                 fixes.append("noise='gaussian' (continuous noise, no share-size limit)")
         fixes.append("data in a box of width about 1 to 100 (bounds, with the data mapped by "

@@ -51,8 +51,10 @@ def write_model(path, head, arrays):
     name in the same folder, flushed and synced to disk, then renamed; the
     temporary file is removed on any error."""
     arrays["header"] = np.frombuffer(json.dumps(head).encode(), dtype=np.uint8)
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
+    # through a symbolic link the file it names is replaced (replacing the
+    # link would leave the old model, with any removed rows, in place)
+    path = os.path.realpath(os.fspath(path))
+    d = os.path.dirname(path)
     if not os.path.isdir(d):
         raise InvalidInputError(f"cannot save to {path!r}: folder {d!r} does not exist")
     check_replaceable(path)
@@ -71,17 +73,22 @@ def write_model(path, head, arrays):
 
 
 def check_replaceable(path):
-    """Refuse to replace anything but a regular file (or a symbolic link,
-    which is replaced itself): a model saved over a device, a pipe or a
-    folder would destroy it (``/dev/null`` as root)."""
+    """Refuse to replace anything but a regular file (``path`` has its
+    symbolic links resolved): a model saved over a device, a pipe or a
+    folder would destroy it (``/dev/null`` as root).  A file with other hard
+    links gets a warning: they keep the old content, removed rows included."""
     import stat
     try:
-        mode = os.lstat(path).st_mode
+        st = os.lstat(path)
     except FileNotFoundError:
         return
-    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+    if not stat.S_ISREG(st.st_mode):
         raise InvalidInputError(
             f"cannot save to {path!r}: it exists and is not a regular file; choose a file name")
+    if st.st_nlink > 1:
+        import warnings
+        warnings.warn(f"{path!r} has {st.st_nlink - 1} other hard link(s): they keep the old "
+                      "model (and any rows removed since)", UserWarning, stacklevel=4)
 
 
 def _fsync_dir(d):
@@ -182,6 +189,8 @@ def parse_npy(raw, where):
         raise ModelFileError(f"{where}: bad array header ({e})") from None
     if dtype.hasobject or dtype.kind not in "biuf" or dtype.fields is not None:
         raise ModelFileError(f"{where}: dtype {dtype} is not a plain numeric type")
+    if any(int(s) < 0 for s in shape):
+        raise ModelFileError(f"{where}: negative dimension in shape {shape}")
     count = 1
     for s in shape:
         count *= int(s)

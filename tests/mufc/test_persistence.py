@@ -111,6 +111,17 @@ def test_save_refuses_to_replace_what_is_not_a_regular_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "pipe"]  # no temp left
     est.save(tmp_path / "m.npz")
     est.save(tmp_path / "m.npz")  # a regular file is replaced
-    (tmp_path / "link.npz").symlink_to(tmp_path / "m.npz")
-    est.save(tmp_path / "link.npz")  # a link is replaced itself, not its target's folder
-    assert not (tmp_path / "link.npz").is_symlink()
+    # through a link, the file it names is replaced (the link would otherwise
+    # go and the old model, removed rows included, stay behind)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "real.npz").write_bytes((tmp_path / "m.npz").read_bytes())
+    (tmp_path / "link.npz").symlink_to(tmp_path / "sub" / "real.npz")
+    est.remove_clients([0])
+    est.save(tmp_path / "link.npz")
+    assert (tmp_path / "link.npz").is_symlink()
+    assert FederatedKMeans.load(tmp_path / "sub" / "real.npz").participants_ == [1, 2]
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["real.npz"]
+    # other hard links keep the old content: a warning says so
+    os.link(tmp_path / "m.npz", tmp_path / "hard.npz")
+    with pytest.warns(UserWarning, match="1 other hard link"):
+        est.save(tmp_path / "m.npz")
