@@ -235,9 +235,10 @@ def build_parser(prog="pyfkm"):
                      help="where to save the model (default model.npz)")
     fit.add_argument("--seed", type=_nonneg_int, default=None,
                      help="seed of the algorithm (keys and masks never come from it)")
-    fit.add_argument("--server-points", choices=("uniform", "centers"), default="uniform",
-                     help="what the server clusters: points drawn in the aggregated bins "
-                          "(the paper's, default) or the bin centres (faster)")
+    fit.add_argument("--server-points", choices=("centers", "uniform"), default="centers",
+                     help="what the server clusters: the aggregated bins' centres weighted "
+                          "by their counts (default: fast to fit and to forget) or points "
+                          "drawn in the bins (the paper's)")
     fit.add_argument("--client-init", choices=("means", "k-means++", "full"), default="means",
                      help="what each client sends: the means of its k-means++ seeds' cells "
                           "(default: the same cost as the seeds, a lower loss), the seeds "

@@ -2,8 +2,8 @@
 
 A :class:`MufcServer` takes the decoded aggregate (bins and counts) and
 builds its own dataset from it -- ``q_j`` points uniform inside bin ``j``
-(``server_points="uniform"``, the paper's default) or the bin centres
-weighted by ``q_j`` (``"centers"``) -- then clusters it with weighted
+(``server_points="uniform"``, the paper's choice) or the bin centres
+weighted by ``q_j`` (``"centers"``, the default) -- then clusters it with weighted
 k-means++ and Lloyd (``n_init`` initialisations).  After a removal it
 updates exactly: resampling only the bins that changed, or (``"centers"``)
 the coupled update of its seeds described in the class notes.
@@ -53,7 +53,7 @@ class MufcServer:
     n_clusters : int
     gamma, lower : grid step and box corner (the clients' grid).
     n_features : int
-    server_points : {"uniform", "centers"}
+    server_points : {"centers", "uniform"}, default="centers"
     n_init, max_iter, tol : k-means parameters.
     random_state : None, int or Generator
 
@@ -117,7 +117,7 @@ class MufcServer:
     _samples: dict[tuple[int, ...], NDArray[np.float64]]
 
     def __init__(self, n_clusters: int, *, gamma: float, n_features: int, lower: float = -0.5,
-                 server_points: str = "uniform", n_init: int = 10, max_iter: int = 300,
+                 server_points: str = "centers", n_init: int = 10, max_iter: int = 300,
                  tol: float = 1e-4, random_state: SeedLike = None) -> None:
         if server_points not in ("uniform", "centers"):
             raise InvalidInputError(

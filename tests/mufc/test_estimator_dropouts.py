@@ -730,9 +730,9 @@ def test_a_fit_of_200_clients_with_two_points_each_completes(capsys):
     """SecAgg+'s sparse graph ("auto" beyond 64 clients).  Timed for the
     record, no timed assertion (the 1000-client run is in the change's
     report)."""
-    pts = np.array([[-0.25, 0.1], [0.3, -0.2]])
+    pts = np.array([[-0.25, 0.1], [0.3, -0.2], [0.1, 0.35]])   # 3 distinct cells
     t0, c0 = time.perf_counter(), time.process_time()
-    m = FederatedKMeans(3, random_state=0).fit([pts] * 200)
+    m = FederatedKMeans(3, random_state=0).fit([pts[[i % 3, (i + 1) % 3]] for i in range(200)])
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     with capsys.disabled():
         print(f"\n200 clients x 2 points: fit {wall:.2f} s wall, {cpu:.2f} s CPU, "
