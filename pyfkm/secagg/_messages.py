@@ -821,6 +821,20 @@ class UnmaskMessage:
         object.__setattr__(self, "shares", shares)
         _check_tag(self)
 
+    @classmethod
+    def _signed_by(cls, run_id: bytes, round_: int, sender: int, owners: tuple,
+                   kinds: tuple, shares: tuple, sign: Any) -> UnmaskMessage:
+        """A message built by a client from its own checked state (run id,
+        round, id; owners strictly increasing and non-empty, kinds 0/1,
+        33-byte shares), tagged with ``sign(signed bytes)``: serialized once,
+        without the checks that guard untrusted input."""
+        msg = _built(cls, run_id=run_id, round=int(round_), sender=int(sender), owners=owners,
+                     kinds=kinds, shares=shares)
+        signed = _unmask_signed(msg)
+        msg.__dict__["tag"] = bytes(sign(signed))
+        msg.__dict__["_signed"] = signed
+        return msg
+
     def signed_bytes(self) -> bytes:
         """The bytes the tag authenticates: the wire form without the tag.
 
@@ -829,10 +843,11 @@ class UnmaskMessage:
         bytes
             Header and body.
         """
-        return (_pack_header(_UNMASK, self.run_id, self.round, self.sender, 0)
-                + struct.pack("<I", len(self.owners))
-                + b"".join(_UNMASK_ITEM.pack(o, k, s)
-                           for o, k, s in zip(self.owners, self.kinds, self.shares)))
+        # a parsed message keeps the bytes it was parsed from (the format is
+        # canonical: they are exactly what this would write); the fields of
+        # a frozen message never change after it is built
+        signed = self.__dict__.get("_signed")
+        return _unmask_signed(self) if signed is None else signed
 
     def to_bytes(self) -> bytes:
         """The wire form of the message.
@@ -870,8 +885,30 @@ class UnmaskMessage:
             raise MessageFormatError("unmask answer not from a client, or truncated")
         (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
         _expect_len(data, HEADER_BYTES + 4 + n * _UNMASK_ITEM.size + TAG_BYTES)
-        items = [_UNMASK_ITEM.unpack_from(data, HEADER_BYTES + 4 + j * _UNMASK_ITEM.size)
-                 for j in range(n)]
-        return _parsed(cls, "unmask answer", run_id=run_id, round=round_, sender=sender,
-                       owners=tuple(i[0] for i in items), kinds=tuple(i[1] for i in items),
-                       shares=tuple(i[2] for i in items), tag=data[-TAG_BYTES:])
+        signed = data[:-TAG_BYTES]
+        items = _UNMASK_ITEM.iter_unpack(memoryview(signed)[HEADER_BYTES + 4:])
+        owners, kinds, shares = (tuple(c) for c in zip(*items)) if n else ((), (), ())
+        # the constructor's checks, in its order, on fields the format already
+        # typed (run id 16 bytes, sender an id, kinds u8, shares 33 bytes, one
+        # kind and share per owner, a 16-byte tag)
+        try:
+            round_ = _round_field(round_)
+            owners = _ids_tuple(owners, "owner")
+        except InvalidInputError as e:
+            raise MessageFormatError(f"invalid unmask answer: {e}") from None
+        if not _KINDS.issuperset(kinds):
+            raise MessageFormatError("invalid unmask answer: share kinds must be 0 (self seed) "
+                                     "or 1 (round key)")
+        msg = _built(cls, run_id=run_id, round=round_, sender=sender, owners=owners,
+                     kinds=kinds, shares=shares, tag=data[-TAG_BYTES:])
+        msg.__dict__["_signed"] = signed
+        return msg
+
+
+_KINDS = frozenset((0, 1))
+
+
+def _unmask_signed(msg: UnmaskMessage) -> bytes:
+    return (_pack_header(_UNMASK, msg.run_id, msg.round, msg.sender, 0)
+            + struct.pack("<I", len(msg.owners))
+            + b"".join(map(_UNMASK_ITEM.pack, msg.owners, msg.kinds, msg.shares)))

@@ -628,10 +628,9 @@ class ScmaClient:
         answered[rnd] = (data, included)
         if len(answered) > _KEEP_ANSWERED:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
-        msg = _built(UnmaskMessage, run_id=self._run_id, round=rnd, sender=self.client_id,
-                     owners=tuple(o for o, _, _ in items), kinds=tuple(k for _, k, _ in items),
-                     shares=tuple(s for _, _, s in items), tag=bytes(TAG_BYTES))
-        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+        owners, kinds, shares = (tuple(c) for c in zip(*items))
+        return UnmaskMessage._signed_by(self._run_id, rnd, self.client_id, owners, kinds,
+                                        shares, self._m.tag)
 
 
 def _check_run_id_arg(run_id: object) -> bytes:
