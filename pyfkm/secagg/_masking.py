@@ -38,6 +38,7 @@ hidden behind its self mask.
 The keys and their derivations, the roster binding, message
 authentication and the graph are :mod:`._keys`.
 """
+import hmac
 import os
 import struct
 
@@ -381,6 +382,10 @@ class MaskingServer:
     def check_tag(self, sender, data, tag):
         check_mac(self._mac[sender], data, tag, f"client {sender}")
 
+    def tag_ok(self, sender, data, tag):
+        """Whether ``tag`` authenticates ``data`` from ``sender`` (a roster id)."""
+        return hmac.compare_digest(mac(self._mac[sender], data), bytes(tag))
+
     def view(self, st, request=b""):
         """The bytes a client that saw this round as the server did binds
         into its input's tag (see :meth:`MaskingClient.view`)."""
@@ -439,25 +444,40 @@ class MaskingServer:
         st["u3set"] = frozenset(u3)
         return u3
 
+    def expected_unmask(self, st, sender):
+        """``(owners, kinds)`` of the answer survivor ``sender`` owes in this
+        round (after the unmask request): the sharers it holds shares of
+        (itself and its neighbours in U2), increasing, each with the kind its
+        fate asks for (a self-seed share for a survivor, a round-key share
+        for a dropped client); built once per round and sender."""
+        cache = st.get("expect")
+        if cache is None:
+            cache = st["expect"] = {}
+        exp = cache.get(sender)
+        if exp is None:
+            u2 = st.get("u2set")
+            if u2 is None:
+                u2 = st["u2set"] = frozenset(st["u2"])
+            u3 = st.get("u3set")
+            if u3 is None:
+                u3 = st["u3set"] = frozenset(st["u3"])
+            owners = tuple(sorted((set(self.neighbours(sender)) | {sender}) & u2))
+            exp = cache[sender] = (owners, tuple(B_SHARE if o in u3 else SK_SHARE
+                                                 for o in owners))
+        return exp
+
     def add_unmask(self, st, sender, items):
         if st["u3"] is None:
             raise ProtocolError(f"round {st['round']}: no unmask request was sent")
         if sender not in st["u3"] or sender in st["answered"]:
             raise ProtocolError(f"client {sender}: not a survivor, or answered twice")
-        # the round's sets, built once per round (the server's own state; U2
-        # and U3 are fixed once set)
-        u2, u3 = st.get("u2set"), st.get("u3set")
-        if u2 is None:
-            u2 = st["u2set"] = frozenset(st["u2"])
-        if u3 is None:
-            u3 = st["u3set"] = frozenset(st["u3"])
-        mine = (set(self.neighbours(sender)) | {sender}) & u2
-        owners = [o for o, _, _ in items]
-        # every owner once, exactly ``mine``, each with the kind its fate
-        # asks for; anything else is found (and named) by the loop below
-        if not (len(owners) == len(mine) and mine == set(owners)
-                and all((k == B_SHARE) if o in u3 else (k == SK_SHARE)
-                        for o, k, _ in items)):
+        owners, kinds = self.expected_unmask(st, sender)
+        # every owner once, exactly the expected ones, each with the kind its
+        # fate asks for; anything else is found (and named) by the loop below
+        if len(items) != len(owners) or tuple(o for o, _, _ in items) != owners \
+                or tuple(k for _, k, _ in items) != kinds:
+            u3 = st["u3set"]
+            mine = set(owners)
             seen = set()
             for owner, kind, share in items:
                 want = B_SHARE if owner in u3 else SK_SHARE
@@ -466,14 +486,24 @@ class MaskingServer:
                 seen.add(owner)
             if seen != mine:
                 raise ProtocolError(f"client {sender}: the unmask answer is incomplete")
-        shares = st["shares"]
+        self._store_unmask(st, sender, [o for o, _, _ in items], [s for _, _, s in items])
+
+    def add_unmask_checked(self, st, sender, shares):
+        """Record survivor ``sender``'s answer, whose owners and kinds the
+        caller found equal to :meth:`expected_unmask` (``shares``: one per
+        owner, in order) and whose sender it found a survivor that had not
+        answered."""
+        self._store_unmask(st, sender, st["expect"][sender][0], shares)
+
+    def _store_unmask(self, st, sender, owners, shares):
+        got = st["shares"]
         x = sender + 1
-        for owner, kind, share in items:
-            got = shares.get(owner)
-            if got is None:
-                shares[owner] = [(x, bytes(share))]
+        for owner, share in zip(owners, shares):
+            held = got.get(owner)
+            if held is None:
+                got[owner] = [(x, bytes(share))]
             else:
-                got.append((x, bytes(share)))
+                held.append((x, bytes(share)))
         st["answered"].add(sender)
 
     def recover(self, st):
@@ -498,8 +528,8 @@ class MaskingServer:
             # exactly ``need`` shares, lowest holders first: survivors share
             # most holder sets, so the Lagrange weights are computed once and
             # cached; a wrong share is caught by the commitment / public key
-            got = sorted(got)[:need]
-            groups.append(([x for x, _ in got], [[s] for _, s in got]))
+            xs, shares = zip(*sorted(got)[:need])
+            groups.append((xs, tuple(zip(shares))))         # one share per row
         # every secret at once: the work that depends on the holders only
         # (Lagrange weights) is shared by the secrets with the same holders
         secrets = {o: r[0] for o, r in zip(owners, _shamir.reconstruct_many(groups, need))}

@@ -906,6 +906,41 @@ class UnmaskMessage:
 
 
 _KINDS = frozenset((0, 1))
+_SENDER_AT = HEADER_BYTES - 12                  # header: ..., round u64, sender u32, modulus u64
+_SENDER = struct.Struct("<I")
+
+
+def parse_unmask_answers(datas: list, run_id: bytes, round_: int) -> list | None:
+    """Parse many unmask answers of one round at once.
+
+    Returns ``[(sender, owners, kinds, shares, signed bytes, tag)]`` when
+    every message is a well-formed unmask answer (the checks of
+    :meth:`UnmaskMessage.from_bytes`) of this ``run_id`` and ``round_``;
+    None otherwise (the caller then takes the messages one by one for the
+    precise error).  Tags are not checked here: the server checks them.
+    """
+    if round_ < 1:
+        return None
+    head = _pack_header(_UNMASK, run_id, round_, 0, 0)
+    before, after = head[:_SENDER_AT], head[_SENDER_AT + 4:]
+    low = HEADER_BYTES + 4 + TAG_BYTES
+    out = []
+    for x in datas:
+        if type(x) is not bytes or len(x) <= low or not x.startswith(before) \
+                or not x.startswith(after, _SENDER_AT + 4):
+            return None
+        (sender,) = _SENDER.unpack_from(x, _SENDER_AT)
+        (n,) = _SENDER.unpack_from(x, HEADER_BYTES)
+        if sender == SERVER_ID or len(x) != low + n * _UNMASK_ITEM.size:
+            return None
+        signed = x[:-TAG_BYTES]
+        owners, kinds, shares = zip(*_UNMASK_ITEM.iter_unpack(
+            memoryview(signed)[HEADER_BYTES + 4:]))
+        if not _KINDS.issuperset(kinds) or owners[-1] >= SERVER_ID \
+                or not all(map(operator.lt, owners, owners[1:])):
+            return None
+        out.append((sender, owners, kinds, shares, signed, x[-TAG_BYTES:]))
+    return out
 
 
 def _unmask_signed(msg: UnmaskMessage) -> bytes:

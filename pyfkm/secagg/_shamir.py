@@ -42,6 +42,7 @@ Examples
 True
 """
 import functools
+import itertools
 import math
 import operator
 import os
@@ -424,17 +425,25 @@ def _check_nodes(xs, error):
     return nodes
 
 
+_ROW_TYPES = frozenset((list, tuple))
+_BYTES = {bytes}
+_SHARE_LEN = {SHARE_BYTES}
+
+
 def _check_rows(rows):
     """The rows of shares as lists of ints in [0, PRIME), all of one length,
     or ProtocolError (the first bad row's)."""
-    m = len(rows[0]) if rows and type(rows[0]) in (list, tuple) else -1
-    if all(type(r) in (list, tuple) and len(r) == m for r in rows):
-        flat = [v for r in rows for v in r]
-        if all(type(v) is bytes and len(v) == SHARE_BYTES for v in flat):   # the usual case
-            flat = [int.from_bytes(v, "little") for v in flat]
-            if not flat or max(flat) < PRIME:
-                return [flat[k:k + m] for k in range(0, len(flat), m)] if m else \
-                    [[] for _ in rows]
+    # the usual case, checked at C speed: rows of one length holding
+    # SHARE_BYTES-byte encodings of field elements
+    if rows and _ROW_TYPES.issuperset(map(type, rows)) and len(set(map(len, rows))) == 1:
+        m = len(rows[0])
+        flat = list(itertools.chain.from_iterable(rows))
+        if not flat:
+            return [[] for _ in rows]
+        if set(map(type, flat)) == _BYTES and set(map(len, flat)) == _SHARE_LEN:
+            flat = list(map(int.from_bytes, flat, itertools.repeat("little")))
+            if max(flat) < PRIME:
+                return [flat[k:k + m] for k in range(0, len(flat), m)]
     rows = [_check_row(row, i) for i, row in enumerate(rows)]
     m = len(rows[0])
     for i, row in enumerate(rows):
