@@ -38,6 +38,7 @@ hidden behind its self mask.
 The keys and their derivations, the roster binding, message
 authentication and the graph are :mod:`._keys`.
 """
+import hmac
 import os
 import struct
 
@@ -269,6 +270,14 @@ class MaskingClient:
         # everything checked: commit
         st["held"].update((owner, plain) for owner, (pk, plain) in got.items())
         st["keys"], st["u2"] = keys, u2
+        # what step 3 may reveal, laid out ahead (no data involved): the
+        # owners in order and each one's two shares; which one goes out is
+        # decided only by the unmask request
+        held, off = st["held"], SHARE_PLAIN.size
+        st["reveal"] = (sorted(o for o in held if o in u2),
+                        {o: (p[off:off + _shamir.SHARE_BYTES],
+                             p[off + _shamir.SHARE_BYTES:off + 2 * _shamir.SHARE_BYTES])
+                         for o, p in held.items()})
         st["view"] = round_view(round_, u2)
         st["sk"] = None                # the pair keys are derived: drop the round key
         return keys
@@ -317,21 +326,15 @@ class MaskingClient:
                     "earlier round of this run; two such sums would reveal the difference: "
                     "refused")
         revealed = self._revealed.setdefault(round_, {})
-        out = []
-        plan = []
-        for owner in sorted(st["held"]):
-            kind = B_SHARE if owner in u3 else SK_SHARE
-            if owner not in st["u2"]:
-                continue
-            if revealed.get(owner, kind) != kind:
-                raise ProtocolError(f"round {round_}: client {owner} was a survivor and a "
-                                    "dropout in two requests; nothing revealed")
-            plan.append((owner, kind))
-        for owner, kind in plan:
-            plain = st["held"][owner]
-            off = SHARE_PLAIN.size + kind * _shamir.SHARE_BYTES
-            out.append((owner, kind, plain[off:off + _shamir.SHARE_BYTES]))
-            revealed[owner] = kind
+        order, pieces = st["reveal"]           # the held owners in U2, sorted
+        kinds = [B_SHARE if owner in u3 else SK_SHARE for owner in order]
+        if revealed:           # (nothing revealed yet in this round: no conflict)
+            for owner, kind in zip(order, kinds):
+                if revealed.get(owner, kind) != kind:
+                    raise ProtocolError(f"round {round_}: client {owner} was a survivor and "
+                                        "a dropout in two requests; nothing revealed")
+        out = [(owner, kind, pieces[owner][kind]) for owner, kind in zip(order, kinds)]
+        revealed.update(zip(order, kinds))
         if data_digest is not None:
             self._summed[data_digest] = over
         # the round is over for this client: its secrets and held shares go
@@ -379,6 +382,10 @@ class MaskingServer:
     def check_tag(self, sender, data, tag):
         check_mac(self._mac[sender], data, tag, f"client {sender}")
 
+    def tag_ok(self, sender, data, tag):
+        """Whether ``tag`` authenticates ``data`` from ``sender`` (a roster id)."""
+        return hmac.compare_digest(mac(self._mac[sender], data), bytes(tag))
+
     def view(self, st, request=b""):
         """The bytes a client that saw this round as the server did binds
         into its input's tag (see :meth:`MaskingClient.view`)."""
@@ -417,6 +424,7 @@ class MaskingServer:
             raise ProtocolError(f"round {st['round']}: {len(u2)} clients shared keys, below "
                                 f"the threshold {self.threshold}")
         st["u2"] = u2
+        st["u2set"] = frozenset(u2)
         return u2
 
     def bundle_items(self, st, recipient):
@@ -433,25 +441,69 @@ class MaskingServer:
             raise ProtocolError(f"round {st['round']}: {len(u3)} inputs arrived, below the "
                                 f"threshold {self.threshold}: the round cannot complete")
         st["u3"] = u3
+        st["u3set"] = frozenset(u3)
         return u3
+
+    def expected_unmask(self, st, sender):
+        """``(owners, kinds)`` of the answer survivor ``sender`` owes in this
+        round (after the unmask request): the sharers it holds shares of
+        (itself and its neighbours in U2), increasing, each with the kind its
+        fate asks for (a self-seed share for a survivor, a round-key share
+        for a dropped client); built once per round and sender."""
+        cache = st.get("expect")
+        if cache is None:
+            cache = st["expect"] = {}
+        exp = cache.get(sender)
+        if exp is None:
+            u2 = st.get("u2set")
+            if u2 is None:
+                u2 = st["u2set"] = frozenset(st["u2"])
+            u3 = st.get("u3set")
+            if u3 is None:
+                u3 = st["u3set"] = frozenset(st["u3"])
+            owners = tuple(sorted((set(self.neighbours(sender)) | {sender}) & u2))
+            exp = cache[sender] = (owners, tuple(B_SHARE if o in u3 else SK_SHARE
+                                                 for o in owners))
+        return exp
 
     def add_unmask(self, st, sender, items):
         if st["u3"] is None:
             raise ProtocolError(f"round {st['round']}: no unmask request was sent")
         if sender not in st["u3"] or sender in st["answered"]:
             raise ProtocolError(f"client {sender}: not a survivor, or answered twice")
-        u2, u3 = set(st["u2"]), set(st["u3"])
-        mine = (set(self.neighbours(sender)) | {sender}) & u2
-        seen = set()
-        for owner, kind, share in items:
-            want = B_SHARE if owner in u3 else SK_SHARE
-            if owner not in mine or kind != want or owner in seen:
-                raise ProtocolError(f"client {sender}: unexpected share of {owner}")
-            seen.add(owner)
-        if seen != mine:
-            raise ProtocolError(f"client {sender}: the unmask answer is incomplete")
-        for owner, kind, share in items:
-            st["shares"].setdefault(owner, []).append((sender + 1, bytes(share)))
+        owners, kinds = self.expected_unmask(st, sender)
+        # every owner once, exactly the expected ones, each with the kind its
+        # fate asks for; anything else is found (and named) by the loop below
+        if len(items) != len(owners) or tuple(o for o, _, _ in items) != owners \
+                or tuple(k for _, k, _ in items) != kinds:
+            u3 = st["u3set"]
+            mine = set(owners)
+            seen = set()
+            for owner, kind, share in items:
+                want = B_SHARE if owner in u3 else SK_SHARE
+                if owner not in mine or kind != want or owner in seen:
+                    raise ProtocolError(f"client {sender}: unexpected share of {owner}")
+                seen.add(owner)
+            if seen != mine:
+                raise ProtocolError(f"client {sender}: the unmask answer is incomplete")
+        self._store_unmask(st, sender, [o for o, _, _ in items], [s for _, _, s in items])
+
+    def add_unmask_checked(self, st, sender, shares):
+        """Record survivor ``sender``'s answer, whose owners and kinds the
+        caller found equal to :meth:`expected_unmask` (``shares``: one per
+        owner, in order) and whose sender it found a survivor that had not
+        answered."""
+        self._store_unmask(st, sender, st["expect"][sender][0], shares)
+
+    def _store_unmask(self, st, sender, owners, shares):
+        got = st["shares"]
+        x = sender + 1
+        for owner, share in zip(owners, shares):
+            held = got.get(owner)
+            if held is None:
+                got[owner] = [(x, bytes(share))]
+            else:
+                held.append((x, bytes(share)))
         st["answered"].add(sender)
 
     def recover(self, st):
@@ -461,24 +513,29 @@ class MaskingServer:
         Raises :class:`ProtocolError` when some secret has too few shares
         (the server may wait for more unmask answers)."""
         u2, u3 = st["u2"], st["u3"]
-        dropped = [v for v in u2 if v not in set(u3)]
+        u3set = frozenset(u3)
+        dropped = [v for v in u2 if v not in u3set]
         need = self.n_share
-        u3set = set(u3)
-        secrets = {}
-        for owner in list(u3) + dropped:
+        owners = list(u3) + dropped
+        groups = []
+        for owner in owners:
             got = st["shares"].get(owner, [])
             if len(got) < need:
                 raise ProtocolError(
                     f"round {st['round']}: {len(got)} shares of client {owner}'s "
-                    f"{'self seed' if owner in set(u3) else 'round key'}, {need} needed "
+                    f"{'self seed' if owner in u3set else 'round key'}, {need} needed "
                     "(too many dropouts)")
             # exactly ``need`` shares, lowest holders first: survivors share
             # most holder sets, so the Lagrange weights are computed once and
             # cached; a wrong share is caught by the commitment / public key
-            got = sorted(got)[:need]
-            xs = [x for x, _ in got]
-            secrets[owner] = _shamir.reconstruct(xs, [[s] for _, s in got], need)[0]
-            if owner in u3set and self_commitment(secrets[owner]) != st["commits"][owner]:
+            xs, shares = zip(*sorted(got)[:need])
+            groups.append((xs, tuple(zip(shares))))         # one share per row
+        # every secret at once: the work that depends on the holders only
+        # (Lagrange weights) is shared by the secrets with the same holders
+        secrets = {o: r[0] for o, r in zip(owners, _shamir.reconstruct_many(groups, need))}
+        commits = st["commits"]
+        for owner in u3:
+            if self_commitment(secrets[owner]) != commits[owner]:
                 raise ProtocolError(f"round {st['round']}: client {owner}'s self seed does not "
                                     "match its commitment (inconsistent shares)")
         selfs = np.frombuffer(b"".join(secrets[o] for o in u3), np.uint8).reshape(len(u3), 32)

@@ -821,6 +821,20 @@ class UnmaskMessage:
         object.__setattr__(self, "shares", shares)
         _check_tag(self)
 
+    @classmethod
+    def _signed_by(cls, run_id: bytes, round_: int, sender: int, owners: tuple,
+                   kinds: tuple, shares: tuple, sign: Any) -> UnmaskMessage:
+        """A message built by a client from its own checked state (run id,
+        round, id; owners strictly increasing and non-empty, kinds 0/1,
+        33-byte shares), tagged with ``sign(signed bytes)``: serialized once,
+        without the checks that guard untrusted input."""
+        msg = _built(cls, run_id=run_id, round=int(round_), sender=int(sender), owners=owners,
+                     kinds=kinds, shares=shares)
+        signed = _unmask_signed(msg)
+        msg.__dict__["tag"] = bytes(sign(signed))
+        msg.__dict__["_signed"] = signed
+        return msg
+
     def signed_bytes(self) -> bytes:
         """The bytes the tag authenticates: the wire form without the tag.
 
@@ -829,10 +843,11 @@ class UnmaskMessage:
         bytes
             Header and body.
         """
-        return (_pack_header(_UNMASK, self.run_id, self.round, self.sender, 0)
-                + struct.pack("<I", len(self.owners))
-                + b"".join(_UNMASK_ITEM.pack(o, k, s)
-                           for o, k, s in zip(self.owners, self.kinds, self.shares)))
+        # a parsed message keeps the bytes it was parsed from (the format is
+        # canonical: they are exactly what this would write); the fields of
+        # a frozen message never change after it is built
+        signed = self.__dict__.get("_signed")
+        return _unmask_signed(self) if signed is None else signed
 
     def to_bytes(self) -> bytes:
         """The wire form of the message.
@@ -870,8 +885,65 @@ class UnmaskMessage:
             raise MessageFormatError("unmask answer not from a client, or truncated")
         (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
         _expect_len(data, HEADER_BYTES + 4 + n * _UNMASK_ITEM.size + TAG_BYTES)
-        items = [_UNMASK_ITEM.unpack_from(data, HEADER_BYTES + 4 + j * _UNMASK_ITEM.size)
-                 for j in range(n)]
-        return _parsed(cls, "unmask answer", run_id=run_id, round=round_, sender=sender,
-                       owners=tuple(i[0] for i in items), kinds=tuple(i[1] for i in items),
-                       shares=tuple(i[2] for i in items), tag=data[-TAG_BYTES:])
+        signed = data[:-TAG_BYTES]
+        items = _UNMASK_ITEM.iter_unpack(memoryview(signed)[HEADER_BYTES + 4:])
+        owners, kinds, shares = (tuple(c) for c in zip(*items)) if n else ((), (), ())
+        # the constructor's checks, in its order, on fields the format already
+        # typed (run id 16 bytes, sender an id, kinds u8, shares 33 bytes, one
+        # kind and share per owner, a 16-byte tag)
+        try:
+            round_ = _round_field(round_)
+            owners = _ids_tuple(owners, "owner")
+        except InvalidInputError as e:
+            raise MessageFormatError(f"invalid unmask answer: {e}") from None
+        if not _KINDS.issuperset(kinds):
+            raise MessageFormatError("invalid unmask answer: share kinds must be 0 (self seed) "
+                                     "or 1 (round key)")
+        msg = _built(cls, run_id=run_id, round=round_, sender=sender, owners=owners,
+                     kinds=kinds, shares=shares, tag=data[-TAG_BYTES:])
+        msg.__dict__["_signed"] = signed
+        return msg
+
+
+_KINDS = frozenset((0, 1))
+_SENDER_AT = HEADER_BYTES - 12                  # header: ..., round u64, sender u32, modulus u64
+_SENDER = struct.Struct("<I")
+
+
+def parse_unmask_answers(datas: list, run_id: bytes, round_: int) -> list | None:
+    """Parse many unmask answers of one round at once.
+
+    Returns ``[(sender, owners, kinds, shares, signed bytes, tag)]`` when
+    every message is a well-formed unmask answer (the checks of
+    :meth:`UnmaskMessage.from_bytes`) of this ``run_id`` and ``round_``;
+    None otherwise (the caller then takes the messages one by one for the
+    precise error).  Tags are not checked here: the server checks them.
+    """
+    if round_ < 1:
+        return None
+    head = _pack_header(_UNMASK, run_id, round_, 0, 0)
+    before, after = head[:_SENDER_AT], head[_SENDER_AT + 4:]
+    low = HEADER_BYTES + 4 + TAG_BYTES
+    out = []
+    for x in datas:
+        if type(x) is not bytes or len(x) <= low or not x.startswith(before) \
+                or not x.startswith(after, _SENDER_AT + 4):
+            return None
+        (sender,) = _SENDER.unpack_from(x, _SENDER_AT)
+        (n,) = _SENDER.unpack_from(x, HEADER_BYTES)
+        if sender == SERVER_ID or len(x) != low + n * _UNMASK_ITEM.size:
+            return None
+        signed = x[:-TAG_BYTES]
+        owners, kinds, shares = zip(*_UNMASK_ITEM.iter_unpack(
+            memoryview(signed)[HEADER_BYTES + 4:]))
+        if not _KINDS.issuperset(kinds) or owners[-1] >= SERVER_ID \
+                or not all(map(operator.lt, owners, owners[1:])):
+            return None
+        out.append((sender, owners, kinds, shares, signed, x[-TAG_BYTES:]))
+    return out
+
+
+def _unmask_signed(msg: UnmaskMessage) -> bytes:
+    return (_pack_header(_UNMASK, msg.run_id, msg.round, msg.sender, 0)
+            + struct.pack("<I", len(msg.owners))
+            + b"".join(map(_UNMASK_ITEM.pack, msg.owners, msg.kinds, msg.shares)))

@@ -42,6 +42,7 @@ Examples
 True
 """
 import functools
+import itertools
 import math
 import operator
 import os
@@ -56,6 +57,7 @@ __all__ = [
     "SHARE_BYTES",
     "lagrange_at_zero",
     "reconstruct",
+    "reconstruct_many",
     "share_from_bytes",
     "share_to_bytes",
     "split",
@@ -73,6 +75,7 @@ SHARE_BYTES = 33
 MAX_X = 2**32
 """Largest abscissa of a holder; abscissas lie in ``[1, MAX_X]``."""
 
+_WEIGHTS_CACHE = 4096  # node tuples whose Lagrange weights are kept (public values only)
 _HORNER_CHUNK = 16   # Horner steps between two reductions mod the prime
 _PRODUCT_CHUNK = 8   # node differences (<= 33 bits each) multiplied before one reduction
 
@@ -176,9 +179,8 @@ def reconstruct(xs, shares, threshold):
     The first ``threshold`` points determine the secrets (Lagrange
     interpolation at 0, :func:`lagrange_at_zero`, cached by abscissas); each
     further point is checked against the polynomial through them (the
-    Lagrange form evaluated at that abscissa: O(threshold) products per
-    point and secret, so checking ``k - threshold`` extra points costs about
-    as much as ``k - threshold`` holders' worth of :func:`split`).  With
+    Lagrange basis at that abscissa, cached by abscissas like the weights:
+    one dot product of ``threshold`` terms per point and secret).  With
     exactly ``threshold`` points nothing can be checked: a tampered share
     then yields a wrong secret.
 
@@ -195,24 +197,57 @@ def reconstruct(xs, shares, threshold):
     ...
     pyfkm.exceptions.ProtocolError: the share of secret 0 at x=5 does not lie on the polynomial ...
     """
+    return _reconstruct(xs, shares, _check_threshold(threshold))
+
+
+def reconstruct_many(groups, threshold):
+    """Recover the secrets of many sharings at once (a server's recovery step).
+
+    Equivalent to ``[reconstruct(xs, shares, threshold) for xs, shares in
+    groups]``: the same checks on every group, the same results, and the
+    same error for the first group that fails; faster when many groups
+    share abscissas.
+
+    Parameters
+    ----------
+    groups : sequence of (xs, shares)
+        Each as :func:`reconstruct` takes them.
+    threshold : int
+        The threshold every group was shared with (``>= 1``).
+
+    Returns
+    -------
+    secrets : list of list of bytes
+        Per group, its 32-byte secrets.
+
+    Raises
+    ------
+    ProtocolError
+        What :func:`reconstruct` raises for the first group that fails,
+        including a point beyond the first ``threshold`` of a group that does
+        not lie on the polynomial through them.
+    InvalidInputError
+        ``threshold`` is not an integer ``>= 1``.
+
+    Notes
+    -----
+    The work that depends on the abscissas only -- the Lagrange weights at 0
+    of each group's first ``threshold`` nodes and, for each further node,
+    the coefficients that evaluate the interpolating polynomial there -- is
+    computed once per distinct node tuple (and cached); each secret then
+    costs one dot product of ``threshold`` terms and one reduction, and each
+    further point checked another.
+
+    Examples
+    --------
+    >>> a, b = bytes(range(32)), b"9" * 32
+    >>> sa, sb = split([a], 2, [1, 2, 3]), split([b], 2, [1, 2, 3])
+    >>> reconstruct_many([([1, 2, 3], sa), ([2, 3], sb[1:])], 2) == [[a], [b]]
+    True
+    """
     t = _check_threshold(threshold)
-    nodes = _check_nodes(xs, ProtocolError)
-    rows = _as_list(shares, "shares", ProtocolError)
-    if len(rows) != len(nodes):
-        raise ProtocolError(f"{len(rows)} rows of shares for {len(nodes)} abscissas")
-    if len(nodes) < t:
-        raise ProtocolError(f"{len(nodes)} points should be >= threshold={t}")
-    rows = [_check_row(row, i) for i, row in enumerate(rows)]
-    m = len(rows[0])
-    for i, row in enumerate(rows):
-        if len(row) != m:
-            raise ProtocolError(f"row {i} of shares holds {len(row)} shares, row 0 holds {m}")
-    values = _interpolate(nodes, rows, t, PRIME)
-    for j, v in enumerate(values):
-        if v >> (8 * SECRET_BYTES):
-            raise ProtocolError(f"reconstructed value {j} is not a {SECRET_BYTES}-byte secret "
-                                "(inconsistent shares)")
-    return [v.to_bytes(SECRET_BYTES, "little") for v in values]
+    return [_reconstruct(xs, shares, t) for xs, shares in _as_list(groups, "groups",
+                                                                    ProtocolError)]
 
 
 def lagrange_at_zero(xs):
@@ -241,8 +276,9 @@ def lagrange_at_zero(xs):
     -----
     O(len(xs)**2) products of node differences (exact integers, reduced
     every 8 factors) and one modular inversion for the whole set
-    (Montgomery's batch-inversion trick).  Results are cached for the 32 most
-    recent node tuples; they depend on the nodes only.
+    (Montgomery's batch-inversion trick).  Results are cached for the 4096 most
+    recent node tuples (a server's recovery meets one tuple per client of
+    its neighbour graph, round after round); they depend on the nodes only.
 
     Examples
     --------
@@ -325,6 +361,23 @@ def share_from_bytes(b):
     return v
 
 
+def _reconstruct(xs, shares, t):
+    """:func:`reconstruct` after its threshold check (``t`` an int >= 1)."""
+    nodes = _check_nodes(xs, ProtocolError)
+    rows = _as_list(shares, "shares", ProtocolError)
+    if len(rows) != len(nodes):
+        raise ProtocolError(f"{len(rows)} rows of shares for {len(nodes)} abscissas")
+    if len(nodes) < t:
+        raise ProtocolError(f"{len(nodes)} points should be >= threshold={t}")
+    rows = _check_rows(rows)
+    values = _interpolate(nodes, rows, t, PRIME)
+    for j, v in enumerate(values):
+        if v >> (8 * SECRET_BYTES):
+            raise ProtocolError(f"reconstructed value {j} is not a {SECRET_BYTES}-byte secret "
+                                "(inconsistent shares)")
+    return [v.to_bytes(SECRET_BYTES, "little") for v in values]
+
+
 # --------------------------------------------------------------------------------------
 # validation (the public functions' edge)
 
@@ -353,6 +406,9 @@ def _check_threshold(threshold):
 
 def _check_nodes(xs, error):
     """Distinct Python ints in [1, MAX_X], or ``error``."""
+    if type(xs) in (list, tuple) and xs and all(type(x) is int for x in xs) \
+            and 1 <= min(xs) and max(xs) <= MAX_X and len(set(xs)) == len(xs):
+        return list(xs)              # the usual case, checked at C speed
     nodes = []
     for i, x in enumerate(_as_list(xs, "xs", error)):
         if isinstance(x, bool):
@@ -367,6 +423,33 @@ def _check_nodes(xs, error):
     if len(set(nodes)) != len(nodes):
         raise error("xs must be distinct")
     return nodes
+
+
+_ROW_TYPES = frozenset((list, tuple))
+_BYTES = {bytes}
+_SHARE_LEN = {SHARE_BYTES}
+
+
+def _check_rows(rows):
+    """The rows of shares as lists of ints in [0, PRIME), all of one length,
+    or ProtocolError (the first bad row's)."""
+    # the usual case, checked at C speed: rows of one length holding
+    # SHARE_BYTES-byte encodings of field elements
+    if rows and _ROW_TYPES.issuperset(map(type, rows)) and len(set(map(len, rows))) == 1:
+        m = len(rows[0])
+        flat = list(itertools.chain.from_iterable(rows))
+        if not flat:
+            return [[] for _ in rows]
+        if set(map(type, flat)) == _BYTES and set(map(len, flat)) == _SHARE_LEN:
+            flat = list(map(int.from_bytes, flat, itertools.repeat("little")))
+            if max(flat) < PRIME:
+                return [flat[k:k + m] for k in range(0, len(flat), m)]
+    rows = [_check_row(row, i) for i, row in enumerate(rows)]
+    m = len(rows[0])
+    for i, row in enumerate(rows):
+        if len(row) != m:
+            raise ProtocolError(f"row {i} of shares holds {len(row)} shares, row 0 holds {m}")
+    return rows
 
 
 def _check_row(row, i):
@@ -491,7 +574,7 @@ def _batch_inverse(values, prime):
     return out
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=_WEIGHTS_CACHE)
 def _weights(xs, prime):
     """``(lam, w)`` for a tuple ``xs`` of distinct nonzero ints below ``prime``:
     the Lagrange coefficients at 0, ``lam[i] = prod_{j != i} x_j / (x_j - x_i)``,
@@ -553,19 +636,33 @@ def _interpolate(xs, rows, threshold, prime):
     length, ``len(xs) >= threshold``.
 
     A further point ``x`` is checked against the Lagrange form
-    ``f(x) = sum_i w_i y_i prod_{k != i} (x - x_k)`` (:func:`_value_at`):
-    O(threshold) products per point and polynomial, no inversion.
+    ``f(x) = sum_i c_i y_i`` with ``c_i = w_i prod_{k != i} (x - x_k)``
+    (:func:`_coefficients_at`, computed once per node tuple and ``x``, no
+    inversion): one dot product per point and polynomial.
+    :func:`_value_at` evaluates the same form from ``u_i = w_i y_i``.
     """
     t = threshold
     base = tuple(xs[:t])
     lam, w = _weights(base, prime)
     columns = list(zip(*rows[:t]))
     values = [sum(map(mul, lam, col)) % prime for col in columns]
-    if len(xs) > t:
-        weighted = [[a * b % prime for a, b in zip(w, col)] for col in columns]
-        for i in range(t, len(xs)):
-            for j, u in enumerate(weighted):
-                if _value_at(xs[i], base, u, prime) != rows[i][j]:
-                    raise ProtocolError(f"the share of secret {j} at x={xs[i]} does not lie "
-                                        f"on the polynomial through the first {t} points")
+    for i in range(t, len(xs)):
+        coef = _coefficients_at(xs[i], base, prime)
+        for j, col in enumerate(columns):
+            if sum(map(mul, coef, col)) % prime != rows[i][j]:
+                raise ProtocolError(f"the share of secret {j} at x={xs[i]} does not lie "
+                                    f"on the polynomial through the first {t} points")
     return values
+
+
+@functools.lru_cache(maxsize=_WEIGHTS_CACHE)
+def _coefficients_at(x, xs, prime):
+    """``c`` with ``f(x) = sum_i c[i] f(xs[i]) mod prime`` for every
+    polynomial ``f`` of degree below ``len(xs)`` (``x`` not in ``xs``): the
+    Lagrange basis at ``x``, ``c[i] = w[i] prod_{k != i} (x - xs[k])`` with
+    the barycentric weights ``w`` of :func:`_weights`.  The products are
+    exact integers: ``prod_k (x - xs[k])`` divided by ``x - xs[i]``.
+    Depends on the nodes only (cached)."""
+    w = _weights(xs, prime)[1]
+    full = math.prod(x - xk for xk in xs)
+    return tuple(wi * (full // (x - xk) % prime) % prime for wi, xk in zip(w, xs))

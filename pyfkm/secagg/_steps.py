@@ -7,7 +7,7 @@ progress: a dict with ``step``, ``st``, ``got`` and ``req``), and gives
 ``_roster_message`` (its protocol's roster)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from ..exceptions import InvalidInputError, ProtocolError
 from ._framing import _built
 from ._keys import default_threshold
 from ._messages import (ShareBundle, ShareMessage, UnmaskMessage, UnmaskRequest,
-                        check_key_message)
+                        check_key_message, parse_unmask_answers)
 
 if TYPE_CHECKING:
     from ._messages import KeyMessage
@@ -210,3 +210,54 @@ class RoundSteps:
         o = self._need("unmask")
         self._check_sender(msg, UnmaskMessage, o["st"])
         self._m.add_unmask(o["st"], msg.sender, list(zip(msg.owners, msg.kinds, msg.shares)))
+
+    def receive_unmask_many(self, datas: Iterable[bytes]) -> None:
+        """Step 4: many survivors' unmask answers, as wire bytes.
+
+        The same checks as ``receive_unmask(UnmaskMessage.from_bytes(data))``
+        for each, in order (a server draining its queue): when every message
+        passes they are taken together; otherwise the messages are taken one
+        by one, so those before the first rejected one are kept and it
+        raises the error :meth:`receive_unmask` (or the parser) gives.
+
+        Parameters
+        ----------
+        datas : iterable of bytes
+            The answers' wire forms (:meth:`UnmaskMessage.to_bytes`).
+
+        Raises
+        ------
+        MessageFormatError
+            A message that does not parse.
+        ProtocolError
+            A message :meth:`receive_unmask` would refuse.
+        """
+        datas = list(datas)
+        o = self._open
+        if datas and o is not None and o["step"] == "unmask":
+            st = o["st"]
+            parsed = parse_unmask_answers(datas, self.run_id, st["round"])
+            if parsed is not None and self._unmask_batch_ok(st, parsed):
+                for sender, _, _, shares, _, _ in parsed:
+                    self._m.add_unmask_checked(st, sender, shares)
+                return
+        for data in datas:
+            self.receive_unmask(UnmaskMessage.from_bytes(data))
+
+    def _unmask_batch_ok(self, st: dict[str, Any], parsed: list[Any]) -> bool:
+        """Whether every parsed answer passes what :meth:`receive_unmask`
+        checks: a survivor's, once (none answered before, none twice in the
+        batch), with exactly the owners and kinds it owes, and a valid tag."""
+        m = self._m
+        u3, answered = st.get("u3set"), st["answered"]
+        if u3 is None:
+            return False
+        senders = [p[0] for p in parsed]
+        if len(set(senders)) != len(senders) or not u3.issuperset(senders) \
+                or not answered.isdisjoint(senders):
+            return False
+        for sender, owners, kinds, _, signed, tag in parsed:
+            if (owners, kinds) != m.expected_unmask(st, sender) \
+                    or not m.tag_ok(sender, signed, tag):
+                return False
+        return True

@@ -436,10 +436,9 @@ class MsaClient:
         items = self._m.unmask(req.round, req.survivors, self._sent[1])
         self._sent = None
         self._answered = (req.round, tuple(req.survivors))
-        msg = UnmaskMessage(self._run_id, req.round, self.client_id,
-                            tuple(o for o, _, _ in items), tuple(k for _, k, _ in items),
-                            tuple(s for _, _, s in items))
-        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+        owners, kinds, shares = (tuple(c) for c in zip(*items))
+        return UnmaskMessage._signed_by(self._run_id, req.round, self.client_id, owners, kinds,
+                                        shares, self._m.tag)
 
     def unmask(self, agg: AggregateMessage) -> NDArray[np.float64]:
         """Remove the survivors' output masks from the broadcast and decode

@@ -144,6 +144,7 @@ class ScmaClient:
         self._codec = None
         self._encoded = None
         self._data = None
+        self._digest = None       # (data, data key, keyed digest of the data)
         self._answered = {}        # rounds whose sum included this client ->
         #                            (data, clients whose data that aggregate holds)
         self._delta_codecs = {}
@@ -261,7 +262,7 @@ class ScmaClient:
         # round asks for it (difference rounds send changes only)
         if not self._codec.nodes(bins).all():
             self._codec.encode(bins, counts)
-        self._encoded = None
+        self._encoded = self._digest = None
         self._data = (bins, counts)
 
     @property
@@ -500,7 +501,7 @@ class ScmaClient:
     def forget_data(self) -> None:
         """Drop this client's data and everything derived from it (a
         client that leaves the federation)."""
-        self._data = self._encoded = self._last_change = None
+        self._data = self._encoded = self._last_change = self._digest = None
         self._answered = {}
         self._sent = None
 
@@ -615,7 +616,14 @@ class ScmaClient:
         rnd, data, base_included = self._sent
         full = base_included is None
         survivors = frozenset(req.survivors)
-        digest = data_digest(self._m.data_key, data[0].tobytes(), data[1].tobytes())
+        # the keyed digest of data that did not change since the last round
+        # is the same: computed once per data (and run key)
+        cached = self._digest
+        if cached is not None and cached[0] is data and cached[1] is self._m.data_key:
+            digest = cached[2]
+        else:
+            digest = data_digest(self._m.data_key, data[0].tobytes(), data[1].tobytes())
+            self._digest = (data, self._m.data_key, digest)
         # the aggregate after a full round is the survivors' data; after a
         # difference round it is the data now of the clients its base held
         # (whichever base the server names: the change is taken against it).
@@ -628,10 +636,9 @@ class ScmaClient:
         answered[rnd] = (data, included)
         if len(answered) > _KEEP_ANSWERED:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
-        msg = _built(UnmaskMessage, run_id=self._run_id, round=rnd, sender=self.client_id,
-                     owners=tuple(o for o, _, _ in items), kinds=tuple(k for _, k, _ in items),
-                     shares=tuple(s for _, _, s in items), tag=bytes(TAG_BYTES))
-        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+        owners, kinds, shares = (tuple(c) for c in zip(*items))
+        return UnmaskMessage._signed_by(self._run_id, rnd, self.client_id, owners, kinds,
+                                        shares, self._m.tag)
 
 
 def _check_run_id_arg(run_id: object) -> bytes:

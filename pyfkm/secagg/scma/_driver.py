@@ -261,18 +261,19 @@ class RoundTrip:
         raw = req.to_bytes()
         msg = UnmaskRequest.from_bytes(raw)
         bar = progress_bar(self.progress, len(req.survivors), f"round {self.round}: unmask")
+        outs = []
         for i in req.survivors:
             self.bytes_down += len(raw)
             try:
-                out = roles[i].unmask(msg).to_bytes()
+                outs.append(roles[i].unmask(msg).to_bytes())
             except ProtocolError as e:      # a survivor that cannot answer: the
                 self.failed[i] = e          # others' shares may still do
-                bar.update()
-                continue
-            self.bytes_up += len(out)
-            srv.receive_unmask(UnmaskMessage.from_bytes(out))
             bar.update()
         bar.close()
+        self.bytes_up += sum(map(len, outs))
+        # the server drains its queue: every answer checked as
+        # receive_unmask(UnmaskMessage.from_bytes(out)) would
+        srv.receive_unmask_many(outs)
         # one step (the recovery and the decode run in the server's kernels):
         # announced as it starts (0 done), so a long decode is not silent
         bar = progress_bar(self.progress, 1, f"round {self.round}: decode")
