@@ -1033,3 +1033,121 @@ int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *m
     return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
                     tol_abs, 0, trace, P);
 }
+
+/* ---------------------------------------------------------------------------
+ * Hamerly bounds for the blocked assignment of fkm_lloyd.h (fkm_lloyd_loop.h,
+ * fkm_lloyd_assign_bounded_f64).  The proof above (test (4)) holds for any
+ * range of points scored by fkm_lloyd_assign_masked_f64: it shows that the
+ * kernel's computed scores have their unique minimum at the proven label,
+ * whichever tile computes them.  Unflagged points are accumulated by
+ * fkm_lloyd_assign_masked_f64 exactly as if scored, so the results are bit
+ * for bit those of fkm_lloyd_assign_f64.
+ * ------------------------------------------------------------------------- */
+
+static double bnd_rel(fkm_index_t d) { return (double)(d + 16) * 0x1p-49; }
+
+void fkm_lloyd_bounds_norms_f64(double *xn, const double *X, fkm_index_t lo, fkm_index_t hi,
+                                fkm_index_t d)
+{
+    const double rel = bnd_rel(d);
+    fkm_index_t i, c;
+    FKM_ASSERT(0 <= lo && lo <= hi && d >= 1);
+    for (i = lo; i < hi; i++) {
+        const double *x = X + (size_t)i * (size_t)d;
+        double ss = 0.0, v;
+        for (c = 0; c < d; c++) ss += x[c] * x[c];
+        v = bnd_norm(ss, rel);
+        xn[i] = v <= BND_BIG ? v : HUGE_VAL;
+    }
+}
+
+void fkm_lloyd_bounds_moves_f64(double *move, fkm_index_t *j1, double *m1, double *m2,
+                                const double *old, const double *centers, fkm_index_t k,
+                                fkm_index_t d)
+{
+    bnd_ws b;
+    FKM_ASSERT(k >= 1 && d >= 1);
+    memset(&b, 0, sizeof b);
+    b.rel = bnd_rel(d);
+    b.move = move;
+    bnd_moves(&b, old, centers, k, d, j1, m1, m2);
+}
+
+FKM_HOT int fkm_lloyd_assign_bounded_f64(
+    int32_t *labels, fkm_index_t *n_changed, fkm_index_t *n_scored, double *mind,
+    double *sums, double *wsums, double *inertia, double *U, double *L,
+    unsigned char *need, const double *X, const double *P, const double *w,
+    const double *xn, fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
+    const double *hnorm, const double *shift, const double *centers, fkm_index_t k,
+    const double *move, fkm_index_t j1, double m1, double m2)
+{
+    FKM_ASSERT(0 <= lo && lo <= hi && d >= 1 && k >= 1 && k <= INT32_MAX);
+    const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
+    double dl = 0.0, A = 0.0, h = 0.0, Ms = 0.0;
+    fkm_index_t i, c, scored = 0;
+    int status, have;
+    bnd_ws b;
+    if (P && lo % 4 != 0) return FKM_EDOM;
+    memset(&b, 0, sizeof b);
+    b.rel = bnd_rel(d);
+    b.U = U, b.L = L, b.xn = (double *)xn, b.need = need;
+    b.xs = malloc(sizeof(double) * (size_t)d);
+    b.acc = malloc(sizeof(double) * (size_t)(np * FKM_LLOYD_PANEL));
+    if (!b.xs || !b.acc) {
+        free(b.xs);
+        free(b.acc);
+        return FKM_ENOMEM;
+    }
+    have = bnd_consts(&dl, &A, &h, &Ms, &b, ct, shift, k, d);
+    /* Flag the points whose (moved) bounds do not prove their label; every
+     * point without valid bounds (move NULL, norms too large, a label out of
+     * range) is flagged. */
+    for (i = lo; i < hi; i++) {
+        const int32_t a = labels[i];
+        double Ui, Li, E;
+        need[i] = 1;
+        if (!move || !have || a < 0 || a >= k) continue;
+        Ui = bnd_up(U[i] + move[a], b.rel);
+        Li = L[i] > 0.0 ? bnd_lower(L[i], a == j1 ? m2 : m1, b.rel) : 0.0;
+        U[i] = Ui, L[i] = Li;
+        E = A * (h + xn[i]) + BND_ETA;
+        if (bnd_keeps(Ui, Li, E, dl, b.rel)) {
+            need[i] = 0;
+            continue;
+        }
+        if (Li > 0.0) { /* tighten U alone (the distance to center a) */
+            const double *x = X + (size_t)i * (size_t)d;
+            const double *pc = ct + (size_t)(a / FKM_LLOYD_PANEL) * (size_t)d * FKM_LLOYD_PANEL +
+                               a % FKM_LLOYD_PANEL;
+            const double sig = 0x1p-50 * (xn[i] + Ms) + BND_TAU;
+            double ss = 0.0;
+            for (c = 0; c < d; c++) {
+                double t = (x[c] - shift[c]) - pc[(size_t)c * FKM_LLOYD_PANEL];
+                ss += t * t;
+            }
+            U[i] = bnd_up(sqrt(ss) + sig, b.rel);
+            if (bnd_keeps(U[i], Li, E, dl, b.rel)) need[i] = 0;
+        }
+    }
+    status = fkm_lloyd_assign_masked_f64(labels, n_changed, mind, sums, wsums, inertia, X, P, w,
+                                         lo, hi, d, ct, hnorm, centers, k,
+                                         move && have ? need : NULL);
+    if (status == FKM_OK) {
+        /* tight bounds of the flagged points for their new labels */
+        for (i = lo; i < hi; i++) {
+            const double *x = X + (size_t)i * (size_t)d;
+            if (!need[i]) continue;
+            scored++;
+            if (!have) {
+                U[i] = HUGE_VAL, L[i] = 0.0;
+                continue;
+            }
+            for (c = 0; c < d; c++) b.xs[c] = x[c] - shift[c];
+            bnd_full(&b, i, labels[i], 0x1p-50 * (xn[i] + Ms) + BND_TAU, ct, k, d);
+        }
+    }
+    *n_scored = scored;
+    free(b.xs);
+    free(b.acc);
+    return status;
+}
