@@ -1046,6 +1046,76 @@ int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *m
 
 static double bnd_rel(fkm_index_t d) { return (double)(d + 16) * 0x1p-49; }
 
+/* The kernel's score hnorm_j - <x, v_j> of x for every lane of the np
+ * packed panels, into acc (one multiply-add per coordinate and center: half
+ * the work of bnd_dist_all). */
+static inline void bnd_scores(double *restrict acc, const double *restrict x,
+                              const double *restrict ct, const double *restrict hnorm,
+                              fkm_index_t np, fkm_index_t d)
+{
+    fkm_index_t p, j;
+    for (p = 0; p < np; p++) {
+        const double *pc = ct + (size_t)p * (size_t)d * FKM_LLOYD_PANEL;
+        bnd_v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+        for (j = 0; j < d; j++) {
+            const double xj = x[j];
+            a0 += xj * *(const bnd_v4d *)(pc + (size_t)j * FKM_LLOYD_PANEL);
+            a1 += xj * *(const bnd_v4d *)(pc + (size_t)j * FKM_LLOYD_PANEL + 4);
+        }
+        *(bnd_v4d *)(acc + p * FKM_LLOYD_PANEL) = *(const bnd_v4d *)(hnorm + p * FKM_LLOYD_PANEL) - a0;
+        *(bnd_v4d *)(acc + p * FKM_LLOYD_PANEL + 4) =
+            *(const bnd_v4d *)(hnorm + p * FKM_LLOYD_PANEL + 4) - a1;
+    }
+}
+
+/* Tight bounds U, L of point x (id i, label a) from scores (the score form
+ * of bnd_full).  With K = 1/2 ||x - s||^2 (exact), the exact score of
+ * center j is 1/2 ||x - c^_j||^2 - K by (1), and a computed score is within
+ * E of it by (2), whatever the order of its sums; so
+ *     ||x - c^_j||^2 <= 2 (score~_j + E + K),  >= 2 (score~_j - E + K),
+ * and ||x - c_j|| is within dl of ||x - c^_j|| by (3).  K is bracketed by
+ * the computed 1/2 sum fl(x - s)^2 moved by rel (each fl(x - s) is within
+ * relative u of x - s; the sum of d squares within gamma_d) and eta
+ * (underflow).  The sum T of the three terms is rounded twice: its error is
+ * at most 2u (1 + 2u) B, B the sum of their absolute values; the slack
+ * rel B (rel >= 272 u) covers it and the rounding of T +- rel B.  sqrt and
+ * the final additions are covered by up/down as in bnd_full. */
+static inline void bnd_tight(bnd_ws *b, fkm_index_t i, int32_t a, const double *x,
+                             const double *ct, const double *hnorm, const double *shift,
+                             fkm_index_t k, fkm_index_t d, double E, double dl)
+{
+    const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
+    const double rel = b->rel;
+    double ss = 0.0, m = HUGE_VAL, sa, Kup, Kdn, T, B, t, U;
+    fkm_index_t j, c;
+    int nan = 0;
+    bnd_scores(b->acc, x, ct, hnorm, np, d);
+    for (c = 0; c < d; c++) {
+        const double y = x[c] - shift[c];
+        ss += y * y;
+    }
+    Kup = bnd_up(0.5 * ss, rel) + BND_ETA;
+    Kdn = bnd_down(0.5 * ss, rel) - BND_ETA;
+    sa = b->acc[a];
+    b->acc[a] = HUGE_VAL;
+    for (j = 0; j < k; j++) {
+        const double v = b->acc[j];
+        nan |= v != v;
+        m = v < m ? v : m;
+    }
+    T = (sa + E) + Kup;
+    B = bnd_up(fabs(sa) + E + Kup, rel);
+    t = T + rel * B;
+    U = bnd_up(sqrt(2.0 * (t > 0.0 ? t : 0.0)) + dl + BND_TAU, rel);
+    b->U[i] = U <= DBL_MAX ? U : HUGE_VAL; /* NaN: no bound */
+    b->L[i] = 0.0;
+    if (nan || !(m <= DBL_MAX)) return;
+    T = (m - E) + Kdn;
+    B = bnd_up(fabs(m) + E + fabs(Kdn), rel);
+    t = T - rel * B;
+    if (t > 0.0) b->L[i] = bnd_lower(sqrt(2.0 * t), dl, rel);
+}
+
 void fkm_lloyd_bounds_norms_f64(double *xn, const double *X, fkm_index_t lo, fkm_index_t hi,
                                 fkm_index_t d)
 {
@@ -1126,8 +1196,15 @@ FKM_HOT int fkm_lloyd_assign_bounded_f64(
                 ss += t * t;
             }
             U[i] = bnd_up(sqrt(ss) + sig, b.rel);
-            if (bnd_keeps(U[i], Li, E, dl, b.rel)) need[i] = 0;
+            if (bnd_keeps(U[i], Li, E, dl, b.rel)) {
+                need[i] = 0;
+                continue;
+            }
         }
+        /* tight bounds for label a (cheaper than scoring the point's group
+         * and refreshing its bounds after) */
+        bnd_tight(&b, i, a, X + (size_t)i * (size_t)d, ct, hnorm, shift, k, d, E, dl);
+        if (bnd_keeps(U[i], L[i], E, dl, b.rel)) need[i] = 0;
     }
     status = fkm_lloyd_assign_masked_f64(labels, n_changed, mind, sums, wsums, inertia, X, P, w,
                                          lo, hi, d, ct, hnorm, centers, k,
@@ -1142,8 +1219,8 @@ FKM_HOT int fkm_lloyd_assign_bounded_f64(
                 U[i] = HUGE_VAL, L[i] = 0.0;
                 continue;
             }
-            for (c = 0; c < d; c++) b.xs[c] = x[c] - shift[c];
-            bnd_full(&b, i, labels[i], 0x1p-50 * (xn[i] + Ms) + BND_TAU, ct, k, d);
+            bnd_tight(&b, i, labels[i], x, ct, hnorm, shift, k, d,
+                      A * (h + xn[i]) + BND_ETA, dl);
         }
     }
     *n_scored = scored;

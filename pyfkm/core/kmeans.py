@@ -101,12 +101,16 @@ class LloydWorkspace:
     """
 
     # Bounds policy (``bounds=True``): set up the distance bounds (a full
-    # scan plus the bounds of every point, ~2.5 scans) once at most this
+    # scan plus the bounds of every point, ~2.3 scans) once at most this
     # fraction of the labels changed in the previous step, and drop them
     # after a step in which they proved less than half of the points (the
-    # prune did not pay).  Measured per shape (issue 22).
+    # prune did not pay).  Only for _BOUNDS_D[0] < d <= _BOUNDS_D[1]: below,
+    # the packed kernel scores faster than the bounds are kept (measured at
+    # d = 10, k = 62 and d = 16, k = 256); above, the bounds' failures cost
+    # more than they save (d = 784, k = 10).  Measured per shape (issue 22).
     _BOUNDS_START = 0.1
     _BOUNDS_STOP = 0.5
+    _BOUNDS_D = (16, 256)
 
     def __init__(self, X, w, k, n_threads, pack=True, explicit=False, bounds=False):
         n, d = X.shape
@@ -132,7 +136,9 @@ class LloydWorkspace:
         # Hamerly bounds (float64 X, k >= 2, the blocked path): the same
         # results bit for bit, fewer points scored once labels settle
         self._bnd = None
-        if bounds and not explicit and X.dtype == np.float64 and k >= 2 and n >= 1:
+        lo_d, hi_d = self._BOUNDS_D
+        if (bounds and not explicit and X.dtype == np.float64 and k >= 2 and n >= 1
+                and lo_d < d <= hi_d):
             self._bnd = {"U": np.empty(n), "L": np.empty(n),
                          "need": np.empty(n, dtype=np.uint8),
                          "xn": _lloyd.bounds_norms(X),

@@ -15,6 +15,13 @@ from pyfkm.core import kmeans as km
 from pyfkm.core.kmeans import LloydWorkspace, lloyd
 
 
+@pytest.fixture(autouse=True)
+def _bounds_at_every_d(monkeypatch):
+    # lloyd() uses the bounds only where they paid (LloydWorkspace._BOUNDS_D);
+    # the tests force them at every d so that every kernel path is covered
+    monkeypatch.setattr(LloydWorkspace, "_BOUNDS_D", (0, 1 << 30))
+
+
 def _oracle_labels(X, C):
     D = ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
     order = np.sort(D, axis=1)
@@ -213,3 +220,14 @@ def test_lloyd_bounded_empty_cluster_relocation(monkeypatch):
     assert a[0].tobytes() == b[0].tobytes()
     np.testing.assert_array_equal(a[1], b[1])
     assert a[3] == b[3]
+
+
+def test_bounds_policy_by_dimension(monkeypatch):
+    monkeypatch.undo()
+    X = np.zeros((8, 40))
+    for d, used in ((16, False), (17, True), (256, True), (257, False)):
+        ws = LloydWorkspace(np.zeros((8, d)), None, 2, 1, bounds=True)
+        assert (ws._bnd is not None) == used
+    ws = LloydWorkspace(X.astype(np.float32), None, 2, 1, bounds=True)
+    assert ws._bnd is None  # float64 only
+    assert LloydWorkspace(X, None, 2, 1)._bnd is None  # off by default
