@@ -1053,9 +1053,28 @@ static inline void bnd_scores(double *restrict acc, const double *restrict x,
                               const double *restrict ct, const double *restrict hnorm,
                               fkm_index_t np, fkm_index_t d)
 {
-    fkm_index_t p, j;
-    for (p = 0; p < np; p++) {
-        const double *pc = ct + (size_t)p * (size_t)d * FKM_LLOYD_PANEL;
+    const size_t stride = (size_t)d * FKM_LLOYD_PANEL; /* doubles per panel */
+    fkm_index_t p = 0, j, t;
+    /* Four panels at a time: eight independent multiply-add chains keep
+     * the FMA units busy (two chains would wait on their latency). */
+    for (; p + 4 <= np; p += 4) {
+        const double *pc = ct + (size_t)p * stride;
+        bnd_v4d a[8] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0},
+                        {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+        for (j = 0; j < d; j++) {
+            const double xj = x[j];
+            const double *cj = pc + (size_t)j * FKM_LLOYD_PANEL;
+            for (t = 0; t < 4; t++) {
+                a[2 * t] += xj * *(const bnd_v4d *)(cj + (size_t)t * stride);
+                a[2 * t + 1] += xj * *(const bnd_v4d *)(cj + (size_t)t * stride + 4);
+            }
+        }
+        for (t = 0; t < 8; t++)
+            *(bnd_v4d *)(acc + p * FKM_LLOYD_PANEL + 4 * t) =
+                *(const bnd_v4d *)(hnorm + p * FKM_LLOYD_PANEL + 4 * t) - a[t];
+    }
+    for (; p < np; p++) {
+        const double *pc = ct + (size_t)p * stride;
         bnd_v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
         for (j = 0; j < d; j++) {
             const double xj = x[j];
