@@ -1195,7 +1195,10 @@ FKM_HOT int fkm_lloyd_assign_bounded_f64(
         const int32_t a = labels[i];
         double Ui, Li, E;
         need[i] = 1;
-        if (!move || !have || a < 0 || a >= k) continue;
+        if (!move || !have || a < 0 || a >= k) {
+            scored++;
+            continue;
+        }
         Ui = bnd_up(U[i] + move[a], b.rel);
         Li = L[i] > 0.0 ? bnd_lower(L[i], a == j1 ? m2 : m1, b.rel) : 0.0;
         U[i] = Ui, L[i] = Li;
@@ -1222,6 +1225,7 @@ FKM_HOT int fkm_lloyd_assign_bounded_f64(
         }
         /* tight bounds for label a (cheaper than scoring the point's group
          * and refreshing its bounds after) */
+        scored++;
         bnd_tight(&b, i, a, X + (size_t)i * (size_t)d, ct, hnorm, shift, k, d, E, dl);
         if (bnd_keeps(U[i], L[i], E, dl, b.rel)) need[i] = 0;
     }
@@ -1233,7 +1237,6 @@ FKM_HOT int fkm_lloyd_assign_bounded_f64(
         for (i = lo; i < hi; i++) {
             const double *x = X + (size_t)i * (size_t)d;
             if (!need[i]) continue;
-            scored++;
             if (!have) {
                 U[i] = HUGE_VAL, L[i] = 0.0;
                 continue;

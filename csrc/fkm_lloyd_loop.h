@@ -135,7 +135,9 @@ int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *m
  * function left for the centers old, and move, j1, m1, m2 come from
  * fkm_lloyd_bounds_moves_f64(old -> centers): the bounds are moved, the
  * points they do not prove are scored (fkm_lloyd_assign_masked_f64) and
- * get tight bounds again.  *n_scored counts the points not proven.  The
+ * get tight bounds again.  *n_scored counts the points that the moved
+ * bounds did not prove (their bounds were recomputed from all k scores,
+ * then the points still not proven were scored): the work done.  The
  * points of [lo, hi) depend on nothing outside it, so results do not depend
  * on how ranges are spread over threads.  Returns FKM_OK, FKM_ENOMEM or
  * FKM_EDOM (P and lo % 4 != 0).

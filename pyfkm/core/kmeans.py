@@ -101,15 +101,16 @@ class LloydWorkspace:
     """
 
     # Bounds policy (``bounds=True``): set up the distance bounds (a full
-    # scan plus the bounds of every point, ~2.3 scans) once at most this
+    # scan plus the bounds of every point, 2-3 scans) once at most this
     # fraction of the labels changed in the previous step, and drop them
-    # after a step in which they proved less than half of the points (the
-    # prune did not pay).  Only for _BOUNDS_D[0] < d <= _BOUNDS_D[1]: below,
+    # after a step in which the moved bounds proved less than 3/4 of the
+    # points (the others cost about a scan each: the prune did not pay;
+    # data without cluster structure).  Only for _BOUNDS_D[0] < d <= _BOUNDS_D[1]: below,
     # the packed kernel scores faster than the bounds are kept (measured at
     # d = 10, k = 62 and d = 16, k = 256); above, the bounds' failures cost
     # more than they save (d = 784, k = 10).  Measured per shape (issue 22).
-    _BOUNDS_START = 0.1
-    _BOUNDS_STOP = 0.5
+    _BOUNDS_START = 0.01
+    _BOUNDS_STOP = 0.25
     _BOUNDS_D = (16, 256)
 
     def __init__(self, X, w, k, n_threads, pack=True, explicit=False, bounds=False):
@@ -132,7 +133,7 @@ class LloydWorkspace:
         self.n_threads = max(1, min(int(n_threads), P))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
         self.n_changed = n
-        self.n_scored = n  # points scored in the last step (not proven by bounds)
+        self.n_scored = n  # points of the last step not proven by the moved bounds
         # Hamerly bounds (float64 X, k >= 2, the blocked path): the same
         # results bit for bit, fewer points scored once labels settle
         self._bnd = None

@@ -20,6 +20,8 @@ def _bounds_at_every_d(monkeypatch):
     # lloyd() uses the bounds only where they paid (LloydWorkspace._BOUNDS_D);
     # the tests force them at every d so that every kernel path is covered
     monkeypatch.setattr(LloydWorkspace, "_BOUNDS_D", (0, 1 << 30))
+    # and set them up from the first step on (as soon as labels exist)
+    monkeypatch.setattr(LloydWorkspace, "_BOUNDS_START", 1.0)
 
 
 def _oracle_labels(X, C):
