@@ -89,6 +89,13 @@ class LloydWorkspace:
     order so that results do not depend on ``n_threads``.  Call
     :meth:`close` to release the thread pool.
 
+    ``bounds=True`` (float64 ``X``; used by :func:`lloyd`) keeps Hamerly
+    distance bounds between steps and skips the scoring of the points they
+    prove to keep their label (csrc/fkm_lloyd_loop.h,
+    ``fkm_lloyd_assign_bounded_f64``): the results are bit for bit those of
+    ``bounds=False``; only the work differs.  Labels changed outside
+    :meth:`step` need :meth:`forget_bounds`.
+
     Examples
     --------
     >>> import numpy as np
