@@ -11,6 +11,10 @@ Usage::
     python benchmarks/compare_sklearn.py [--repeats 5] [--data blobs|noise|both]
         [--shapes 0,1,2] [--markdown]
 
+``--shapes`` takes indices into SHAPES and/or explicit shapes ``NxDxK``
+(``1000000x50x64``); ``--shapes large`` is LARGE_SHAPES, the larger problems
+users run (issue 22).
+
 Data:
   blobs  k Gaussian blobs (std 1) with centers uniform in [-10, 10]^d, shuffled:
          data with cluster structure, the case clustering is run on;
@@ -27,6 +31,25 @@ from _timing import call, compare, single_thread
 
 SHAPES = [(100_000, 10, 10), (1_000_000, 10, 10), (100_000, 50, 10), (60_000, 784, 10),
           (100_000, 10, 62)]
+LARGE_SHAPES = [(1_000_000, 50, 64), (100_000, 16, 256)]
+
+
+def parse_shapes(spec):
+    """The shapes of ``--shapes``: comma-separated SHAPES indices, ``NxDxK``
+    shapes, or ``large`` (LARGE_SHAPES)."""
+    if spec is None:
+        return list(SHAPES)
+    out = []
+    for item in spec.split(","):
+        item = item.strip()
+        if item == "large":
+            out.extend(LARGE_SHAPES)
+        elif "x" in item:
+            n, d, k = (int(float(v)) for v in item.split("x"))
+            out.append((n, d, k))
+        else:
+            out.append(SHAPES[int(item)])
+    return out
 
 
 def make_data(kind, n, d, k, seed=0):
@@ -50,17 +73,20 @@ def bench_seeding(X, k, repeats):
     return theirs, ours
 
 
-def bench_lloyd(X, k, repeats, max_iter=10):
+def bench_lloyd(X, k, repeats, max_iter=10, threads=1):
     """Fit time per Lloyd iteration from a shared init (tol=0, max_iter=10).
 
-    The fits are deterministic (same init, tol=0): every repeat makes n_iter_ iterations."""
+    The fits are deterministic (same init, tol=0): every repeat makes n_iter_ iterations.
+    ``threads`` > 1: pyfkm's ``n_threads`` and scikit-learn's thread pool at that count,
+    timed in wall-clock time (CPU time would add the threads up)."""
     from sklearn.cluster import KMeans as SkKMeans
 
     import pyfkm
     init = X[np.random.default_rng(1).choice(X.shape[0], k, replace=False)].copy()
     sk = SkKMeans(k, init=init, n_init=1, max_iter=max_iter, tol=0, algorithm="lloyd")
-    km = pyfkm.KMeans(k, init=init, max_iter=max_iter, tol=0)
-    theirs, ours, _ = compare(lambda: sk.fit(X), lambda: km.fit(X), repeats)
+    km = pyfkm.KMeans(k, init=init, max_iter=max_iter, tol=0, n_threads=threads)
+    theirs, ours, _ = compare(lambda: sk.fit(X), lambda: km.fit(X), repeats,
+                              clock="cpu" if threads == 1 else "wall")
     return theirs / sk.n_iter_, ours / km.n_iter_
 
 
@@ -78,24 +104,32 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--data", default="both", choices=["blobs", "noise", "both"])
-    ap.add_argument("--shapes", default=None, help="comma-separated indices into SHAPES")
+    ap.add_argument("--shapes", default=None,
+                    help="comma-separated indices into SHAPES, NxDxK shapes or 'large'")
+    ap.add_argument("--no-seeding", action="store_true", help="time Lloyd only")
     ap.add_argument("--no-remove", action="store_true")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads of both libraries' Lloyd (> 1: wall-clock time)")
     args = ap.parse_args(argv)
-    shapes = SHAPES if args.shapes is None else [SHAPES[int(i)] for i in args.shapes.split(",")]
+    shapes = parse_shapes(args.shapes)
     kinds = ["blobs", "noise"] if args.data == "both" else [args.data]
     import pyfkm
     import sklearn
     print(f"# pyfkm {pyfkm.__version__} vs scikit-learn {sklearn.__version__}, numpy "
-          f"{np.__version__}; 1 thread, CPU time, median of {args.repeats}")
+          f"{np.__version__}; " + ("1 thread, CPU time" if args.threads == 1 else
+                                  f"Lloyd on {args.threads} threads, wall time")
+          + f", median of {args.repeats}")
     print("| data | n | d | k | seeding sklearn | seeding pyfkm | ratio | "
           "Lloyd/iter sklearn | Lloyd/iter pyfkm | ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    with single_thread():
+    from threadpoolctl import threadpool_limits
+    with (single_thread() if args.threads == 1 else threadpool_limits(args.threads)):
         for kind in kinds:
             for n, d, k in shapes:
                 X = make_data(kind, n, d, k)
-                s_sk, s_us = bench_seeding(X, k, args.repeats)
-                l_sk, l_us = bench_lloyd(X, k, args.repeats)
+                s_sk, s_us = ((float("nan"),) * 2 if args.no_seeding
+                              else bench_seeding(X, k, args.repeats))
+                l_sk, l_us = bench_lloyd(X, k, args.repeats, threads=args.threads)
                 print(f"| {kind} | {n:,} | {d} | {k} | {s_sk * 1e3:.1f} ms | {s_us * 1e3:.1f} ms | "
                       f"**{s_sk / s_us:.2f}x** | {l_sk * 1e3:.2f} ms | {l_us * 1e3:.2f} ms | "
                       f"**{l_sk / l_us:.2f}x** |", flush=True)

@@ -1033,3 +1033,220 @@ int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *m
     return loop_run(centers, labels, mind, n_iter, inertia, X, w, n, d, k, max_iter,
                     tol_abs, 0, trace, P);
 }
+
+/* ---------------------------------------------------------------------------
+ * Hamerly bounds for the blocked assignment of fkm_lloyd.h (fkm_lloyd_loop.h,
+ * fkm_lloyd_assign_bounded_f64).  The proof above (test (4)) holds for any
+ * range of points scored by fkm_lloyd_assign_masked_f64: it shows that the
+ * kernel's computed scores have their unique minimum at the proven label,
+ * whichever tile computes them.  Unflagged points are accumulated by
+ * fkm_lloyd_assign_masked_f64 exactly as if scored, so the results are bit
+ * for bit those of fkm_lloyd_assign_f64.
+ * ------------------------------------------------------------------------- */
+
+static double bnd_rel(fkm_index_t d) { return (double)(d + 16) * 0x1p-49; }
+
+/* The kernel's score hnorm_j - <x, v_j> of x for every lane of the np
+ * packed panels, into acc (one multiply-add per coordinate and center: half
+ * the work of bnd_dist_all). */
+static inline void bnd_scores(double *restrict acc, const double *restrict x,
+                              const double *restrict ct, const double *restrict hnorm,
+                              fkm_index_t np, fkm_index_t d)
+{
+    const size_t stride = (size_t)d * FKM_LLOYD_PANEL; /* doubles per panel */
+    fkm_index_t p = 0, j, t;
+    /* Four panels at a time: eight independent multiply-add chains keep
+     * the FMA units busy (two chains would wait on their latency). */
+    for (; p + 4 <= np; p += 4) {
+        const double *pc = ct + (size_t)p * stride;
+        bnd_v4d a[8] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0},
+                        {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+        for (j = 0; j < d; j++) {
+            const double xj = x[j];
+            const double *cj = pc + (size_t)j * FKM_LLOYD_PANEL;
+            for (t = 0; t < 4; t++) {
+                a[2 * t] += xj * *(const bnd_v4d *)(cj + (size_t)t * stride);
+                a[2 * t + 1] += xj * *(const bnd_v4d *)(cj + (size_t)t * stride + 4);
+            }
+        }
+        for (t = 0; t < 8; t++)
+            *(bnd_v4d *)(acc + p * FKM_LLOYD_PANEL + 4 * t) =
+                *(const bnd_v4d *)(hnorm + p * FKM_LLOYD_PANEL + 4 * t) - a[t];
+    }
+    for (; p < np; p++) {
+        const double *pc = ct + (size_t)p * stride;
+        bnd_v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+        for (j = 0; j < d; j++) {
+            const double xj = x[j];
+            a0 += xj * *(const bnd_v4d *)(pc + (size_t)j * FKM_LLOYD_PANEL);
+            a1 += xj * *(const bnd_v4d *)(pc + (size_t)j * FKM_LLOYD_PANEL + 4);
+        }
+        *(bnd_v4d *)(acc + p * FKM_LLOYD_PANEL) = *(const bnd_v4d *)(hnorm + p * FKM_LLOYD_PANEL) - a0;
+        *(bnd_v4d *)(acc + p * FKM_LLOYD_PANEL + 4) =
+            *(const bnd_v4d *)(hnorm + p * FKM_LLOYD_PANEL + 4) - a1;
+    }
+}
+
+/* Tight bounds U, L of point x (id i, label a) from scores (the score form
+ * of bnd_full).  With K = 1/2 ||x - s||^2 (exact), the exact score of
+ * center j is 1/2 ||x - c^_j||^2 - K by (1), and a computed score is within
+ * E of it by (2), whatever the order of its sums; so
+ *     ||x - c^_j||^2 <= 2 (score~_j + E + K),  >= 2 (score~_j - E + K),
+ * and ||x - c_j|| is within dl of ||x - c^_j|| by (3).  K is bracketed by
+ * the computed 1/2 sum fl(x - s)^2 moved by rel (each fl(x - s) is within
+ * relative u of x - s; the sum of d squares within gamma_d) and eta
+ * (underflow).  The sum T of the three terms is rounded twice: its error is
+ * at most 2u (1 + 2u) B, B the sum of their absolute values; the slack
+ * rel B (rel >= 272 u) covers it and the rounding of T +- rel B.  sqrt and
+ * the final additions are covered by up/down as in bnd_full. */
+static inline void bnd_tight(bnd_ws *b, fkm_index_t i, int32_t a, const double *x,
+                             const double *ct, const double *hnorm, const double *shift,
+                             fkm_index_t k, fkm_index_t d, double E, double dl)
+{
+    const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
+    const double rel = b->rel;
+    double ss = 0.0, m = HUGE_VAL, sa, Kup, Kdn, T, B, t, U;
+    fkm_index_t j, c;
+    int nan = 0;
+    bnd_scores(b->acc, x, ct, hnorm, np, d);
+    for (c = 0; c < d; c++) {
+        const double y = x[c] - shift[c];
+        ss += y * y;
+    }
+    Kup = bnd_up(0.5 * ss, rel) + BND_ETA;
+    Kdn = bnd_down(0.5 * ss, rel) - BND_ETA;
+    sa = b->acc[a];
+    b->acc[a] = HUGE_VAL;
+    for (j = 0; j < k; j++) {
+        const double v = b->acc[j];
+        nan |= v != v;
+        m = v < m ? v : m;
+    }
+    T = (sa + E) + Kup;
+    B = bnd_up(fabs(sa) + E + Kup, rel);
+    t = T + rel * B;
+    U = bnd_up(sqrt(2.0 * (t > 0.0 ? t : 0.0)) + dl + BND_TAU, rel);
+    b->U[i] = U <= DBL_MAX ? U : HUGE_VAL; /* NaN: no bound */
+    b->L[i] = 0.0;
+    if (nan || !(m <= DBL_MAX)) return;
+    T = (m - E) + Kdn;
+    B = bnd_up(fabs(m) + E + fabs(Kdn), rel);
+    t = T - rel * B;
+    if (t > 0.0) b->L[i] = bnd_lower(sqrt(2.0 * t), dl, rel);
+}
+
+void fkm_lloyd_bounds_norms_f64(double *xn, const double *X, fkm_index_t lo, fkm_index_t hi,
+                                fkm_index_t d)
+{
+    const double rel = bnd_rel(d);
+    fkm_index_t i, c;
+    FKM_ASSERT(0 <= lo && lo <= hi && d >= 1);
+    for (i = lo; i < hi; i++) {
+        const double *x = X + (size_t)i * (size_t)d;
+        double ss = 0.0, v;
+        for (c = 0; c < d; c++) ss += x[c] * x[c];
+        v = bnd_norm(ss, rel);
+        xn[i] = v <= BND_BIG ? v : HUGE_VAL;
+    }
+}
+
+void fkm_lloyd_bounds_moves_f64(double *move, fkm_index_t *j1, double *m1, double *m2,
+                                const double *old, const double *centers, fkm_index_t k,
+                                fkm_index_t d)
+{
+    bnd_ws b;
+    FKM_ASSERT(k >= 1 && d >= 1);
+    memset(&b, 0, sizeof b);
+    b.rel = bnd_rel(d);
+    b.move = move;
+    bnd_moves(&b, old, centers, k, d, j1, m1, m2);
+}
+
+FKM_HOT int fkm_lloyd_assign_bounded_f64(
+    int32_t *labels, fkm_index_t *n_changed, fkm_index_t *n_scored, double *mind,
+    double *sums, double *wsums, double *inertia, double *U, double *L,
+    unsigned char *need, const double *X, const double *P, const double *w,
+    const double *xn, fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
+    const double *hnorm, const double *shift, const double *centers, fkm_index_t k,
+    const double *move, fkm_index_t j1, double m1, double m2)
+{
+    FKM_ASSERT(0 <= lo && lo <= hi && d >= 1 && k >= 1 && k <= INT32_MAX);
+    const fkm_index_t np = (k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL;
+    double dl = 0.0, A = 0.0, h = 0.0, Ms = 0.0;
+    fkm_index_t i, c, scored = 0;
+    int status, have;
+    bnd_ws b;
+    if (P && lo % 4 != 0) return FKM_EDOM;
+    memset(&b, 0, sizeof b);
+    b.rel = bnd_rel(d);
+    b.U = U, b.L = L, b.xn = (double *)xn, b.need = need;
+    b.xs = malloc(sizeof(double) * (size_t)d);
+    b.acc = malloc(sizeof(double) * (size_t)(np * FKM_LLOYD_PANEL));
+    if (!b.xs || !b.acc) {
+        free(b.xs);
+        free(b.acc);
+        return FKM_ENOMEM;
+    }
+    have = bnd_consts(&dl, &A, &h, &Ms, &b, ct, shift, k, d);
+    /* Flag the points whose (moved) bounds do not prove their label; every
+     * point without valid bounds (move NULL, norms too large, a label out of
+     * range) is flagged. */
+    for (i = lo; i < hi; i++) {
+        const int32_t a = labels[i];
+        double Ui, Li, E;
+        need[i] = 1;
+        if (!move || !have || a < 0 || a >= k) {
+            scored++;
+            continue;
+        }
+        Ui = bnd_up(U[i] + move[a], b.rel);
+        Li = L[i] > 0.0 ? bnd_lower(L[i], a == j1 ? m2 : m1, b.rel) : 0.0;
+        U[i] = Ui, L[i] = Li;
+        E = A * (h + xn[i]) + BND_ETA;
+        if (bnd_keeps(Ui, Li, E, dl, b.rel)) {
+            need[i] = 0;
+            continue;
+        }
+        if (Li > 0.0) { /* tighten U alone (the distance to center a) */
+            const double *x = X + (size_t)i * (size_t)d;
+            const double *pc = ct + (size_t)(a / FKM_LLOYD_PANEL) * (size_t)d * FKM_LLOYD_PANEL +
+                               a % FKM_LLOYD_PANEL;
+            const double sig = 0x1p-50 * (xn[i] + Ms) + BND_TAU;
+            double ss = 0.0;
+            for (c = 0; c < d; c++) {
+                double t = (x[c] - shift[c]) - pc[(size_t)c * FKM_LLOYD_PANEL];
+                ss += t * t;
+            }
+            U[i] = bnd_up(sqrt(ss) + sig, b.rel);
+            if (bnd_keeps(U[i], Li, E, dl, b.rel)) {
+                need[i] = 0;
+                continue;
+            }
+        }
+        /* tight bounds for label a (cheaper than scoring the point's group
+         * and refreshing its bounds after) */
+        scored++;
+        bnd_tight(&b, i, a, X + (size_t)i * (size_t)d, ct, hnorm, shift, k, d, E, dl);
+        if (bnd_keeps(U[i], L[i], E, dl, b.rel)) need[i] = 0;
+    }
+    status = fkm_lloyd_assign_masked_f64(labels, n_changed, mind, sums, wsums, inertia, X, P, w,
+                                         lo, hi, d, ct, hnorm, centers, k,
+                                         move && have ? need : NULL);
+    if (status == FKM_OK) {
+        /* tight bounds of the flagged points for their new labels */
+        for (i = lo; i < hi; i++) {
+            const double *x = X + (size_t)i * (size_t)d;
+            if (!need[i]) continue;
+            if (!have) {
+                U[i] = HUGE_VAL, L[i] = 0.0;
+                continue;
+            }
+            bnd_tight(&b, i, labels[i], x, ct, hnorm, shift, k, d,
+                      A * (h + xn[i]) + BND_ETA, dl);
+        }
+    }
+    *n_scored = scored;
+    free(b.xs);
+    free(b.acc);
+    return status;
+}

@@ -114,4 +114,45 @@ int fkm_lloyd_loop_traced_packed_f64(double *centers, int32_t *labels, double *m
                                      fkm_index_t max_iter, double tol_abs,
                                      fkm_lloyd_trace *trace);
 
+/* Hamerly bounds for the blocked assignment of fkm_lloyd.h (issue 22).
+ *
+ * fkm_lloyd_bounds_norms_f64: xn[i] (i in [lo, hi), indexed by point id)
+ * = an upper bound of ||x_i|| (inf when too large for bounds to be used).
+ *
+ * fkm_lloyd_bounds_moves_f64: move OUT (k) = upper bounds of the distances
+ * from old[j] to centers[j] (k x d each); *j1 the center of the largest,
+ * *m1 the largest, *m2 the second largest.
+ *
+ * fkm_lloyd_assign_bounded_f64: fkm_lloyd_assign_f64 on points [lo, hi)
+ * (same arguments and results, bit for bit: labels, n_changed, mind, sums,
+ * wsums, inertia), skipping the scoring of the points whose distance bounds
+ * prove their label (fkm_lloyd_loop.c).  U, L (upper bound of the distance
+ * to the assigned center, lower bound of the distance to every other
+ * center) and need (scratch) are indexed by point id; xn from
+ * fkm_lloyd_bounds_norms_f64; shift the one ct and hnorm were packed with.
+ * With move NULL every point is scored and U, L of [lo, hi) are set for the
+ * new labels.  Otherwise labels, U and L on entry must be those this
+ * function left for the centers old, and move, j1, m1, m2 come from
+ * fkm_lloyd_bounds_moves_f64(old -> centers): the bounds are moved, the
+ * points they do not prove are scored (fkm_lloyd_assign_masked_f64) and
+ * get tight bounds again.  *n_scored counts the points that the moved
+ * bounds did not prove (their bounds were recomputed from all k scores,
+ * then the points still not proven were scored): the work done.  The
+ * points of [lo, hi) depend on nothing outside it, so results do not depend
+ * on how ranges are spread over threads.  Returns FKM_OK, FKM_ENOMEM or
+ * FKM_EDOM (P and lo % 4 != 0).
+ */
+void fkm_lloyd_bounds_norms_f64(double *xn, const double *X, fkm_index_t lo, fkm_index_t hi,
+                                fkm_index_t d);
+void fkm_lloyd_bounds_moves_f64(double *move, fkm_index_t *j1, double *m1, double *m2,
+                                const double *old, const double *centers, fkm_index_t k,
+                                fkm_index_t d);
+int fkm_lloyd_assign_bounded_f64(
+    int32_t *labels, fkm_index_t *n_changed, fkm_index_t *n_scored, double *mind,
+    double *sums, double *wsums, double *inertia, double *U, double *L,
+    unsigned char *need, const double *X, const double *P, const double *w,
+    const double *xn, fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
+    const double *hnorm, const double *shift, const double *centers, fkm_index_t k,
+    const double *move, fkm_index_t j1, double m1, double m2);
+
 #endif /* FKM_LLOYD_LOOP_H */

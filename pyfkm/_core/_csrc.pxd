@@ -253,6 +253,18 @@ cdef extern from "fkm_lloyd_loop.h" nogil:
                                          fkm_index_t n, fkm_index_t d, fkm_index_t k,
                                          fkm_index_t max_iter, double tol_abs,
                                          fkm_lloyd_trace *trace)
+    void fkm_lloyd_bounds_norms_f64(double *xn, const double *X, fkm_index_t lo,
+                                    fkm_index_t hi, fkm_index_t d)
+    void fkm_lloyd_bounds_moves_f64(double *move, fkm_index_t *j1, double *m1, double *m2,
+                                    const double *old, const double *centers, fkm_index_t k,
+                                    fkm_index_t d)
+    int fkm_lloyd_assign_bounded_f64(
+        int32_t *labels, fkm_index_t *n_changed, fkm_index_t *n_scored, double *mind,
+        double *sums, double *wsums, double *inertia, double *U, double *L,
+        unsigned char *need, const double *X, const double *P, const double *w,
+        const double *xn, fkm_index_t lo, fkm_index_t hi, fkm_index_t d, const double *ct,
+        const double *hnorm, const double *shift, const double *centers, fkm_index_t k,
+        const double *move, fkm_index_t j1, double m1, double m2)
 from libc.stdint cimport uint32_t
 
 cdef extern from "fkm_chacha.h" nogil:

@@ -21,7 +21,8 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 fkm_lloyd_trace, fkm_lloyd_trace_free,
                                 fkm_lloyd_loop_traced_packed_f64, fkm_lloyd_label_f64,
                                 fkm_lloyd_acc_scratch, fkm_lloyd_accumulate_f64,
-                                fkm_lloyd_distances_f64)
+                                fkm_lloyd_distances_f64, fkm_lloyd_bounds_norms_f64,
+                                fkm_lloyd_bounds_moves_f64, fkm_lloyd_assign_bounded_f64)
 from libc.string cimport memset
 from pyfkm._core._common cimport check_status, in_ptr, out_ptr
 
@@ -144,6 +145,87 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
                     &labels[0], &part_changed[p], mp, &part_sums[p, 0, 0],
                     &part_wsums[p, 0], &part_inertia[p], &X32[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,
                     &ct[0], &hn[0], &centers[0, 0], k)
+            if status != 0:
+                break
+    check_status(status, "Lloyd assignment")
+
+
+def bounds_norms(const double[:, ::1] X):
+    """Upper bounds of the row norms of float64 X, for :func:`assign_parts_bounded`."""
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1]
+    xn = np.empty(max(n, 1), dtype=np.float64)
+    cdef double[::1] xv = xn
+    if n >= 1 and d >= 1:
+        with nogil:
+            fkm_lloyd_bounds_norms_f64(&xv[0], &X[0, 0], 0, n, d)
+    return xn[:n]
+
+
+def bounds_moves(const double[:, ::1] old, const double[:, ::1] centers):
+    """Upper bounds of the center moves old -> centers: (move float64[k], j1, m1, m2)
+    with j1 the center of the largest move m1 and m2 the second largest."""
+    cdef fkm_index_t k = centers.shape[0], d = centers.shape[1], j1 = -1
+    cdef double m1 = 0.0, m2 = 0.0
+    if old.shape[0] != k or old.shape[1] != d or k < 1 or d < 1:
+        raise ValueError("bounds_moves: old and new centers differ in shape")
+    move = np.empty(k, dtype=np.float64)
+    cdef double[::1] mv = move
+    with nogil:
+        fkm_lloyd_bounds_moves_f64(&mv[0], &j1, &m1, &m2, &old[0, 0], &centers[0, 0], k, d)
+    return move, int(j1), float(m1), float(m2)
+
+
+def assign_parts_bounded(const double[:, ::1] X, P, const double[::1] w_or_empty,
+                         const double[::1] ct, const double[::1] hn,
+                         const double[::1] shift, const double[:, ::1] centers,
+                         const int64_t[::1] bounds, fkm_index_t part_lo,
+                         fkm_index_t part_hi, int32_t[::1] labels, object mind,
+                         double[:, :, ::1] part_sums, double[:, ::1] part_wsums,
+                         double[::1] part_inertia, int64_t[::1] part_changed,
+                         int64_t[::1] part_scored, double[::1] U, double[::1] L,
+                         unsigned char[::1] need, const double[::1] xn, object move,
+                         fkm_index_t j1, double m1, double m2):
+    """:func:`assign_parts` for float64 X with Hamerly bounds (the same
+    results bit for bit; csrc/fkm_lloyd_loop.h, fkm_lloyd_assign_bounded_f64).
+
+    ``U``, ``L``, ``need`` and ``xn`` (:func:`bounds_norms`) have one entry
+    per point; ``move`` None scores every point and sets the bounds, else
+    (move, j1, m1, m2) are :func:`bounds_moves` from the centers of the
+    previous bounded assignment (whose labels and bounds ``labels``, ``U``,
+    ``L`` hold) to ``centers``.  ``part_scored[p]`` counts the points of
+    part p that the bounds did not prove.  Releases the GIL.
+    """
+    cdef double[::1] mv = mind
+    cdef const double[::1] Pv = P
+    cdef const double[::1] movev = move
+    cdef double *mp = out_ptr(mv)
+    cdef const double *Pp = in_ptr(Pv)
+    cdef const double *movep = in_ptr(movev)
+    cdef fkm_index_t k = centers.shape[0], d = centers.shape[1], p
+    _check_assign(X, P, w_or_empty, ct, hn, centers, labels, mind)
+    cdef fkm_index_t n = X.shape[0]
+    if not (0 <= part_lo <= part_hi < bounds.shape[0] and part_sums.shape[0] >= part_hi
+            and part_sums.shape[1] == k and part_sums.shape[2] == d
+            and part_wsums.shape[0] >= part_hi and part_wsums.shape[1] == k
+            and part_inertia.shape[0] >= part_hi and part_changed.shape[0] >= part_hi
+            and part_scored.shape[0] >= part_hi):
+        raise ValueError("assign_parts_bounded: part arrays inconsistent with the parts "
+                         "and centers")
+    if U.shape[0] != n or L.shape[0] != n or need.shape[0] != n or xn.shape[0] != n \
+            or shift.shape[0] != d or (move is not None and len(move) != k):
+        raise ValueError("assign_parts_bounded: bounds arrays of the wrong length")
+    for p in range(part_lo, part_hi):
+        if not 0 <= bounds[p] <= bounds[p + 1] <= n or (P is not None and bounds[p] % 4):
+            raise ValueError("assign_parts_bounded: part bounds out of range")
+    cdef const double *wp = in_ptr(w_or_empty)
+    cdef int status = 0
+    with nogil:
+        for p in range(part_lo, part_hi):
+            status = fkm_lloyd_assign_bounded_f64(
+                &labels[0], &part_changed[p], &part_scored[p], mp, &part_sums[p, 0, 0],
+                &part_wsums[p, 0], &part_inertia[p], &U[0], &L[0], &need[0], &X[0, 0], Pp,
+                wp, &xn[0], bounds[p], bounds[p + 1], d, &ct[0], &hn[0], &shift[0],
+                &centers[0, 0], k, movep, j1, m1, m2)
             if status != 0:
                 break
     check_status(status, "Lloyd assignment")

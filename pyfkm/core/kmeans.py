@@ -89,6 +89,13 @@ class LloydWorkspace:
     order so that results do not depend on ``n_threads``.  Call
     :meth:`close` to release the thread pool.
 
+    ``bounds=True`` (float64 ``X``; used by :func:`lloyd`) keeps Hamerly
+    distance bounds between steps and skips the scoring of the points they
+    prove to keep their label (csrc/fkm_lloyd_loop.h,
+    ``fkm_lloyd_assign_bounded_f64``): the results are bit for bit those of
+    ``bounds=False``; only the work differs.  Labels changed outside
+    :meth:`step` need :meth:`forget_bounds`.
+
     Examples
     --------
     >>> import numpy as np
@@ -100,7 +107,20 @@ class LloydWorkspace:
     >>> ws.close()
     """
 
-    def __init__(self, X, w, k, n_threads, pack=True, explicit=False):
+    # Bounds policy (``bounds=True``): set up the distance bounds (a full
+    # scan plus the bounds of every point, 2-3 scans) once at most this
+    # fraction of the labels changed in the previous step, and drop them
+    # after a step in which the moved bounds proved less than 3/4 of the
+    # points (the others cost about a scan each: the prune did not pay;
+    # data without cluster structure).  Only for _BOUNDS_D[0] < d <= _BOUNDS_D[1]: below,
+    # the packed kernel scores faster than the bounds are kept (measured at
+    # d = 10, k = 62 and d = 16, k = 256); above, the bounds' failures cost
+    # more than they save (d = 784, k = 10).  Measured per shape (issue 22).
+    _BOUNDS_START = 0.01
+    _BOUNDS_STOP = 0.25
+    _BOUNDS_D = (16, 256)
+
+    def __init__(self, X, w, k, n_threads, pack=True, explicit=False, bounds=False):
         n, d = X.shape
         if explicit:
             # one part, the rules of the one-call loop (_lloyd.lloyd_loop)
@@ -119,6 +139,18 @@ class LloydWorkspace:
         self.P = _lloyd.pack_points(X) if pack else None
         self.n_threads = max(1, min(int(n_threads), P))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
+        self.n_changed = n
+        self.n_scored = n  # points of the last step not proven by the moved bounds
+        # Hamerly bounds (float64 X, k >= 2, the blocked path): the same
+        # results bit for bit, fewer points scored once labels settle
+        self._bnd = None
+        lo_d, hi_d = self._BOUNDS_D
+        if (bounds and not explicit and X.dtype == np.float64 and k >= 2 and n >= 1
+                and lo_d < d <= hi_d):
+            self._bnd = {"U": np.empty(n), "L": np.empty(n),
+                         "need": np.empty(n, dtype=np.uint8),
+                         "xn": _lloyd.bounds_norms(X),
+                         "scored": np.zeros(P, dtype=np.int64), "centers": None}
 
     def close(self):
         if self._pool is not None:
@@ -132,28 +164,53 @@ class LloydWorkspace:
         """
         # Scores are computed relative to a shift near the data (the mean of
         # the centers), else they lose all precision far from the origin.
-        ct, hn = _lloyd.pack_centers(centers, _short_shift(centers.mean(axis=0)))
+        shift = _short_shift(centers.mean(axis=0))
+        ct, hn = _lloyd.pack_centers(centers, shift)
         if self.explicit:
             sums, wsums, inertia, self.n_changed = _lloyd.assign_explicit(
                 self.X, self.P, self.w, ct, hn, centers, self.labels,
                 self.mind if distances else None)
             return sums, wsums, inertia
         P = len(self.bounds) - 1
-        args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
+        n = self.X.shape[0]
         outs = (self.labels, self.mind if distances else None, self.part_sums,
                 self.part_wsums, self.part_inertia, self.part_changed)
+        b = self._bnd
+        move = None
+        if b is not None and b["centers"] is not None:
+            move = _lloyd.bounds_moves(b["centers"], centers)
+        if b is not None and (move is not None or self.n_changed <= self._BOUNDS_START * n):
+            kernel = _lloyd.assign_parts_bounded
+            args = (self.X, self.P, self.w, ct, hn, shift, centers, self.bounds)
+            mv = (None, -1, 0.0, 0.0) if move is None else move
+            outs = outs + (b["scored"], b["U"], b["L"], b["need"], b["xn"]) + mv
+        else:
+            kernel = _lloyd.assign_parts
+            args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
+            b = None
         if self._pool is None:
-            _lloyd.assign_parts(*args, 0, P, *outs)
+            kernel(*args, 0, P, *outs)
         else:
             cuts = np.linspace(0, P, self.n_threads + 1).astype(int)
-            futures = [self._pool.submit(_lloyd.assign_parts, *args, int(a), int(b), *outs)
-                       for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+            futures = [self._pool.submit(kernel, *args, int(a), int(b_), *outs)
+                       for a, b_ in zip(cuts[:-1], cuts[1:]) if b_ > a]
             for f in futures:
                 f.result()
         sums, wsums, inertia = _lloyd.merge(self.part_sums, self.part_wsums,
                                             self.part_inertia)
         self.n_changed = int(self.part_changed.sum())
+        self.n_scored = n
+        if b is not None:
+            self.n_scored = int(b["scored"].sum())
+            keep = move is None or self.n_scored <= self._BOUNDS_STOP * n
+            b["centers"] = centers.copy() if keep else None
         return sums, wsums, (inertia if distances else float("nan"))
+
+    def forget_bounds(self):
+        """Drop the distance bounds (after labels were changed outside
+        :meth:`step`, e.g. by the relocation of an empty cluster)."""
+        if self._bnd is not None:
+            self._bnd["centers"] = None
 
 
 def _new_centers(ws, centers, sums, wsums):
@@ -267,7 +324,7 @@ def lloyd(X: NDArray[np.floating], centers: ArrayLike, *,
         return C, labels, float(inertia), n_iter
     # small and verbose: step by step, by the rules of the one-call loop
     ws = LloydWorkspace(X, sample_weight, k, n_threads,
-                         explicit=X.shape[0] < 2 * _SMALL_N)
+                         explicit=X.shape[0] < 2 * _SMALL_N, bounds=True)
     labels_prev = np.empty_like(ws.labels)
     n_iter = 0
     try:
@@ -279,6 +336,8 @@ def lloyd(X: NDArray[np.floating], centers: ArrayLike, *,
             if not verbose and (wsums <= 0).any():
                 sums, wsums, inertia = ws.step(centers, distances=True)
             new, n_reloc = _new_centers(ws, centers, sums, wsums)
+            if n_reloc:
+                ws.forget_bounds()
             shift = float(((new - centers) ** 2).sum())
             centers = new
             n_iter = it + 1
