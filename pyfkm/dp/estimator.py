@@ -248,7 +248,8 @@ class DPFederatedKMeans(_GaussianLloydBase):
         report = {"epsilon": eps if private else math.inf, "delta": delta, "iterations": T,
                   "sigma": sigma, "sigma_sum": sig_r, "sigma_count": sig_c,
                   "radii": [s["eta"] for s in plan], "noise": self.noise if private else None,
-                  "init": "candidates", "init_rounds": r, "init_candidates": M}
+                  "init": "candidates" if r else "sphere_packing", "init_rounds": r,
+                  "init_candidates": M if r else 0}
         if not private:
             return plan, report, None, None
         if self.noise == "discrete_gaussian":

@@ -169,6 +169,8 @@ def _update_centers(mu: NDArray[np.float64], R: NDArray[np.float64], C: NDArray[
 CANDIDATES_PER_CLUSTER = 16
 #: a candidate is kept when its noisy count exceeds this many count-noise sds
 HEAVY_CANDIDATE = 2.0
+#: below this z = n / (k sigma_C(T=3)) the initialisation is not worth a round
+LOW_SNR = 3.0
 
 
 def plan_rounds(n: int, k: int, d: int, epsilon: float, delta: float,
@@ -190,8 +192,12 @@ def plan_rounds(n: int, k: int, d: int, epsilon: float, delta: float,
     per round while the per-round noise grows as ``sqrt(T)``; a round is
     worth adding only while the noise floor stays below the halved error,
     which gives ``T = clip(3 + floor(log2(z / 8)), 3, 7)`` (``T = 7`` without
-    noise, FastLloyd's cap).  The first ``r`` rounds (``r = 1`` if ``T <= 4``,
-    else 2) run Lloyd on ``M`` public sphere-packing candidates,
+    noise, FastLloyd's cap).  Below ``z = 3`` a cluster's count is within
+    about one noise sd of zero at ``M = 3 k`` candidates: no initialisation
+    round pays, and the plan is ``T = 2`` damped Lloyd rounds from the
+    sphere-packing start (``r = 0``).  Otherwise the first ``r`` rounds
+    (``r = 1`` if ``T <= 4``, else 2) run Lloyd on ``M`` public
+    sphere-packing candidates,
     ``M = clip(round(n / sigma_C(T)), k, 16 k)`` (at most one candidate per
     count-noise's worth of points, so a heavy candidate's count is
     meaningful), then reduce to ``k``.  Only ``n``, ``k``, ``d`` and the
@@ -243,18 +249,23 @@ def plan_rounds(n: int, k: int, d: int, epsilon: float, delta: float,
     else:
         sigma1 = 0.0
         T = 7
+    # too few points per cluster for the candidates' counts to rise above
+    # the noise: no over-clustered rounds, two damped Lloyd rounds
+    low = sigma1 > 0 and z < LOW_SNR
+    if low:
+        T = 2
     if max_iter != "auto":
         T = int(max_iter)
-    r = 1 if T <= 4 else 2
-    if T <= r:
+    r = 0 if low else (1 if T <= 4 else 2)
+    if r and T <= r:
         r = T - 1
-    if r < 1:
+    if not low and r < 1:
         raise InvalidInputError(f"max_iter={T} leaves no Lloyd round after the private "
                                 "initialisation; use max_iter >= 2 or init='sphere_packing'")
     if sigma1 > 0:
         sigma = sigma1 * math.sqrt(T)
         sig_r, sig_c = P.fastlloyd_noise_scales(sigma, d)
-        M = int(round(n / sig_c))
+        M = k if low else int(round(n / sig_c))
     else:
         sigma = sig_r = sig_c = 0.0
         M = CANDIDATES_PER_CLUSTER * k
@@ -362,9 +373,10 @@ def _damped_update(mu: NDArray[np.float64], R: NDArray[np.float64], C: NDArray[n
     """The planned pipeline's update (post-processing of the noisy ``R, C``).
 
     A center whose noisy count is not positive is noisy-empty and stays;
-    the others take the step ``R~ / C~`` shrunk by the Wiener factor
-    ``s / (s + v)``, ``v = d sum_sd^2 / C~^2`` the step's noise variance and
-    ``s = max(|step|^2 - v, 0)`` its signal estimate, then clipped to length
+    the others take the step ``R~ / C~`` shrunk by the positive-part
+    James-Stein factor ``max(1 - (d - 2) v / |step|^2, 0)``, ``v = sum_sd^2 /
+    C~^2`` the noise variance of a coordinate of the step (no shrinkage for
+    ``d <= 2``), then clipped to length
     ``eta`` and brought into the box (``postprocess``, clipping by default)."""
     k, d = mu.shape
     new = mu.copy()
@@ -372,10 +384,11 @@ def _damped_update(mu: NDArray[np.float64], R: NDArray[np.float64], C: NDArray[n
     if live.any():
         c = C[live]
         step = R[live] / np.maximum(c, 1.0)[:, None]
-        v = d * sum_sd * sum_sd / np.maximum(c, 1.0) ** 2
-        s = np.maximum((step * step).sum(1) - v, 0.0)
-        tot = s + v
-        w = np.divide(s, tot, out=np.ones_like(tot), where=tot > 0)
+        v = max(d - 2, 0) * sum_sd * sum_sd / np.maximum(c, 1.0) ** 2
+        norm2 = (step * step).sum(1)
+        w = np.maximum(1.0 - np.divide(v, norm2, out=np.full_like(v, np.inf), where=norm2 > 0),
+                       0.0)
+        w[v == 0] = 1.0
         step = step * w[:, None]
         if eta is not None:
             nrm = np.sqrt((step * step).sum(1))

@@ -41,7 +41,7 @@ def test_candidates_need_a_lloyd_round():
 
 @pytest.mark.parametrize("n,k,d,eps,T,r,M", [
     (150, 3, 4, 1.0, 3, 1, 16),          # iris-sized
-    (569, 2, 30, 0.1, 3, 1, 4),          # breast_cancer-sized, small budget
+    (569, 2, 30, 0.1, 2, 0, 2),          # breast_cancer-sized, small budget: z < 3
     (400, 3, 4, 1.0, 3, 1, 37),
     (300_000, 100, 16, 1.0, 7, 2, 1600),  # large mixture: capped at 16 k candidates
 ])
@@ -53,10 +53,13 @@ def test_plan_rounds_known_inputs(n, k, d, eps, T, r, M):
     g = math.sqrt(1 + math.sqrt(4 * d))
     s1 = sigma1(eps, delta)
     z = n / (k * g * s1 * math.sqrt(3))
-    assert T == min(max(3 + math.floor(math.log2(z / 8)), 3), 7)
+    if z < 3:     # no initialisation round pays: two damped Lloyd rounds
+        assert (T, r, M) == (2, 0, k)
+    else:
+        assert T == min(max(3 + math.floor(math.log2(z / 8)), 3), 7)
+        assert M == min(max(round(n / p["sigma_count"]), k), 16 * k)
     assert p["sigma"] == pytest.approx(s1 * math.sqrt(T), rel=1e-6)
     assert p["sigma_count"] == pytest.approx(s1 * math.sqrt(T) * g, rel=1e-6)
-    assert M == min(max(round(n / p["sigma_count"]), k), 16 * k)
 
 
 def test_plan_rounds_noiseless_and_fixed():
@@ -70,7 +73,6 @@ def test_plan_rounds_noiseless_and_fixed():
 
 @pytest.mark.parametrize("eps,delta", [(1.0, "auto"), (0.25, 1e-6)])
 def test_planned_fit_accounts_for_the_initialisation(eps, delta, monkeypatch):
-    import pyfkm.secagg.msa as M
     from pyfkm.secagg.msa import _client
     shares = []
     orig = _client.client_noise
@@ -127,14 +129,28 @@ def test_damped_update_clips_to_the_box_and_keeps_noisy_empty_clusters():
 
 
 def test_damped_update_shrinks_by_the_noise():
-    mu = np.zeros((1, 2))
-    R, C = np.array([[3.0, -4.0]]), np.array([10.0])   # step (0.3, -0.4), |step|^2 = 0.25
-    sd = 0.5                                           # v = 2 * 0.25 / 100 = 0.005
+    # positive-part James-Stein: w = max(1 - (d - 2) v / |step|^2, 0)
+    mu = np.zeros((1, 4))
+    R, C = np.array([[3.0, -4.0, 0.0, 0.0]]), np.array([10.0])   # |step|^2 = 0.25
+    sd = 0.5                                          # v = 0.25 / 100 = 0.0025 per coordinate
     new = _damped_update(mu, R, C, eta=None, sum_sd=sd, bounds=(-1.0, 1.0))
-    w = (0.25 - 0.005) / 0.25
-    assert new[0] == pytest.approx([0.3 * w, -0.4 * w], rel=1e-12)
+    w = 1 - 2 * 0.0025 / 0.25
+    assert new[0] == pytest.approx([0.3 * w, -0.4 * w, 0, 0], rel=1e-12)
     # noise swamping the step: the center stays
-    assert _damped_update(mu, R, C, None, 100.0, (-1.0, 1.0))[0].tolist() == [0.0, 0.0]
+    assert _damped_update(mu, R, C, None, 100.0, (-1.0, 1.0))[0].tolist() == [0.0] * 4
+    # d <= 2: no shrinkage
+    new2 = _damped_update(np.zeros((1, 2)), R[:, :2], C, None, sd, (-1.0, 1.0))
+    assert new2[0].tolist() == [0.3, -0.4]
+
+
+def test_low_snr_plan_starts_from_sphere_packing():
+    # n / (k sigma_C(3)) < 3: two damped rounds from the public start, one spend
+    X = blobs(35, n=150, d=4, k=3)
+    km = DPFederatedKMeans(3, epsilon=0.25, random_state=0).fit(split(X))
+    p = km.privacy_
+    assert (p["iterations"], p["init_rounds"], p["init"]) == (2, 0, "sphere_packing")
+    assert [s["count"] for s in km.accountant_.spends] == [2]
+    assert km.accountant_.spent()[0] == pytest.approx(0.25, rel=1e-6)
 
 
 def test_reduce_candidates_weights_heavy_and_pads():
