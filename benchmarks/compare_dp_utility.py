@@ -11,7 +11,7 @@ of 10 scikit-learn k-means++ runs).  Mixtures: k Gaussian clusters in
 [-1, 1]^d (means uniform in [-0.8, 0.8]^d, sd 0.02 (d=2) or 0.05 (d=16)),
 ``--per-cluster`` points per cluster, eps = 1 only.
 
-    PYTHONPATH=. python benchmarks/compare_dp_utility.py --seeds 20 --mix-seeds 10 --per-cluster 1000
+    PYTHONPATH=. python benchmarks/compare_dp_utility.py --seeds 20 --mix-seeds 20 --per-cluster 2000 --plot
 
 ``--only real`` / ``--only mix`` runs one half; ``--plot`` writes
 benchmarks/figures/dp_utility.png (matplotlib).
@@ -155,8 +155,8 @@ def save_plot(real):
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--seeds", type=int, default=20)
-    p.add_argument("--mix-seeds", type=int, default=10)
-    p.add_argument("--per-cluster", type=int, default=1000)
+    p.add_argument("--mix-seeds", type=int, default=20)
+    p.add_argument("--per-cluster", type=int, default=2000)
     p.add_argument("--only", choices=("real", "mix"))
     p.add_argument("--plot", action="store_true")
     a = p.parse_args()
