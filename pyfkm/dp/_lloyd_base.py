@@ -168,7 +168,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
             m0 = plan[0].get("n_centers", k) if plan else k
             centers = init if init is not None else sphere_packing_init(m0, d, bounds, init_gen)
             # the planned pipeline's public post-processing seed (reduction)
-            self._reduce_gen = (gen.spawn(1)[0] if gen is not None else as_generator(None)) \
+            reduce_gen = (gen.spawn(1)[0] if gen is not None else as_generator(None)) \
                 if any("phase" in s for s in plan) else None
             m_max = max([m0] + [s.get("n_centers", k) for s in plan])
             n_words = m_max * d + m_max
@@ -180,7 +180,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
                                     noise=None if distributed else noise_mode)
             local = [_LocalData(a) for a in arrs]
             centers, n_iter = self._iterate(plan, local, centers, server, msa, k, d, bounds,
-                                            noise_mode, distributed)
+                                            noise_mode, distributed, reduce_gen)
         except CapacityError as e:
             raise CapacityError(self._capacity_advice(str(e))) from None
         report = dict(report)
@@ -220,7 +220,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
                 f"use {', or '.join(fixes)}")
 
     def _iterate(self, plan, local, centers, server, msa, k, d, bounds, noise_mode,
-                 distributed):
+                 distributed, reduce_gen=None):
         """The planned iterations (masked rounds and center updates) from
         ``centers``; returns (centers, iterations run)."""
         ex = self.executor
@@ -253,9 +253,9 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
                 new = _update_centers(centers, R, C, eta, self._relative, bounds,
                                       self._postprocess_mode())
             if step.get("reduce"):
-                new = reduce_candidates(new, C, k, step["threshold"], self._reduce_gen)
+                new = reduce_candidates(new, C, k, step["threshold"], reduce_gen)
             elif step.get("phase") == "lloyd":
-                new = _relocate_empty(new, C, step["threshold"], self._reduce_gen, bounds)
+                new = _relocate_empty(new, C, step["threshold"], reduce_gen, bounds)
             n_iter += 1
             done = self._converged(centers, new)
             centers = new

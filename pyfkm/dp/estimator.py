@@ -67,7 +67,21 @@ __all__ = ["DPFederatedKMeans", "FederatedLloyd"]
 
 
 class DPFederatedKMeans(_GaussianLloydBase):
-    """Differentially private federated k-means (FastLloyd).
+    """Differentially private federated k-means (FastLloyd, and by default
+    the planned pipeline of issue 23).
+
+    By default (``init="auto"``, ``max_iter="auto"``) a fit runs the
+    planned pipeline: :func:`pyfkm.dp.steps.plan_rounds` picks from ``n``
+    (public), ``k``, ``d`` and the budget the number ``T`` of equal-noise
+    rounds, how many of them form the private initialisation (Lloyd on
+    ``M > k`` public candidates, then a weighted k-means reduction of the
+    heavy noisy candidate means, :func:`pyfkm.dp.steps.reduce_candidates`)
+    and the candidates' number; the Lloyd rounds use damped updates,
+    relocate noisy-empty centers and clip to the box.  Every round,
+    the initialisation's included, is one release of sensitivity 1 with the
+    same sigma, and ``accountant_`` lists the initialisation as its own
+    spend.  With an int ``max_iter`` or ``init="sphere_packing"`` the fit
+    is FastLloyd as published.
 
     Parameters
     ----------
@@ -137,7 +151,8 @@ class DPFederatedKMeans(_GaussianLloydBase):
     n_iter_ : int
     privacy_ : dict
         epsilon, delta, iterations, per-iteration sigma, the noise standard
-        deviations and radii used.
+        deviations and radii used; in the planned pipeline also ``init``,
+        ``init_rounds`` and ``init_candidates``.
     accountant_ : pyfkm.dp.accounting.PrivacyAccountant or None
         What the fit spent (None without noise).
 
