@@ -8,8 +8,7 @@
   and :class:`SuLloyd`;
 * :mod:`pyfkm.dp.steps`: the pieces that do not touch the data
   (:func:`sphere_packing_init`, :func:`step_radius`,
-  :func:`fold_into_bounds`, the planned pipeline's rule :func:`plan_rounds` and
-  :func:`reduce_candidates`); the federated loop the estimators share is
+  :func:`fold_into_bounds`); the federated loop the estimators share is
   ``pyfkm.dp._lloyd_base``.
 
 The noise samplers live in :mod:`pyfkm.core.noise` (masked aggregation draws
@@ -22,12 +21,11 @@ from .accounting import (PrivacyAccountant, analytic_gaussian_delta, analytic_ga
                          gdp_epsilon, gdp_mu, zcdp_epsilon)
 from .baselines import GLloyd, SuLloyd
 from .estimator import DPFederatedKMeans, FederatedLloyd
-from .steps import (fold_into_bounds, plan_rounds, reduce_candidates, sphere_packing_init,
-                    step_radius)
+from .steps import fold_into_bounds, sphere_packing_init, step_radius
 
 __all__ = [
     "DPFederatedKMeans", "FederatedLloyd", "GLloyd", "SuLloyd",
-    "sphere_packing_init", "step_radius", "fold_into_bounds", "plan_rounds", "reduce_candidates",
+    "sphere_packing_init", "step_radius", "fold_into_bounds",
     "PrivacyAccountant", "calibrate_analytic_gaussian", "analytic_gaussian_delta",
     "analytic_gaussian_epsilon", "gdp_mu", "compose_gdp", "gdp_delta", "gdp_epsilon",
     "calibrate_iterations", "zcdp_epsilon", "fastlloyd_noise_scales", "fastlloyd_iterations",
