@@ -31,7 +31,8 @@ from ..core.base import CenterModelMixin
 from ..core.kmeans import LloydWorkspace
 from ..rng import SeedLike, as_generator
 from ..secagg import msa_round, setup_msa
-from .steps import _update_centers, sphere_packing_init
+from .steps import (_damped_update, _relocate_empty, _update_centers, reduce_candidates,
+                    sphere_packing_init)
 
 _log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
     """Shared driver: validation, MSA setup, the iteration loop."""
 
     _relative = True
+    _POSTPROCESS: tuple[str, ...] = ("fold", "truncate", "none")
 
     def __init__(self, n_clusters: int, *, max_iter: int | str, init: str | ArrayLike,
                  postprocess: str, bounds: tuple[float, float], random_state: SeedLike,
@@ -101,9 +103,10 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
     def _check_common(self):
         k = check_n_clusters(self.n_clusters)
         lo, hi = check_bounds(self.bounds)
-        if self.postprocess not in ("fold", "truncate", "none"):
+        if self.postprocess not in self._POSTPROCESS:
             raise InvalidInputError(
-                f"postprocess must be 'fold', 'truncate' or 'none', got {self.postprocess!r}")
+                "postprocess must be " + ", ".join(repr(p) for p in self._POSTPROCESS[:-1])
+                + f" or {self._POSTPROCESS[-1]!r}, got {self.postprocess!r}")
         ex = self.executor
         if ex is not None and not callable(getattr(ex, "submit", None)):
             raise InvalidInputError("executor must be a concurrent.futures.Executor "
@@ -157,12 +160,18 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
         arrs, n = self._check_data(clients, k, bounds)
         d = arrs[0].shape[1]
         init = self._check_init(k, d, bounds)
+        self._check_bounds_public(arrs, bounds)
         try:
             plan, report, accountant, noise_mode = self._plan(n, k, d, bounds)
             gen = None if self.random_state is None else as_generator(self.random_state)
             init_gen = gen.spawn(1)[0] if gen is not None else None
-            centers = init if init is not None else sphere_packing_init(k, d, bounds, init_gen)
-            n_words = k * d + k
+            m0 = plan[0].get("n_centers", k) if plan else k
+            centers = init if init is not None else sphere_packing_init(m0, d, bounds, init_gen)
+            # the planned pipeline's public post-processing seed (reduction)
+            reduce_gen = (gen.spawn(1)[0] if gen is not None else as_generator(None)) \
+                if any("phase" in s for s in plan) else None
+            m_max = max([m0] + [s.get("n_centers", k) for s in plan])
+            n_words = m_max * d + m_max
             # the private mode's noise is distributed: every client adds its
             # share (variance sigma**2 / threshold), which no party can remove;
             # the baselines' modes model a trusted curator (the server adds it)
@@ -171,7 +180,7 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
                                     noise=None if distributed else noise_mode)
             local = [_LocalData(a) for a in arrs]
             centers, n_iter = self._iterate(plan, local, centers, server, msa, k, d, bounds,
-                                            noise_mode, distributed)
+                                            noise_mode, distributed, reduce_gen)
         except CapacityError as e:
             raise CapacityError(self._capacity_advice(str(e))) from None
         report = dict(report)
@@ -211,26 +220,42 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
                 f"use {', or '.join(fixes)}")
 
     def _iterate(self, plan, local, centers, server, msa, k, d, bounds, noise_mode,
-                 distributed):
+                 distributed, reduce_gen=None):
         """The planned iterations (masked rounds and center updates) from
         ``centers``; returns (centers, iterations run)."""
         ex = self.executor
         n_iter = 0
+        n_words = msa[0].n_words
         for step in plan:
             eta = step["eta"]
+            m = centers.shape[0]
             if ex is None:
                 vecs = [c.stats(centers, eta, self._relative) for c in local]
             else:
                 futs = [ex.submit(c.stats, centers, eta, self._relative) for c in local]
                 vecs = [f.result() for f in futs]
+            pad = n_words - (m * d + m)
+            if pad:   # one session carries the wider initialisation rounds too
+                vecs = [np.concatenate([v, np.zeros(pad)]) for v in vecs]
             segments = ()
             if noise_mode is not None:
-                segments = ((k * d, step["sum_scale"], b"SUM"), (k, step["count_scale"], b"CNT"))
+                segments = ((m * d, step["sum_scale"], b"SUM"), (m, step["count_scale"], b"CNT"))
+                if pad:   # noise on the zero padding, discarded
+                    segments += ((pad, step["count_scale"], b"PAD"),)
             out, _ = msa_round(server, msa, vecs,
                                noise=segments if distributed else (),
                                server_noise=() if distributed else segments)
-            new = _update_centers(centers, out[:k * d].reshape(k, d), out[k * d:], eta,
-                                  self._relative, bounds, self.postprocess)
+            R, C = out[:m * d].reshape(m, d), out[m * d:m * d + m]
+            if step.get("update") == "damped":
+                new = _damped_update(centers, R, C, eta, step.get("sum_scale", 0.0), bounds,
+                                     self._postprocess_mode())
+            else:
+                new = _update_centers(centers, R, C, eta, self._relative, bounds,
+                                      self._postprocess_mode())
+            if step.get("reduce"):
+                new = reduce_candidates(new, C, k, step["threshold"], reduce_gen)
+            elif step.get("phase") == "lloyd":
+                new = _relocate_empty(new, C, step["threshold"], reduce_gen, bounds)
             n_iter += 1
             done = self._converged(centers, new)
             centers = new
@@ -240,6 +265,12 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
 
     def _converged(self, old, new):
         return False
+
+    def _postprocess_mode(self):
+        return self.postprocess
+
+    def _check_bounds_public(self, arrs, bounds):
+        pass
 
     def _record(self, accountant, step, count):
         pass

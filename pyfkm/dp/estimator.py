@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from concurrent.futures import Executor
 
 import numpy as np
@@ -60,13 +61,27 @@ from ..exceptions import InvalidInputError
 from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma
 from ._lloyd_base import _check_max_iter, _FederatedLloydBase, _GaussianLloydBase
 from ..rng import SeedLike
-from .steps import step_radius
+from .steps import HEAVY_CANDIDATE, plan_rounds, step_radius
 
 __all__ = ["DPFederatedKMeans", "FederatedLloyd"]
 
 
 class DPFederatedKMeans(_GaussianLloydBase):
-    """Differentially private federated k-means (FastLloyd).
+    """Differentially private federated k-means (FastLloyd, and by default
+    the planned pipeline of issue 23).
+
+    By default (``init="auto"``, ``max_iter="auto"``) a fit runs the
+    planned pipeline: :func:`pyfkm.dp.steps.plan_rounds` picks from ``n``
+    (public), ``k``, ``d`` and the budget the number ``T`` of equal-noise
+    rounds, how many of them form the private initialisation (Lloyd on
+    ``M > k`` public candidates, then a weighted k-means reduction of the
+    heavy noisy candidate means, :func:`pyfkm.dp.steps.reduce_candidates`)
+    and the candidates' number; the Lloyd rounds use damped updates,
+    relocate noisy-empty centers and clip to the box.  Every round,
+    the initialisation's included, is one release of sensitivity 1 with the
+    same sigma, and ``accountant_`` lists the initialisation as its own
+    spend.  With an int ``max_iter`` or ``init="sphere_packing"`` the fit
+    is FastLloyd as published.
 
     Parameters
     ----------
@@ -78,20 +93,33 @@ class DPFederatedKMeans(_GaussianLloydBase):
     delta : "auto" or float, default="auto"
         ``"auto"``: ``1 / (n ln n)``.
     max_iter : "auto" or int, default="auto"
-        Number of iterations ``T`` (a DP fit always runs all of them: the
-        budget is split over ``T``).  ``"auto"`` uses FastLloyd's heuristic
-        (:func:`pyfkm.dp.accounting.fastlloyd_iterations`, between 2 and 7; 7
-        without noise).
+        Number of rounds ``T`` (a DP fit always runs all of them: the
+        budget is split over ``T``; the private initialisation's rounds
+        count).  ``"auto"``: the planned pipeline's rule
+        (:func:`pyfkm.dp.steps.plan_rounds`, 3 to 7 from ``n``, ``k``,
+        ``d`` and the budget; 7 without noise); with
+        ``init="sphere_packing"``, FastLloyd's heuristic
+        (:func:`pyfkm.dp.accounting.fastlloyd_iterations`, 2 to 7).
     radius : "step" or float, default="step"
         ``"step"``: the paper's schedule (:func:`step_radius`); a float: the
         same radius ``eta`` at every iteration.
     alpha : float, default=0.8
         Radius factor of the "step" schedule.
-    init : "sphere_packing" or array (n_clusters, n_features)
-        Initial centers; must not depend on the data (an array is assumed
-        public).
-    postprocess : {"fold", "truncate", "none"}, default="fold"
-        How centers are brought back into the bounds.
+    init : "auto", "candidates", "sphere_packing" or array (n_clusters, n_features)
+        ``"candidates"``: the private initialisation (paid for, within
+        ``T``): the first rounds run Lloyd on ``M > k`` public
+        sphere-packing candidates, the noisy candidate means with heavy
+        noisy counts are reduced to ``k`` centers by weighted k-means
+        (post-processing), then Lloyd runs on ``k`` centers with damped
+        updates.  ``"sphere_packing"``: FastLloyd as published
+        (data-independent start).  ``"auto"`` (default): ``"candidates"``
+        when ``max_iter="auto"``, ``"sphere_packing"`` when ``max_iter``
+        is an int (the paper's fixed-iteration runs).  An array is assumed
+        public.
+    postprocess : {"auto", "fold", "truncate", "none"}, default="auto"
+        How centers are brought back into the bounds; ``"auto"``:
+        ``"truncate"`` (clip to the box) with ``init="candidates"``,
+        ``"fold"`` (FastLloyd's reflection) otherwise.
     noise : {"discrete_gaussian", "gaussian"}, default="discrete_gaussian"
         ``"discrete_gaussian"``: *distributed* discrete Gaussian noise on the
         fixed-point integers -- every client adds a share of variance
@@ -102,9 +130,14 @@ class DPFederatedKMeans(_GaussianLloydBase):
         rounded to the grid, as in the paper's experiments (a trusted-curator
         baseline: the server could remove it).
     bounds : (float, float), default=(-1, 1)
-        Every feature of every point lies in ``[lo, hi]`` (checked).
+        Every feature of every point lies in ``[lo, hi]`` (checked).  The
+        bounds must be public (not computed from the data); a
+        ``UserWarning`` says so when every feature's minimum and maximum
+        over the clients equal ``lo`` and ``hi`` exactly (min-max scaled
+        data).
     random_state : None, int, SeedSequence or Generator
-        Seeds the initialization only.  Keys, masks and the noise come from
+        Seeds the initialization only (the public candidates and the
+        reduction's k-means++ draws).  Keys, masks and the noise come from
         the operating system, so two fits with the same seed start alike
         but draw independent noise (which is what privacy needs); a
         noise-free :class:`FederatedLloyd` with a seed is reproducible.
@@ -118,7 +151,8 @@ class DPFederatedKMeans(_GaussianLloydBase):
     n_iter_ : int
     privacy_ : dict
         epsilon, delta, iterations, per-iteration sigma, the noise standard
-        deviations and radii used.
+        deviations and radii used; in the planned pipeline also ``init``,
+        ``init_rounds`` and ``init_candidates``.
     accountant_ : pyfkm.dp.accounting.PrivacyAccountant or None
         What the fit spent (None without noise).
 
@@ -147,8 +181,8 @@ class DPFederatedKMeans(_GaussianLloydBase):
 
     def __init__(self, n_clusters: int, *, epsilon: float, delta: float | str = "auto",
                  max_iter: int | str = "auto", radius: str | float = "step",
-                 alpha: float = 0.8, init: str | ArrayLike = "sphere_packing",
-                 postprocess: str = "fold", noise: str = "discrete_gaussian",
+                 alpha: float = 0.8, init: str | ArrayLike = "auto",
+                 postprocess: str = "auto", noise: str = "discrete_gaussian",
                  bounds: tuple[float, float] = (-1, 1), random_state: SeedLike = None,
                  executor: Executor | None = None) -> None:
         super().__init__(n_clusters, epsilon=epsilon, delta=delta, max_iter=max_iter, init=init,
@@ -175,7 +209,78 @@ class DPFederatedKMeans(_GaussianLloydBase):
             return step_radius(t, k, d, self.alpha, bounds)
         return min(float(self.radius), (bounds[1] - bounds[0]) * math.sqrt(d))
 
+    def _init_mode(self):
+        """'candidates', 'sphere_packing' or 'array' (what ``init`` resolves to)."""
+        init = self.init
+        if not isinstance(init, str):
+            return "array"
+        if init == "auto":
+            return "candidates" if self.max_iter == "auto" else "sphere_packing"
+        return init
+
+    def _check_init(self, k, d, bounds):
+        if isinstance(self.init, str):
+            if self.init not in ("auto", "candidates", "sphere_packing"):
+                raise InvalidInputError("init must be 'auto', 'candidates', 'sphere_packing' "
+                                        f"or an array, got {self.init!r}")
+            return None
+        return super()._check_init(k, d, bounds)
+
+    def _postprocess_mode(self):
+        if self.postprocess == "auto":
+            return "truncate" if self._init_mode() == "candidates" else "fold"
+        return self.postprocess
+
+    _POSTPROCESS = ("auto", "fold", "truncate", "none")
+
+    def _check_bounds_public(self, arrs, bounds):
+        _warn_if_data_bounds(arrs, bounds)
+
     def _plan(self, n, k, d, bounds):
+        if self._init_mode() == "candidates":
+            return self._planned(n, k, d, bounds)
+        return self._fastlloyd_plan(n, k, d, bounds)
+
+    def _planned(self, n, k, d, bounds):
+        """The planned pipeline: :func:`~pyfkm.dp.steps.plan_rounds`."""
+        from . import accounting as P
+        eps = float(self.epsilon)
+        private = math.isfinite(eps)
+        delta = self._delta(n) if private else 0.0
+        rule = plan_rounds(n, k, d, eps, delta, self.max_iter)
+        T, r, M = rule["iterations"], rule["init_rounds"], rule["candidates"]
+        sig_r, sig_c, sigma = rule["sigma_sum"], rule["sigma_count"], rule["sigma"]
+        slack = math.sqrt(d) * 2.0 ** -DEFAULT_SCALE_BITS if private else 0.0
+        plan = []
+        for t in range(T):
+            init = t < r
+            m = M if init else k
+            eta = step_radius(0 if t == 0 else 1, m, d, self.alpha, bounds)
+            plan.append({"eta": eta, "sum_scale": sig_r * (eta + slack), "count_scale": sig_c,
+                         "sigma": sigma, "n_centers": m, "update": "damped",
+                         "reduce": t == r - 1, "threshold": HEAVY_CANDIDATE * sig_c,
+                         "phase": "init" if init else "lloyd", "init_rounds": r})
+        report = {"epsilon": eps if private else math.inf, "delta": delta, "iterations": T,
+                  "sigma": sigma, "sigma_sum": sig_r, "sigma_count": sig_c,
+                  "radii": [s["eta"] for s in plan], "noise": self.noise if private else None,
+                  "init": "candidates" if r else "sphere_packing", "init_rounds": r,
+                  "init_candidates": M if r else 0}
+        if not private:
+            return plan, report, None, None
+        if self.noise == "discrete_gaussian":
+            check_discrete_sigma([s["sum_scale"] for s in plan] + [sig_c])
+        return plan, report, P.PrivacyAccountant(eps, delta), self.noise
+
+    def _record(self, accountant, step, count):
+        # every round is one release (R / eta_t, C) of sensitivity 1 and
+        # noise sigma; the initialisation's rounds are listed as their own spend
+        r = min(step.get("init_rounds", 0), count)
+        if r:
+            accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0, count=r)
+        if count > r:
+            accountant.spend(self.noise, sigma=step["sigma"], sensitivity=1.0, count=count - r)
+
+    def _fastlloyd_plan(self, n, k, d, bounds):
         from . import accounting as P
         eps = float(self.epsilon)
         private = math.isfinite(eps)
@@ -209,6 +314,23 @@ class DPFederatedKMeans(_GaussianLloydBase):
                   "sigma_sum": sig_r, "sigma_count": sig_c, "radii": [s["eta"] for s in plan],
                   "noise": self.noise}
         return plan, report, acct, self.noise
+
+
+def _warn_if_data_bounds(arrs, bounds):
+    """Warn when every feature's min and max over the clients equal the
+    bounds exactly: min-max scaling from the data itself, which leaks it."""
+    arrs = [a for a in arrs if a.shape[0]]
+    if not arrs:
+        return
+    lo = np.min([a.min(0) for a in arrs], axis=0)
+    hi = np.max([a.max(0) for a in arrs], axis=0)
+    if np.all(lo == bounds[0]) and np.all(hi == bounds[1]):
+        warnings.warn(
+            f"every feature's minimum and maximum over the clients equal bounds={bounds} "
+            "exactly: the bounds (or the scaling into them) look derived from the data, "
+            "which the privacy guarantee does not cover; scale with public ranges "
+            "(pyfkm.scale_to_box) or pay for private bounds", UserWarning, stacklevel=3)
+
 
 class FederatedLloyd(_FederatedLloydBase):
     """Non-private federated Lloyd through the same masked aggregation.

@@ -8,19 +8,29 @@
   ``mu + R~ / max(C~, 1)`` clipped to distance ``eta_t`` of the old one and
   brought back into the domain.
 
+* :func:`plan_rounds`: the rule that picks, from public quantities only
+  (``n``, ``k``, ``d``, epsilon, delta), the number of rounds, how many of
+  them initialise and over how many candidate centers;
+* :func:`reduce_candidates`: the server-free post-processing that turns the
+  noisy candidate means of the initialisation into ``k`` centers, and the
+  damped update of the planned pipeline (``_damped_update``).
+
 The federated loop that uses them is :mod:`pyfkm.dp.estimator`'s (its
 shared driver lives in ``pyfkm.dp._lloyd_base``).
 """
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..exceptions import InvalidInputError
 from ..rng import SeedLike, as_generator
 
-__all__ = ["sphere_packing_init", "step_radius", "fold_into_bounds"]
+__all__ = ["sphere_packing_init", "step_radius", "fold_into_bounds", "plan_rounds",
+           "reduce_candidates"]
 
 _MAX_RETRIES = 100
 
@@ -152,4 +162,241 @@ def _update_centers(mu: NDArray[np.float64], R: NDArray[np.float64], C: NDArray[
         new = fold_into_bounds(new, bounds)
     elif postprocess == "truncate":
         new = np.clip(new, bounds[0], bounds[1])
+    return new
+
+
+#: at most this many candidate centers per cluster in the initialisation
+CANDIDATES_PER_CLUSTER = 16
+#: a candidate is kept when its noisy count exceeds this many count-noise sds
+HEAVY_CANDIDATE = 2.0
+#: below this z = n / (k sigma_C(T=3)) the initialisation is not worth a round
+LOW_SNR = 3.0
+
+
+def plan_rounds(n: int, k: int, d: int, epsilon: float, delta: float,
+                max_iter: int | str = "auto") -> dict[str, Any]:
+    """The planned pipeline's rounds, noise split and initialisation size.
+
+    Every round (initialisation included) is one Gaussian release of L2
+    sensitivity 1 (relative sums divided by the radius, and counts) with the
+    same standard deviation ``sigma = sqrt(T) sigma_1``, ``sigma_1`` the
+    analytic Gaussian sigma of ``(epsilon, delta)``: ``T`` rounds compose to
+    ``sqrt(T) / sigma``-GDP, exactly ``(epsilon, delta)``.  Within a round
+    the sums get ``sigma_R`` and the counts ``sigma_C`` of
+    :func:`~pyfkm.dp.accounting.fastlloyd_noise_scales`.
+
+    The rule (derivation in ``docs/user_guide/dp.rst``): a cluster holds
+    about ``n / k`` points and its noisy count is off by ``sigma_C``, so
+    ``z = n / (k sigma_C(T=3))`` is the signal-to-noise ratio of a
+    cluster's statistics at the smallest useful plan.  Lloyd's error halves
+    per round while the per-round noise grows as ``sqrt(T)``; a round is
+    worth adding only while the noise floor stays below the halved error,
+    which gives ``T = clip(3 + floor(log2(z / 8)), 3, 7)`` (``T = 7`` without
+    noise, FastLloyd's cap).  Below ``z = 3`` a cluster's count is within
+    about one noise sd of zero at ``M = 3 k`` candidates: no initialisation
+    round pays, and the plan is ``T = 2`` damped Lloyd rounds from the
+    sphere-packing start (``r = 0``).  Otherwise the first ``r`` rounds
+    (``r = 1`` if ``T <= 4``, else 2) run Lloyd on ``M`` public
+    sphere-packing candidates,
+    ``M = clip(round(n / sigma_C(T)), k, 16 k)`` (at most one candidate per
+    count-noise's worth of points, so a heavy candidate's count is
+    meaningful), then reduce to ``k``.  Only ``n``, ``k``, ``d`` and the
+    budget enter: ``n`` is public, as in FastLloyd.
+
+    Parameters
+    ----------
+    n : int
+        Number of points (public).
+    k : int
+        Number of clusters.
+    d : int
+        Number of features.
+    epsilon : float
+        Budget of the whole fit (``math.inf``: no noise).
+    delta : float
+        Budget delta (ignored without noise).
+    max_iter : "auto" or int, default="auto"
+        ``T``; an int fixes it (it must leave a round after the
+        initialisation).
+
+    Returns
+    -------
+    plan : dict
+        ``iterations`` (T), ``init_rounds`` (r), ``candidates`` (M),
+        ``sigma`` (per round), ``sigma_sum`` and ``sigma_count``.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``max_iter`` leaves no Lloyd round after the initialisation.
+
+    Examples
+    --------
+    >>> p = plan_rounds(150, 3, 4, 1.0, 1 / (150 * math.log(150)))
+    >>> p["iterations"], p["init_rounds"], p["candidates"]
+    (3, 1, 16)
+    >>> plan_rounds(300_000, 100, 16, math.inf, 1e-7)["iterations"]
+    7
+    """
+    from . import accounting as P
+    n, k, d = int(n), int(k), int(d)
+    eps = float(epsilon)
+    if math.isfinite(eps):
+        sigma1 = P.calibrate_analytic_gaussian(eps, float(delta), 1.0)
+        g = math.sqrt(1.0 + math.sqrt(4.0 * d))
+        z = n / (k * g * sigma1 * math.sqrt(3.0))
+        T = int(min(max(3 + math.floor(math.log2(max(z, 1e-300) / 8.0)), 3), 7))
+    else:
+        sigma1 = 0.0
+        T = 7
+    # too few points per cluster for the candidates' counts to rise above
+    # the noise: no over-clustered rounds, two damped Lloyd rounds
+    low = sigma1 > 0 and z < LOW_SNR
+    if low:
+        T = 2
+    if max_iter != "auto":
+        T = int(max_iter)
+    r = 0 if low else (1 if T <= 4 else 2)
+    if r and T <= r:
+        r = T - 1
+    if not low and r < 1:
+        raise InvalidInputError(f"max_iter={T} leaves no Lloyd round after the private "
+                                "initialisation; use max_iter >= 2 or init='sphere_packing'")
+    if sigma1 > 0:
+        sigma = sigma1 * math.sqrt(T)
+        sig_r, sig_c = P.fastlloyd_noise_scales(sigma, d)
+        M = k if low else int(round(n / sig_c))
+    else:
+        sigma = sig_r = sig_c = 0.0
+        M = CANDIDATES_PER_CLUSTER * k
+    M = min(max(M, k), CANDIDATES_PER_CLUSTER * k, n)
+    return {"iterations": T, "init_rounds": r, "candidates": max(M, k), "sigma": sigma,
+            "sigma_sum": sig_r, "sigma_count": sig_c}
+
+
+def reduce_candidates(points: ArrayLike, counts: ArrayLike, n_clusters: int, threshold: float,
+                      random_state: SeedLike = None, n_init: int = 5) -> NDArray[np.float64]:
+    """``n_clusters`` centers from noisy candidate means and counts.
+
+    Post-processing of released values only: candidates whose noisy count
+    exceeds ``threshold`` are kept with their count as weight (if none
+    passes, every positive count is kept); weighted k-means (k-means++
+    seeding and weighted Lloyd, the best of ``n_init`` runs by weighted
+    inertia) reduces them to ``n_clusters``.  With fewer kept candidates
+    than clusters, the heaviest kept ones are duplicated (with a tiny public
+    jitter) so that the following Lloyd rounds can split them: with equal
+    cluster sizes the heaviest noisy mean is the likeliest merger of two
+    clusters.
+
+    Parameters
+    ----------
+    points : array-like of shape (M, d)
+        Candidate centers (noisy means).
+    counts : array-like of shape (M,)
+        Their noisy counts.
+    n_clusters : int
+        Number of centers wanted (``<= M``).
+    threshold : float
+        Smallest noisy count that makes a candidate heavy.
+    random_state : None, int, SeedSequence or Generator, default=None
+        Public seed of the k-means++ draws (every client computes the same).
+    n_init : int, default=5
+        Number of weighted k-means runs.
+
+    Returns
+    -------
+    centers : ndarray of shape (n_clusters, d)
+        The reduced centers.
+
+    Examples
+    --------
+    >>> P = np.array([[0.0, 0.0], [0.1, 0.0], [1.0, 1.0], [0.5, 0.5]])
+    >>> C = reduce_candidates(P, [10.0, 30.0, 20.0, -3.0], 2, 5.0, random_state=0)
+    >>> np.round(C[np.argsort(C[:, 0])], 3).tolist()
+    [[0.075, 0.0], [1.0, 1.0]]
+    """
+    from ..core.kmeans import lloyd
+    from ..core.seeding import kmeans_plusplus
+    P = np.asarray(points, dtype=np.float64)
+    N = np.asarray(counts, dtype=np.float64)
+    k = int(n_clusters)
+    order = np.argsort(-N, kind="stable")
+    heavy = order[N[order] > threshold]
+    if heavy.size == 0:
+        heavy = order[N[order] > 0]
+    gen = as_generator(random_state)
+    if heavy.size == 0:
+        heavy = order[:1]
+    if heavy.size <= k:
+        extra = P[heavy[np.arange(k - heavy.size) % heavy.size]]
+        return np.concatenate([P[heavy], _jitter(extra, gen)])
+    Q, W = np.ascontiguousarray(P[heavy]), np.ascontiguousarray(N[heavy])
+    best, best_inertia = None, math.inf
+    for _ in range(int(n_init)):
+        C0, _ = kmeans_plusplus(Q, k, sample_weight=W, random_state=gen)
+        C, _, inertia, _ = lloyd(Q, C0, sample_weight=W, max_iter=100)
+        if inertia < best_inertia:
+            best, best_inertia = C, inertia
+    return np.asarray(best, dtype=np.float64)
+
+
+_JITTER = 1e-3
+
+
+def _jitter(C: NDArray[np.float64], gen: np.random.Generator) -> NDArray[np.float64]:
+    """Copies of centers moved by a tiny public random offset (so that two
+    copies split the points between them at the next assignment)."""
+    return C + _JITTER * gen.standard_normal(C.shape)
+
+
+def _relocate_empty(mu: NDArray[np.float64], C: NDArray[np.float64], threshold: float,
+                    gen: np.random.Generator, bounds: tuple[float, float]) -> NDArray[np.float64]:
+    """Noisy-empty centers (count <= 0) moved next to the heaviest ones
+    (post-processing), once the heaviest count exceeds ``2 threshold``: a
+    center nothing is assigned to is useless where it is, and the heaviest
+    cluster is the likeliest merger of two."""
+    empty = np.flatnonzero(C <= 0)
+    if empty.size == 0 or C.max() <= 2.0 * threshold:
+        return mu
+    heavy = np.argsort(-C, kind="stable")[:empty.size]
+    heavy = heavy[C[heavy] > 0]
+    if heavy.size == 0:
+        return mu
+    out = mu.copy()
+    out[empty[:heavy.size]] = np.clip(_jitter(mu[heavy], gen), bounds[0], bounds[1])
+    return out
+
+
+def _damped_update(mu: NDArray[np.float64], R: NDArray[np.float64], C: NDArray[np.float64],
+                   eta: float, sum_sd: float, bounds: tuple[float, float],
+                   postprocess: str = "truncate") -> NDArray[np.float64]:
+    """The planned pipeline's update (post-processing of the noisy ``R, C``).
+
+    A center whose noisy count is not positive is noisy-empty and stays;
+    the others take the step ``R~ / C~`` shrunk by the positive-part
+    James-Stein factor ``max(1 - (d - 2) v / |step|^2, 0)``, ``v = sum_sd^2 /
+    C~^2`` the noise variance of a coordinate of the step (no shrinkage for
+    ``d <= 2``), then clipped to length
+    ``eta`` and brought into the box (``postprocess``, clipping by default)."""
+    k, d = mu.shape
+    new = mu.copy()
+    live = C > 0
+    if live.any():
+        c = C[live]
+        step = R[live] / np.maximum(c, 1.0)[:, None]
+        v = max(d - 2, 0) * sum_sd * sum_sd / np.maximum(c, 1.0) ** 2
+        norm2 = (step * step).sum(1)
+        w = np.maximum(1.0 - np.divide(v, norm2, out=np.full_like(v, np.inf), where=norm2 > 0),
+                       0.0)
+        w[v == 0] = 1.0
+        step = step * w[:, None]
+        if eta is not None:
+            nrm = np.sqrt((step * step).sum(1))
+            far = nrm > eta
+            step[far] *= (eta / nrm[far])[:, None]
+        new[live] = mu[live] + step
+    if postprocess == "fold":
+        return fold_into_bounds(new, bounds)
+    if postprocess == "truncate":
+        return np.clip(new, bounds[0], bounds[1])
     return new
