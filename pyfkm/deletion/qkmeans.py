@@ -12,7 +12,8 @@ from numpy.typing import NDArray
 
 from ._checks import _q_check_state
 from ._common import _LockedEstimator, _fitted_attr
-from ._qlloyd import _QParams, _q_certified, _q_certify, _q_retrained, _q_state
+from ._qlloyd import (_QParams, _q_certified, _q_certify, _q_replayed, _q_retrained,
+                      _q_state)
 from .._validation import check_int, check_n_clusters
 from ..core.base import FitPredictMixin
 from ..exceptions import InvalidInputError
@@ -227,6 +228,10 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     @staticmethod
     def _removal(s: Any, pos: NDArray[np.int64]) -> tuple[Any, str]:
         reason, update = _q_certify(s, pos)
-        if reason:
-            return _q_retrained(s, pos, reason, update), reason
-        return _q_certified(s, pos, update), ""
+        if not reason:
+            return _q_certified(s, pos, update), ""
+        # no seed removed, the same epsilon: replay the run on the memo
+        new = None if update is None else _q_replayed(s, pos, update)
+        if new is None:
+            new = _q_retrained(s, pos, reason, update)
+        return new, reason
