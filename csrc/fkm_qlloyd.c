@@ -132,6 +132,14 @@ FKM_HOT int fkm_qlloyd_assign_f64(int32_t *labels, double *lb, double *mind,
     return FKM_OK;
 }
 
+/* rows ahead whose data fkm_qlloyd_relabel_f64 prefetches (a hint only) */
+#define FKM_QLLOYD_AHEAD 8
+#if defined(__GNUC__)
+#define FKM_QLLOYD_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define FKM_QLLOYD_PREFETCH(p) ((void)(p))
+#endif
+
 FKM_HOT int fkm_qlloyd_relabel_f64(int32_t *labels, double *mind, double *cc,
                                    const double *X, const int64_t *rows, const double *C,
                                    fkm_index_t m, fkm_index_t n, fkm_index_t d, fkm_index_t k)
@@ -157,6 +165,11 @@ FKM_HOT int fkm_qlloyd_relabel_f64(int32_t *labels, double *mind, double *cc,
     for (i = 0; i < m; i++) {
         const double *x = X + (size_t)rows[i] * (size_t)d;
         const int32_t hint = labels[i];
+        if (i + FKM_QLLOYD_AHEAD < m) { /* scattered rows: fetch a later one now */
+            const char *r = (const char *)(X + (size_t)rows[i + FKM_QLLOYD_AHEAD] * (size_t)d);
+            size_t b;
+            for (b = 0; b < (size_t)d * sizeof(double); b += 64) FKM_QLLOYD_PREFETCH(r + b);
+        }
         const double *cch = cc + (size_t)hint * (size_t)k;
         int32_t a = hint;
         double dd = sqdist(x, C + (size_t)hint * (size_t)d, d), lim;

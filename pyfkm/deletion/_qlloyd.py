@@ -441,12 +441,13 @@ def _q_loss_err(loss, loss_quantum, n):
 
 
 
-def _q_relabeled(X, centers, moved, ref_labels, ref_mind, e):
+def _q_relabeled(X, centers, moved, ref_labels, ref_mind, e, copy=True):
     """The assignment of the rows of ``X`` to ``centers`` (k, d) from the
     known assignment ``ref_labels``/``ref_mind`` (n,) of the same rows to
     centers equal to ``centers`` but in the rows ``moved`` (dead rows:
     label -1, distance 0, kept so): (labels, mind, rows computed again,
-    their previous labels), bit for bit what QAssign computes.
+    their previous labels and distances), bit for bit what QAssign
+    computes; ``copy=False`` writes into ``ref_labels``/``ref_mind``.
 
     The rows of a moved center are assigned again (fkm_qlloyd_relabel_f64);
     a row of an unmoved center ``a`` keeps its label and distance when
@@ -462,11 +463,11 @@ def _q_relabeled(X, centers, moved, ref_labels, ref_mind, e):
     far[:k] = thr * thr * (1.0 - 2.0 * e)
     far[moved] = -np.inf
     rows = np.flatnonzero(ref_mind >= far[ref_labels])
-    old = ref_labels[rows]
+    old, old_mind = ref_labels[rows], ref_mind[rows]
     lab, mnd = _lloyd.qrelabel(X, rows, old, centers)
-    labels, mind = ref_labels.copy(), ref_mind.copy()
+    labels, mind = (ref_labels.copy(), ref_mind.copy()) if copy else (ref_labels, ref_mind)
     labels[rows], mind[rows] = lab, mnd
-    return labels, mind, rows, old
+    return labels, mind, rows, old, old_mind
 
 
 def _q_replayed(s, pos, update):
@@ -541,10 +542,12 @@ def _q_replayed(s, pos, update):
                 ref_l = L[-1] if L[-1] is not None else old_row(t - 1)[0]
                 ref_m = M[-1] if M[-1] is not None else old_row(t - 1)[1]
                 ref_s, ref_n = S[-1], N[-1]
-            if moved.size:
-                lab, mnd, rows, prev = _q_relabeled(s.X, ct, moved, ref_l, ref_m, e)
+            if moved.size:  # the memo's row is a fresh copy: written in place
+                lab, mnd, rows, prev, prev_m = _q_relabeled(s.X, ct, moved, ref_l, ref_m, e,
+                                                            copy=not old)
             else:
-                lab, mnd, rows, prev = ref_l, ref_m, np.zeros(0, np.intp), np.zeros(0, np.int32)
+                lab, mnd, rows = ref_l, ref_m, np.zeros(0, np.intp)
+                prev, prev_m = np.zeros(0, np.int32), np.zeros(0)
             now = lab[rows]
             ch = now != prev
             st = ref_s + _label_sums(s.X[rows[ch]], inv, now[ch], prev[ch], k) * s.quantum
@@ -554,7 +557,7 @@ def _q_replayed(s, pos, update):
             lq = float(_q_grid(m, n_new))
             if old and lq == s.loss_quantum[t]:  # the memo's loss and the changed terms
                 lt = loss_u[t] + (np.rint(mnd[rows] / lq).sum() -
-                                  np.rint(ref_m[rows] / lq).sum()) * lq
+                                  np.rint(prev_m / lq).sum()) * lq
             else:
                 lt = grid_loss(mnd, lq)
         C.append(ct)
@@ -590,12 +593,17 @@ def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, mx, LQ, LS):
     new.n_alive = n_new
     new.n_iter, new.n_run = n_iter, T1 - 1
     new.C, new.cells, new.counts = np.stack(C), np.stack(cells), np.stack(N)
-    labels = np.empty((T1, s.X.shape[0]), dtype=np.int32)
-    mind = np.empty((T1, s.X.shape[0]))
-    for t in range(T1):
-        labels[t] = s.labels[t] if L[t] is None else L[t]
-        mind[t] = s.mind[t] if M[t] is None else M[t]
-    labels[:, pos], mind[:, pos] = -1, 0.0
+    compact = n_new * 4 < 3 * s.X.shape[0]
+    if T1 == s.n_run + 1 and not compact:  # the replayed rows written in place, last
+        changed = [t for t in range(T1) if L[t] is not None]
+        labels = mind = None
+    else:
+        labels = np.empty((T1, s.X.shape[0]), dtype=np.int32)
+        mind = np.empty((T1, s.X.shape[0]))
+        for t in range(T1):
+            labels[t] = s.labels[t] if L[t] is None else L[t]
+            mind[t] = s.mind[t] if M[t] is None else M[t]
+        labels[:, pos], mind[:, pos] = -1, 0.0
     new.maxmind = np.array(mx, dtype=np.float64)
     new.maxabs = _q_maxabs(new.C[0], new.maxmind[0])
     new.quantum = _q_grid(new.maxabs, n_new)
@@ -603,11 +611,13 @@ def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, mx, LQ, LS):
     if np.array_equal(new.quantum, s.quantum):
         new.sums = np.stack(S)
     else:  # the grid of a fresh fit changed: summed again on it
-        new.sums = _q_grid_sums(s.X[keep], np.compress(keep, labels, axis=1), s.p.k,
+        lab = labels if labels is not None else np.stack(
+            [s.labels[t] if L[t] is None else L[t] for t in range(T1)])
+        new.sums = _q_grid_sums(s.X[keep], np.compress(keep, lab, axis=1), s.p.k,
                                 new.quantum)
     new.loss = np.array(LS, dtype=np.float64)
     new.inertia = None
-    if new.n_alive * 4 < 3 * s.X.shape[0]:  # fresh arrays of the live rows
+    if compact:  # fresh arrays of the live rows
         remap = np.cumsum(keep) - 1
         new.X = np.ascontiguousarray(s.X[keep])
         new.ids = s.ids[keep]
@@ -618,7 +628,17 @@ def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, mx, LQ, LS):
         new.order = np.argsort(new.ids, kind="stable")
         new.ids_sorted = new.ids[new.order]
         return new
-    new.labels, new.mind = labels, mind
-    _writable(new, ("X", "alive"))
-    _overwrite([(new.X, pos, 0.0), (new.alive, pos, False)])
+    if labels is not None:
+        new.labels, new.mind = labels, mind
+        _writable(new, ("X", "alive"))
+        _overwrite([(new.X, pos, 0.0), (new.alive, pos, False)])
+        return new
+    # as _q_certified: the memo's arrays shared, the replayed rows and the
+    # deleted rows written as the last step, all or nothing; ``s`` is stale
+    _writable(new, ("X", "alive", "labels", "mind"))
+    every = (slice(None), pos)
+    rows = [(new.labels, slice(t, t + 1), L[t][None]) for t in changed] + \
+        [(new.mind, slice(t, t + 1), M[t][None]) for t in changed]
+    _overwrite(rows + [(new.X, pos, 0.0), (new.alive, pos, False), (new.labels, every, -1),
+                       (new.mind, every, 0.0)])
     return new

@@ -567,7 +567,7 @@ def test_q_relabeled_is_a_fresh_assignment():
         C2 = C.copy()
         C2[moved] += rng.normal(size=(len(moved), 4)) * [[0.01], [1.0], [4.0], [0.1],
                                                          [2.0]][:len(moved)]
-        lab, mind, rows, old = _qlloyd._q_relabeled(X, C2, np.array(moved), ref_l, ref_m,
+        lab, mind, rows, old, old_m = _qlloyd._q_relabeled(X, C2, np.array(moved), ref_l, ref_m,
                                                     2.0 ** -40)
         full_l, full_m, _, _, _ = _lloyd.QAssign(X, 5).step(C2)
         assert (lab[:7] == -1).all() and (mind[:7] == 0).all()
