@@ -510,6 +510,7 @@ def _q_replayed(s, pos, update):
 
     # the replayed memo; L/M hold None for the memo's row, unchanged
     C, cells, L, M, S, N = [s.C[0]], [], [None], [None], [sums_u[0]], [counts_u[0]]
+    R = [None]  # the rows assigned again, where L/M hold a replayed row
     mx = [s.maxmind[0] if gone[0].max() < s.maxmind[0] else
           np.compress(keep, s.mind[0]).max()]
     LQ = [float(_q_grid(mx[0], n_new))]
@@ -563,6 +564,7 @@ def _q_replayed(s, pos, update):
         C.append(ct)
         cells.append(cell)
         L.append(lab)
+        R.append(None if lab is None else rows)
         M.append(mnd)
         S.append(st)
         N.append(nt)
@@ -579,14 +581,17 @@ def _q_replayed(s, pos, update):
         if not lt < LS[-2]:
             break
         n_iter = t
-    return _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, mx, LQ, LS)
+    return _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS)
 
 
-def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, mx, LQ, LS):
+def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS):
     """The new _QState of _q_replayed from its replayed memo (lists over
-    the iterations; None in L/M: the memo's row), with fresh arrays of
-    labels and distances; X and alive shared and overwritten at ``pos`` as
-    the last step (as _q_certified), or compacted."""
+    the iterations; None in L/M: the memo's row; R: the rows of L/M that
+    differ from the memo's, but ``pos``).  When the run keeps its length,
+    the memo's arrays are shared and those entries written in place as the
+    last step (as _q_certified); otherwise fresh arrays of labels and
+    distances (X and alive shared and overwritten at ``pos``), or compacted
+    ones."""
     T1 = len(C)
     n_new = s.n_alive - pos.size
     new = _shallow(s)
@@ -637,8 +642,8 @@ def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, mx, LQ, LS):
     # deleted rows written as the last step, all or nothing; ``s`` is stale
     _writable(new, ("X", "alive", "labels", "mind"))
     every = (slice(None), pos)
-    rows = [(new.labels, slice(t, t + 1), L[t][None]) for t in changed] + \
-        [(new.mind, slice(t, t + 1), M[t][None]) for t in changed]
+    rows = [(a, (t, R[t]), b[t][R[t]]) for t in changed for a, b in ((new.labels, L),
+                                                                     (new.mind, M))]
     _overwrite(rows + [(new.X, pos, 0.0), (new.alive, pos, False), (new.labels, every, -1),
                        (new.mind, every, 0.0)])
     return new
