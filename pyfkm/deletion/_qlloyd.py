@@ -301,17 +301,19 @@ def _q_cells(c, den, counts, prev, phase, eps, quantum, maxabs):
     centers ``prev`` (any leading axes), and where they are *sure*: a fresh
     fit, which computes ``c`` from float sums of the same points (each
     coordinate bounded by ``maxabs``), quantizes it to the same cell."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        # |grid sum - exact sum| <= m q / 2; |float sum of a fresh fit -
-        # exact sum| <= 1.01 u (m^2 + 1) max|x| (m terms, any order)
-        m = counts.astype(np.float64)[..., None]
-        dS = m * (0.5 * quantum) + 1.01 * _U * (m * m + 1.0) * maxabs
-        dc = np.where(np.isfinite(den)[..., None], dS / den[..., None], 0.0)
-        dc = dc + 16 * _U * (maxabs + np.abs(prev))
-        tv = c / eps - phase
-        margin = 2.0 * (dc / eps + 8 * _U * (np.abs(tv) + 1.0)) + 1e-300
-        lo = np.floor(tv - margin)
-        return lo, lo == np.floor(tv + margin)
+    # |grid sum - exact sum| <= m q / 2; |float sum of a fresh fit - exact
+    # sum| <= 1.01 u (m^2 + 1) max|x| (m terms, any order); over the
+    # denominator (infinite for an empty cluster that keeps its center:
+    # 0, as dS is finite; never 0), plus the rounding of the balance
+    # correction; the margin in cells is twice the bound (the few
+    # roundings of the bound itself are far below that)
+    m = counts[..., None].astype(np.float64)
+    dS = m * (0.5 * quantum) + (m * m + 1.0) * (1.01 * _U * maxabs)
+    dc = dS / den[..., None] + (16 * _U) * (maxabs + np.abs(prev))
+    tv = c / eps - phase
+    margin = (2.0 / eps) * dc + (16 * _U) * (np.abs(tv) + 1.0) + 1e-300
+    lo = np.floor(tv - margin)
+    return lo, lo == np.floor(tv + margin)
 
 
 def _q_certify(s, pos):
