@@ -131,3 +131,67 @@ FKM_HOT int fkm_qlloyd_assign_f64(int32_t *labels, double *lb, double *mind,
     *loss = total;
     return FKM_OK;
 }
+
+/* rows ahead whose data fkm_qlloyd_relabel_f64 prefetches (a hint only) */
+#define FKM_QLLOYD_AHEAD 8
+#if defined(__GNUC__)
+#define FKM_QLLOYD_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define FKM_QLLOYD_PREFETCH(p) ((void)(p))
+#endif
+
+FKM_HOT int fkm_qlloyd_relabel_f64(int32_t *labels, double *mind, double *cc,
+                                   const double *X, const int64_t *rows, const double *C,
+                                   fkm_index_t m, fkm_index_t n, fkm_index_t d, fkm_index_t k)
+{
+    /* e as in fkm_qlloyd_assign_f64: covers the rounding of every computed
+     * distance and square root here with room */
+    const double e = 4.0 * ((double)d + 8.0) * 0x1p-53 + 0x1p-40;
+    fkm_index_t i, j, h;
+    FKM_ASSERT(labels != NULL && mind != NULL && cc != NULL && X != NULL && C != NULL);
+    FKM_ASSERT(m == 0 || rows != NULL);
+    if (n < 1 || d < 1 || k < 1 || k > INT32_MAX || m < 0) return FKM_EDOM;
+    for (i = 0; i < m; i++) /* every index before any work */
+        if (rows[i] < 0 || rows[i] >= n || labels[i] < 0 || labels[i] >= k) return FKM_EDOM;
+    /* lower bounds on the distances between centers */
+    for (h = 0; h < k; h++) {
+        cc[h * k + h] = 0.0;
+        for (j = h + 1; j < k; j++) {
+            double s = sqdist(C + (size_t)h * (size_t)d, C + (size_t)j * (size_t)d, d);
+            if (!(s < INFINITY)) return FKM_ENONFINITE;
+            cc[h * k + j] = cc[j * k + h] = sqrt(s) * (1.0 - e);
+        }
+    }
+    for (i = 0; i < m; i++) {
+        const double *x = X + (size_t)rows[i] * (size_t)d;
+        const int32_t hint = labels[i];
+        if (i + FKM_QLLOYD_AHEAD < m) { /* scattered rows: fetch a later one now */
+            const char *r = (const char *)(X + (size_t)rows[i + FKM_QLLOYD_AHEAD] * (size_t)d);
+            size_t b;
+            for (b = 0; b < (size_t)d * sizeof(double); b += 64) FKM_QLLOYD_PREFETCH(r + b);
+        }
+        const double *cch = cc + (size_t)hint * (size_t)k;
+        int32_t a = hint;
+        double dd = sqdist(x, C + (size_t)hint * (size_t)d, d), lim;
+        if (!(dd < INFINITY)) return FKM_ENONFINITE;
+        /* ub >= the exact distance to the hint's center; a center j with
+         * |C_hint - C_j| > (2 + e) ub is farther than ub (1 + e) in exact
+         * arithmetic, so its computed distance exceeds dd (and the final
+         * smallest one): the full scan would not pick it either */
+        lim = sqrt(dd) * (1.0 + e) * (2.0 + 2.0 * e);
+        for (j = 0; j < k; j++) {
+            double s;
+            if (j == hint || cch[j] > lim) continue;
+            s = sqdist(x, C + (size_t)j * (size_t)d, d);
+            if (!(s < INFINITY)) return FKM_ENONFINITE;
+            /* the smallest computed distance, ties to the lowest index */
+            if (s < dd || (s == dd && j < a)) {
+                a = (int32_t)j;
+                dd = s;
+            }
+        }
+        labels[i] = a;
+        mind[i] = dd;
+    }
+    return FKM_OK;
+}

@@ -50,4 +50,24 @@ int fkm_qlloyd_assign_f64(int32_t *labels, double *lb, double *mind,
                           fkm_index_t n, fkm_index_t d, fkm_index_t k, int first,
                           int lb_holds_dist);
 
+/* fkm_qlloyd_relabel_f64: the label and squared distance that a full scan
+ * of fkm_qlloyd_assign_f64 (first != 0) gives the m rows `rows` of X
+ * (n x d) for the k centers C, from a hint: the hint's center is measured
+ * first, and a center farther from it than twice that distance (with a
+ * relative margin covering the rounding, as the Elkan bounds above) is
+ * skipped: its computed distance is strictly larger, so the result is the
+ * full scan's (smallest computed distance, ties to the lowest index).
+ *
+ * labels INOUT int32[m]: the hints (any labels in [0, k)), then the labels
+ * mind   OUT [m]: the squared distances to the assigned centers
+ * cc     scratch [k * k]
+ * rows   IN int64[m]: row indices in [0, n) (repeats allowed)
+ * Returns FKM_EDOM when n, d or k is < 1, k >= 2^31, m < 0, or a row or a
+ * hint is out of range (checked before anything is written),
+ * FKM_ENONFINITE when a distance is not finite, FKM_OK otherwise.
+ */
+int fkm_qlloyd_relabel_f64(int32_t *labels, double *mind, double *cc,
+                           const double *X, const int64_t *rows, const double *C,
+                           fkm_index_t m, fkm_index_t n, fkm_index_t d, fkm_index_t k);
+
 #endif /* FKM_QLLOYD_H */

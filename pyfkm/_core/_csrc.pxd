@@ -335,3 +335,6 @@ cdef extern from "fkm_qlloyd.h" nogil:
                               const double *X, const double *C, const double *move,
                               fkm_index_t n, fkm_index_t d, fkm_index_t k, int first,
                               int lb_holds_dist)
+    int fkm_qlloyd_relabel_f64(int32_t *labels, double *mind, double *cc,
+                               const double *X, const int64_t *rows, const double *C,
+                               fkm_index_t m, fkm_index_t n, fkm_index_t d, fkm_index_t k)

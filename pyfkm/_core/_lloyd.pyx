@@ -18,6 +18,7 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 fkm_lloyd_pack_centers, fkm_lloyd_assign_f64,
                                 fkm_lloyd_assign_f32, fkm_lloyd_merge,
                                 fkm_lloyd_loop_f64, fkm_qlloyd_assign_f64,
+                                fkm_qlloyd_relabel_f64,
                                 fkm_lloyd_trace, fkm_lloyd_trace_free,
                                 fkm_lloyd_loop_traced_packed_f64, fkm_lloyd_label_f64,
                                 fkm_lloyd_acc_scratch, fkm_lloyd_accumulate_f64,
@@ -464,3 +465,37 @@ cdef class QAssign:
         check_status(status, "Q-Lloyd assignment")
         self.labels, self.prev = labels, C.copy()
         return labels, mind, sums, counts, float(loss)
+
+
+def qrelabel(X, rows, hints, centers):
+    """The labels (int32) and squared distances (float64) that a full
+    QAssign scan gives the rows ``rows`` (int64) of ``X`` for ``centers``,
+    computed from the ``hints`` (labels in [0, k), one per row;
+    csrc/fkm_qlloyd.h).  Rows and hints out of range raise ValueError."""
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1 or X.dtype != np.float64 \
+            or not X.flags.c_contiguous:
+        raise ValueError("qrelabel: X must be a non-empty C-contiguous float64 matrix")
+    C = np.ascontiguousarray(centers, dtype=np.float64)
+    R = np.ascontiguousarray(rows, dtype=np.int64)
+    labels = np.array(hints, dtype=np.int32)  # a fresh array: the kernel writes it
+    if C.ndim != 2 or C.shape[0] < 1 or C.shape[1] != X.shape[1]:
+        raise ValueError("qrelabel: centers have the wrong shape")
+    if R.ndim != 1 or labels.shape != R.shape:
+        raise ValueError("qrelabel: rows and hints must be 1-d of the same length")
+    cdef fkm_index_t m = R.shape[0], n = X.shape[0], d = X.shape[1], k = C.shape[0]
+    mind = np.empty(m, dtype=np.float64)
+    cc = np.empty(k * k, dtype=np.float64)
+    if m == 0:
+        return labels, mind
+    cdef const double[:, ::1] xv = X
+    cdef const double[:, ::1] cv = C
+    cdef const int64_t[::1] rv = R
+    cdef int32_t[::1] lv = labels
+    cdef double[::1] mv = mind
+    cdef double[::1] ccv = cc
+    cdef int status
+    with nogil:
+        status = fkm_qlloyd_relabel_f64(&lv[0], &mv[0], &ccv[0], &xv[0, 0], &rv[0], &cv[0, 0],
+                                        m, n, d, k)
+    check_status(status, "Q-Lloyd relabel")
+    return labels, mind

@@ -294,6 +294,28 @@ def _q_memo(s):
     return s.sums, s.loss
 
 
+def _q_cells(c, den, counts, prev, phase, eps, quantum, maxabs):
+    """(cells, sure): the lattice cells ``floor(c / eps - phase)`` of the
+    balanced centroids ``c`` (denominators ``den``) computed from grid
+    sums on ``quantum`` of clusters of ``counts`` points and the previous
+    centers ``prev`` (any leading axes), and where they are *sure*: a fresh
+    fit, which computes ``c`` from float sums of the same points (each
+    coordinate bounded by ``maxabs``), quantizes it to the same cell."""
+    # |grid sum - exact sum| <= m q / 2; |float sum of a fresh fit - exact
+    # sum| <= 1.01 u (m^2 + 1) max|x| (m terms, any order); over the
+    # denominator (infinite for an empty cluster that keeps its center:
+    # 0, as dS is finite; never 0), plus the rounding of the balance
+    # correction; the margin in cells is twice the bound (the few
+    # roundings of the bound itself are far below that)
+    m = counts[..., None].astype(np.float64)
+    dS = m * (0.5 * quantum) + (m * m + 1.0) * (1.01 * _U * maxabs)
+    dc = dS / den[..., None] + (16 * _U) * (maxabs + np.abs(prev))
+    tv = c / eps - phase
+    margin = (2.0 / eps) * dc + (16 * _U) * (np.abs(tv) + 1.0) + 1e-300
+    lo = np.floor(tv - margin)
+    return lo, lo == np.floor(tv + margin)
+
+
 def _q_certify(s, pos):
     """Return ("", update) if the deletion of rows ``pos`` of the state
     ``s`` is certified, else (reason, update or None).  Changes nothing.
@@ -327,17 +349,9 @@ def _q_certify(s, pos):
     # 0..T-1 and the stored centers 0..T-1
     prev = s.C[:-1]
     c, den = _balanced_centroids(sums[:-1], counts[:-1], n_new, k, gamma, prev)
-    with np.errstate(invalid="ignore", over="ignore"):
-        # |grid sum - exact sum| <= m q / 2; |float sum of a fresh fit -
-        # exact sum| <= 1.01 u (m^2 + 1) max|x| (m terms, any order)
-        m = counts[:-1].astype(np.float64)[..., None]
-        dS = m * (0.5 * s.quantum) + 1.01 * _U * (m * m + 1.0) * s.maxabs
-        dc = np.where(np.isfinite(den)[..., None], dS / den[..., None], 0.0)
-        dc = dc + 16 * _U * (s.maxabs + np.abs(prev))
-        tv = c / s.eps - p.phases[:T, None, :]
-        margin = 2.0 * (dc / s.eps + 8 * _U * (np.abs(tv) + 1.0)) + 1e-300
-        lo = np.floor(tv - margin)
-        same = (lo == np.floor(tv + margin)) & (lo == s.cells)
+    lo, sure = _q_cells(c, den, counts[:-1], prev, p.phases[:T, None, :], s.eps, s.quantum,
+                        s.maxabs)
+    same = sure & (lo == s.cells)
     update = (sums, counts, loss, gone)
     if not same.all():
         return "centroid", update
@@ -417,4 +431,221 @@ def _q_certified(s, pos, update):
     every = (slice(None), pos)  # the deleted rows' column in every iteration
     _overwrite([(new.X, pos, 0.0), (new.alive, pos, False), (new.labels, every, -1),
                 (new.mind, every, 0.0)])
+    return new
+
+
+def _q_loss_err(loss, loss_quantum, n):
+    """Bound on |grid loss - a fresh fit's float loss| of ``n`` rows: half a
+    grid step per row, and 4 (n + 2) u of the loss (n nonnegative terms,
+    any order)."""
+    half = 0.5 * n * loss_quantum
+    return half + 4.0 * (n + 2) * _U * (loss + half)
+
+
+
+def _q_relabeled(X, centers, moved, ref_labels, ref_mind, e, copy=True):
+    """The assignment of the rows of ``X`` to ``centers`` (k, d) from the
+    known assignment ``ref_labels``/``ref_mind`` (n,) of the same rows to
+    centers equal to ``centers`` but in the rows ``moved`` (dead rows:
+    label -1, distance 0, kept so): (labels, mind, rows computed again,
+    their previous labels and distances), bit for bit what QAssign
+    computes; ``copy=False`` writes into ``ref_labels``/``ref_mind``.
+
+    The rows of a moved center are assigned again (fkm_qlloyd_relabel_f64);
+    a row of an unmoved center ``a`` keeps its label and distance when
+    every moved center is farther from ``centers[a]`` than twice the row's
+    distance to it, with the relative margin ``e`` that covers the rounding
+    of every computed distance (as the kernel's bounds): its computed
+    distance to a moved center is then strictly larger, and the unmoved
+    centers lost to ``a`` before; the other rows are assigned again."""
+    k = centers.shape[0]
+    far = np.full(k + 1, np.inf)  # the threshold on the squared distance; -1 -> inf
+    D = np.sqrt(((centers[:, None, :] - centers[None, moved, :]) ** 2).sum(axis=2)).min(axis=1)
+    thr = D * (1.0 - e) / ((1.0 + e) * (2.0 + 2.0 * e))
+    far[:k] = thr * thr * (1.0 - 2.0 * e)
+    far[moved] = -np.inf
+    rows = np.flatnonzero(ref_mind >= far[ref_labels])
+    old, old_mind = ref_labels[rows], ref_mind[rows]
+    lab, mnd = _lloyd.qrelabel(X, rows, old, centers)
+    labels, mind = (ref_labels.copy(), ref_mind.copy()) if copy else (ref_labels, ref_mind)
+    labels[rows], mind[rows] = lab, mnd
+    return labels, mind, rows, old, old_mind
+
+
+def _q_replayed(s, pos, update):
+    """The state after deleting rows ``pos`` of ``s`` by replaying the run
+    on its memo (``s`` is not changed), or None when a step cannot be
+    decided from the memo (the caller retrains).
+
+    For a deletion that removes no seed and keeps epsilon, where
+    certification failed (a cell moved, or a stop decision is not sure).
+    Iteration ``t`` of the replay computes the balanced centroids from the
+    replayed assignment ``t - 1`` (exact grid sums) and their cells where
+    they are sure (_q_cells: the bound of the certification); the
+    assignment to the new centers starts from the memoized assignment ``t``
+    (the old run's centers at ``t``; past its end, the replayed assignment
+    ``t - 1``): the rows of moved centers and the rows near them are
+    assigned again (_q_relabeled), the others keep their label and
+    distance, which are what QAssign computes for them (its result for a
+    row depends on the row and the centers alone).  The sums, counts and
+    losses are updated by the rows that changed, exactly on their grids,
+    and each stop decision must be sure (_q_loss_err).  An iteration whose
+    centers did not move costs O(k d).  The memo up to the first moved cell
+    is kept as it is; the result is what a fresh fit on the remaining rows
+    computes, bit for bit, as for a certified deletion."""
+    p = s.p
+    k, gamma, T, eps = p.k, p.gamma, s.n_run, s.eps
+    sums_u, counts_u, loss_u, gone = update
+    n_new = s.n_alive - pos.size
+    keep = s.alive.copy()
+    keep[pos] = False
+    e = 4.0 * (s.X.shape[1] + 8.0) * _U + 2.0 ** -40  # as csrc/fkm_qlloyd.c
+    inv = 1.0 / s.quantum
+
+    def old_row(t):  # the memo's assignment t without the deleted rows
+        lab, mnd = s.labels[t].copy(), s.mind[t].copy()
+        lab[pos], mnd[pos] = -1, 0.0
+        return lab, mnd
+
+    def grid_loss(mnd, lq):
+        return _q_grid_loss(mnd[None, :], np.array([lq]))[0]
+
+    # the replayed memo; L/M hold None for the memo's row, unchanged
+    C, cells, L, M, S, N = [s.C[0]], [], [None], [None], [sums_u[0]], [counts_u[0]]
+    R = [None]  # the rows assigned again, where L/M hold a replayed row
+    mx = [s.maxmind[0] if gone[0].max() < s.maxmind[0] else
+          np.compress(keep, s.mind[0]).max()]
+    LQ = [float(_q_grid(mx[0], n_new))]
+    LS = [loss_u[0] if LQ[0] == s.loss_quantum[0] else grid_loss(old_row(0)[1], LQ[0])]
+    n_iter = 0
+    for t in range(1, p.max_iter + 1):
+        phase = p.phases[t - 1]
+        c, den = _balanced_centroids(S[-1], N[-1], n_new, k, gamma, C[-1])
+        lo, sure = _q_cells(c, den, N[-1], C[-1], phase, eps, s.quantum, s.maxabs)
+        if not sure.all():
+            return None
+        cell = lo.astype(np.int64)
+        old = t <= T  # the memo has an assignment t
+        ct = (s.C[t] if old and np.array_equal(cell, s.cells[t - 1])
+              else _lattice.centers(cell, phase, eps))
+        ref_c = s.C[t] if old else C[-1]
+        moved = np.flatnonzero((ct != ref_c).any(axis=1))
+        if old and not moved.size:  # the memo's row
+            lab = mnd = None
+            st, nt = sums_u[t], counts_u[t]
+            m = s.maxmind[t] if gone[t].max() < s.maxmind[t] else \
+                np.compress(keep, s.mind[t]).max()
+            lq = float(_q_grid(m, n_new))
+            lt = loss_u[t] if lq == s.loss_quantum[t] else grid_loss(old_row(t)[1], lq)
+        else:
+            if old:
+                ref_l, ref_m = old_row(t)
+                ref_s, ref_n = sums_u[t], counts_u[t]
+            else:
+                ref_l = L[-1] if L[-1] is not None else old_row(t - 1)[0]
+                ref_m = M[-1] if M[-1] is not None else old_row(t - 1)[1]
+                ref_s, ref_n = S[-1], N[-1]
+            if moved.size:  # the memo's row is a fresh copy: written in place
+                lab, mnd, rows, prev, prev_m = _q_relabeled(s.X, ct, moved, ref_l, ref_m, e,
+                                                            copy=not old)
+            else:
+                lab, mnd, rows = ref_l, ref_m, np.zeros(0, np.intp)
+                prev, prev_m = np.zeros(0, np.int32), np.zeros(0)
+            now = lab[rows]
+            ch = now != prev
+            st = ref_s + _label_sums(s.X[rows[ch]], inv, now[ch], prev[ch], k) * s.quantum
+            st += 0.0  # no -0.0, as _q_grid_sums
+            nt = ref_n + np.bincount(now[ch], minlength=k) - np.bincount(prev[ch], minlength=k)
+            m = mnd.max()
+            lq = float(_q_grid(m, n_new))
+            if old and lq == s.loss_quantum[t]:  # the memo's loss and the changed terms
+                lt = loss_u[t] + (np.rint(mnd[rows] / lq).sum() -
+                                  np.rint(prev_m / lq).sum()) * lq
+            else:
+                lt = grid_loss(mnd, lq)
+        C.append(ct)
+        cells.append(cell)
+        L.append(lab)
+        R.append(None if lab is None else rows)
+        M.append(mnd)
+        S.append(st)
+        N.append(nt)
+        mx.append(m)
+        LQ.append(lq)
+        LS.append(lt)
+        # the stop decision of a fresh fit, sure when the loss moved by more
+        # than both errors (or the centers are the same: the same float loss)
+        if np.array_equal(ct, C[-2]):
+            break
+        err = _q_loss_err(lt, lq, n_new) + _q_loss_err(LS[-2], LQ[-2], n_new)
+        if abs(lt - LS[-2]) <= 2.0 * err + 1e-300:
+            return None
+        if not lt < LS[-2]:
+            break
+        n_iter = t
+    return _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS)
+
+
+def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS):
+    """The new _QState of _q_replayed from its replayed memo (lists over
+    the iterations; None in L/M: the memo's row; R: the rows of L/M that
+    differ from the memo's, but ``pos``).  When the run keeps its length,
+    the memo's arrays are shared and those entries written in place as the
+    last step (as _q_certified); otherwise fresh arrays of labels and
+    distances (X and alive shared and overwritten at ``pos``), or compacted
+    ones."""
+    T1 = len(C)
+    n_new = s.n_alive - pos.size
+    new = _shallow(s)
+    new.n_alive = n_new
+    new.n_iter, new.n_run = n_iter, T1 - 1
+    new.C, new.cells, new.counts = np.stack(C), np.stack(cells), np.stack(N)
+    compact = n_new * 4 < 3 * s.X.shape[0]
+    if T1 == s.n_run + 1 and not compact:  # the replayed rows written in place, last
+        changed = [t for t in range(T1) if L[t] is not None]
+        labels = mind = None
+    else:
+        labels = np.empty((T1, s.X.shape[0]), dtype=np.int32)
+        mind = np.empty((T1, s.X.shape[0]))
+        for t in range(T1):
+            labels[t] = s.labels[t] if L[t] is None else L[t]
+            mind[t] = s.mind[t] if M[t] is None else M[t]
+        labels[:, pos], mind[:, pos] = -1, 0.0
+    new.maxmind = np.array(mx, dtype=np.float64)
+    new.maxabs = _q_maxabs(new.C[0], new.maxmind[0])
+    new.quantum = _q_grid(new.maxabs, n_new)
+    new.loss_quantum = np.array(LQ, dtype=np.float64)
+    if np.array_equal(new.quantum, s.quantum):
+        new.sums = np.stack(S)
+    else:  # the grid of a fresh fit changed: summed again on it
+        lab = labels if labels is not None else np.stack(
+            [s.labels[t] if L[t] is None else L[t] for t in range(T1)])
+        new.sums = _q_grid_sums(s.X[keep], np.compress(keep, lab, axis=1), s.p.k,
+                                new.quantum)
+    new.loss = np.array(LS, dtype=np.float64)
+    new.inertia = None
+    if compact:  # fresh arrays of the live rows
+        remap = np.cumsum(keep) - 1
+        new.X = np.ascontiguousarray(s.X[keep])
+        new.ids = s.ids[keep]
+        new.labels = np.compress(keep, labels, axis=1)
+        new.mind = np.compress(keep, mind, axis=1)
+        new.seeds = remap[s.seeds]
+        new.alive = np.ones(new.X.shape[0], dtype=bool)
+        new.order = np.argsort(new.ids, kind="stable")
+        new.ids_sorted = new.ids[new.order]
+        return new
+    if labels is not None:
+        new.labels, new.mind = labels, mind
+        _writable(new, ("X", "alive"))
+        _overwrite([(new.X, pos, 0.0), (new.alive, pos, False)])
+        return new
+    # as _q_certified: the memo's arrays shared, the replayed rows and the
+    # deleted rows written as the last step, all or nothing; ``s`` is stale
+    _writable(new, ("X", "alive", "labels", "mind"))
+    every = (slice(None), pos)
+    rows = [(a, (t, R[t]), b[t][R[t]]) for t in changed for a, b in ((new.labels, L),
+                                                                     (new.mind, M))]
+    _overwrite(rows + [(new.X, pos, 0.0), (new.alive, pos, False), (new.labels, every, -1),
+                       (new.mind, every, 0.0)])
     return new

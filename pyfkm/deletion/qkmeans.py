@@ -12,7 +12,8 @@ from numpy.typing import NDArray
 
 from ._checks import _q_check_state
 from ._common import _LockedEstimator, _fitted_attr
-from ._qlloyd import _QParams, _q_certified, _q_certify, _q_retrained, _q_state
+from ._qlloyd import (_QParams, _q_certified, _q_certify, _q_replayed, _q_retrained,
+                      _q_state)
 from .._validation import check_int, check_n_clusters
 from ..core.base import FitPredictMixin
 from ..exceptions import InvalidInputError
@@ -98,9 +99,25 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     the assignments of the remaining points: the assignment step
     (csrc/fkm_qlloyd.h, with Elkan's triangle-inequality bounds to skip
     most distances) decides each point's label from that point and the
-    sequence of centers alone.  If any check fails, the model
-    is refitted on the remaining data with the stored random draws.  Either
-    way the result equals the fresh fit; the tests replay this.
+    sequence of centers alone.
+
+    Replay.  When a check of 3. or 4. fails (a cell moves, or a stop
+    decision is not sure), the run is replayed on the memo rather than
+    refitted: iteration by iteration, the cells of the new centroids are
+    computed from the exact grid sums where the bound of 3. makes them
+    sure; the assignment to the new centers starts from the memoized one
+    (same centers but the moved ones): only the points of a moved center,
+    and the points not provably farther from every moved center than from
+    their own (triangle inequality, with a margin covering the rounding of
+    the distances), are assigned again, by a full scan's arithmetic
+    (csrc/fkm_qlloyd.h, ``fkm_qlloyd_relabel_f64``); sums, counts and losses
+    change by the points whose label or distance changed, exactly on their
+    grids; every stop decision must be sure as in 4.  Iterations before the
+    first moved cell, and those whose centers do not move, cost ``O(k d)``.
+    A deleted seed, a new epsilon, or a step that the bounds cannot decide
+    refits the model on the remaining data with the stored random draws.
+    Every way the result equals the fresh fit; the tests replay this
+    (``DeletionReport.retrained`` is True for a replay as for a refit).
 
     What is kept, what is erased.  A fitted QKMeans holds, about its
     training data: a private float64 copy of the remaining rows (never the
@@ -227,6 +244,10 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     @staticmethod
     def _removal(s: Any, pos: NDArray[np.int64]) -> tuple[Any, str]:
         reason, update = _q_certify(s, pos)
-        if reason:
-            return _q_retrained(s, pos, reason, update), reason
-        return _q_certified(s, pos, update), ""
+        if not reason:
+            return _q_certified(s, pos, update), ""
+        # no seed removed, the same epsilon: replay the run on the memo
+        new = None if update is None else _q_replayed(s, pos, update)
+        if new is None:
+            new = _q_retrained(s, pos, reason, update)
+        return new, reason

@@ -95,7 +95,9 @@ MUST_REACH = {
     ("Q", "refit-generator"): {"as_generator", "_q_fit"},
     ("Q", "certified"): {"lookup", "_q_certify", "_q_certified", "_write_rows"},
     ("Q", "seed"): {"_q_retrained", "race_seeding_dist", "QAssign"},
-    ("Q", "centroid"): {"_q_certify", "_q_retrained", "QAssign"},
+    # a moved cell: the run replayed on the memo (issue 22), no retraining
+    ("Q", "centroid"): {"_q_certify", "_q_replayed", "_q_cells", "_q_relabeled", "qrelabel",
+                        "_q_assemble", "_write_rows"},
     ("Q", "compaction"): {"_q_certify", "_q_certified"},
     ("DC", "refit"): {"_dc_fit", "race_seeding_trace", "race_seeding", "lloyd_loop"},
     ("DC", "refit-generator"): {"as_generator", "_dc_leaf_fit"},

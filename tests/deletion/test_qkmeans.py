@@ -389,7 +389,8 @@ Q_TARGETS = [
     (_qlloyd, "_q_grid_loss"), (_qlloyd, "_label_sums"), (_qlloyd, "_writable"),
     (_common, "_write_rows"), (_qlloyd._seeding, "race_seeding_dist"),
     (_qlloyd._lattice, "quantize"), (_qlloyd._lattice, "centers"),
-    (_qlloyd._lloyd, "QAssign"),
+    (_qlloyd._lloyd, "QAssign"), (qkmeans, "_q_replayed"), (_qlloyd, "_q_cells"),
+    (_qlloyd, "_q_relabeled"), (_qlloyd, "_q_assemble"), (_qlloyd._lloyd, "qrelabel"),
 ]
 
 
@@ -496,3 +497,175 @@ def test_q_memo_error_bounds_after_deleting_an_outlier():
                 assert abs(s.sums[t, 0, c] - exact) <= m * s.quantum[c] / 2 + abs(exact) * 1e-16
         ref = QKMeans(1, epsilon=2.0 ** 24, random_state=seed).fit(X[:200])
         assert_same_q(q, ref)
+
+
+# ------------------------------------------ issue 22: replaying the run on the memo
+
+def _count_replays(monkeypatch):
+    """Outcomes of QKMeans.remove's replays: {"replayed": n, "gave up": n}."""
+    seen = {"replayed": 0, "gave up": 0}
+    real = qkmeans._q_replayed
+
+    def counted(s, pos, update):
+        new = real(s, pos, update)
+        seen["replayed" if new is not None else "gave up"] += 1
+        return new
+
+    monkeypatch.setattr(qkmeans, "_q_replayed", counted)
+    return seen
+
+
+def test_qrelabel_errors():
+    from pyfkm._core import _lloyd
+    from pyfkm.exceptions import InvalidInputError
+    X, C = np.zeros((4, 2)), np.ones((3, 2))
+    for rows, hints in (([4], [0]), ([-1], [0]), ([0], [3]), ([0], [-1])):
+        with pytest.raises(InvalidInputError):
+            _lloyd.qrelabel(X, np.array(rows), np.array(hints), C)
+    for bad in (dict(centers=np.ones((3, 3))), dict(rows=np.zeros((1, 1), np.int64)),
+                dict(hints=np.zeros(2, np.int32)), dict(X=np.zeros((4, 2), np.float32))):
+        args = dict(X=X, rows=np.zeros(1, np.int64), hints=np.zeros(1, np.int32), centers=C)
+        args.update(bad)
+        with pytest.raises(ValueError):
+            _lloyd.qrelabel(args["X"], args["rows"], args["hints"], args["centers"])
+    lab, mind = _lloyd.qrelabel(X, np.zeros(0, np.int64), np.zeros(0, np.int32), C)
+    assert lab.shape == mind.shape == (0,)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qrelabel_is_the_full_scan(seed):
+    """From any hints, the labels and distances of QAssign's full scan, bit
+    for bit, also for rows on centers, equidistant rows (ties to the lowest
+    index) and centers close together (little pruning)."""
+    from pyfkm._core import _lloyd
+    rng = np.random.default_rng(seed)
+    d, k = [1, 3, 8, 25][seed], [2, 5, 6, 9][seed]
+    C = rng.normal(size=(k, d)) * [0.01, 3.0, 10.0, 5.0][seed]
+    X = rng.normal(size=(400, d)) * 3
+    X[:40] = C[rng.integers(0, k, 40)]
+    X[40:60] = (C[0] + C[1]) / 2
+    X[60:70] = C[2 % k] + (C[2 % k] - C[0]) * 0.5
+    labels, mind, _, _, _ = _lloyd.QAssign(X, k).step(C)
+    rows = rng.integers(0, 400, 600)
+    for hints in (np.zeros(600, np.int32), rng.integers(0, k, 600), labels[rows],
+                  (labels[rows] + 1) % k):
+        lab, mnd = _lloyd.qrelabel(X, rows, hints, C)
+        assert lab.tobytes() == labels[rows].tobytes()
+        assert mnd.tobytes() == mind[rows].tobytes()
+
+
+def test_q_relabeled_is_a_fresh_assignment():
+    """_q_relabeled from an assignment to other centers (some moved by a
+    cell or more, some not) is QAssign's assignment, bit for bit."""
+    from pyfkm._core import _lloyd
+    rng = np.random.default_rng(3)
+    X, _ = blobs(3, n=500, d=4, k=5, spread=5)
+    C = X[rng.choice(500, 5, replace=False)]
+    ref_l, ref_m, _, _, _ = _lloyd.QAssign(X, 5).step(C)
+    ref_l[:7], ref_m[:7] = -1, 0.0  # dead rows stay dead
+    for moved in ([0], [1, 3], [4], [0, 1, 2, 3, 4]):
+        C2 = C.copy()
+        C2[moved] += rng.normal(size=(len(moved), 4)) * [[0.01], [1.0], [4.0], [0.1],
+                                                         [2.0]][:len(moved)]
+        lab, mind, rows, old, old_m = _qlloyd._q_relabeled(X, C2, np.array(moved), ref_l, ref_m,
+                                                    2.0 ** -40)
+        full_l, full_m, _, _, _ = _lloyd.QAssign(X, 5).step(C2)
+        assert (lab[:7] == -1).all() and (mind[:7] == 0).all()
+        assert lab[7:].tobytes() == full_l[7:].tobytes()
+        assert mind[7:].tobytes() == full_m[7:].tobytes()
+        assert np.array_equal(old, ref_l[rows])
+        assert np.isin(np.flatnonzero(np.isin(ref_l, moved)), rows).all()
+
+
+def _replay_stream(monkeypatch, cases, batch=(1,)):
+    """Delete one id (or a few) at a time from each case (X, seed, params)
+    until k + 1 remain, comparing with the fresh fit after every deletion;
+    returns the counts of certified, replayed and retrained deletions."""
+    seen = _count_replays(monkeypatch)
+    certified = total = 0
+    for X, seed, params in cases:
+        rng = np.random.default_rng(seed)
+        ids = np.arange(X.shape[0])
+        q = QKMeans(random_state=seed, **params).fit(X)
+        k = params["n_clusters"]
+        while q.n_samples_ > k + 3:
+            size = int(rng.choice(batch))
+            rep = q.remove(rng.choice(q.sample_ids_, size=size, replace=False))
+            total += 1
+            certified += not rep.retrained
+            assert_same_q(q, q_replay(q, X, ids, seed, **params))
+    return certified, seen["replayed"], total - certified - seen["replayed"]
+
+
+@pytest.mark.slow
+def test_q_replay_streams_on_small_instances(monkeypatch):
+    """Hundreds of deletions where cells move often (fine lattices, small
+    clusters, balance corrections, empty clusters, duplicates): every
+    replayed model equals the fresh fit bit for bit, and the replays run."""
+    cases = []
+    for seed in range(30):
+        rng = np.random.default_rng(1000 + seed)
+        n, d, k = int(rng.integers(20, 90)), int(rng.integers(1, 5)), int(rng.integers(2, 6))
+        X, _ = blobs(seed, n=n, d=d, k=k, spread=float(rng.choice([2.0, 6.0])))
+        if seed % 3 == 0:
+            X = np.round(X, 1)  # ties and duplicates
+        cases.append((X, seed, dict(n_clusters=k, epsilon=float(rng.choice([0.05, 0.25, 1.0])),
+                                    gamma=float(rng.choice([0.0, 0.2, 0.6])),
+                                    max_iter=int(rng.integers(2, 12)))))
+    certified, replayed, retrained = _replay_stream(monkeypatch, cases, batch=(1, 1, 2, 3))
+    assert replayed > 100 and certified > 0
+
+
+def test_q_replay_random_deletions_replays(monkeypatch):
+    """A quick stream on two instances of the replay tests: deletions that
+    move a cell are replayed, each equal to the fresh fit."""
+    cases = []
+    for seed in range(2):
+        X, _ = blobs(seed, n=120, d=3, k=4)
+        cases.append((X, seed, dict(n_clusters=4, epsilon=0.1, gamma=0.2, max_iter=8)))
+    certified, replayed, retrained = _replay_stream(monkeypatch, cases)
+    assert replayed > 10
+
+
+def test_q_replay_gamma_balance_and_emptied_cluster(monkeypatch):
+    """A small cluster under the balance threshold (its centroid is topped
+    up with copies of the previous one, and depends on n), deleted until it
+    is empty: every deletion equals the fresh fit."""
+    rng = np.random.default_rng(5)
+    X = np.concatenate([rng.normal(size=(120, 2)), rng.normal(size=(6, 2)) * 0.3 + 9,
+                        rng.normal(size=(100, 2)) + [0, 14]])
+    small = np.arange(120, 126)
+    seen = _count_replays(monkeypatch)
+    for gamma in (0.2, 0.6):
+        params = dict(n_clusters=3, epsilon=0.05, gamma=gamma, max_iter=10)
+        for seed in range(3):
+            q = QKMeans(random_state=seed, **params).fit(X)
+            victims = [i for i in small if i not in q.seed_ids_] + \
+                [int(i) for i in rng.choice(120, 10, replace=False) if i not in q.seed_ids_]
+            for v in victims:
+                q.remove([v])
+                assert_same_q(q, q_replay(q, X, np.arange(len(X)), seed, **params))
+    assert seen["replayed"] > 0
+
+
+def test_q_replay_centroid_on_a_cell_boundary(monkeypatch):
+    """One cluster whose mean after the deletion is a lattice cell boundary
+    of the first iteration (up to the rounding of the boundary itself):
+    certification and replay must agree with the fresh fit, whichever side
+    the fresh fit rounds to."""
+    seen = _count_replays(monkeypatch)
+    eps = 0.25
+    for seed in range(8):
+        phases = QKMeans(1, epsilon=eps, random_state=seed, max_iter=4).fit(
+            np.zeros((2, 2)) + [[0.0], [1.0]])._state.p.phases
+        rng = np.random.default_rng(seed)
+        v = (3.0 + phases[0]) * eps  # the boundary floor(c / eps - phase) = 3
+        half = np.round(rng.uniform(0.5, 2.0, size=(32, 2)), 3)
+        X = np.concatenate([v + half, v - half, [v + [5.0, -7.0]]])  # 64 + 1 rows
+        q = QKMeans(1, epsilon=eps, random_state=seed, max_iter=4).fit(X)
+        if 64 in q._state.seeds:
+            continue
+        q.remove([64])
+        assert_same_q(q, q_replay(q, X, np.arange(65), seed, n_clusters=1, epsilon=eps,
+                                  max_iter=4))
+    assert sum(seen.values()) > 0
