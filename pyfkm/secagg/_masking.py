@@ -38,6 +38,7 @@ hidden behind its self mask.
 The keys and their derivations, the roster binding, message
 authentication and the graph are :mod:`._keys`.
 """
+import functools
 import hmac
 import os
 import struct
@@ -274,10 +275,15 @@ class MaskingClient:
         # owners in order and each one's two shares; which one goes out is
         # decided only by the unmask request
         held, off = st["held"], SHARE_PLAIN.size
-        st["reveal"] = (sorted(o for o in held if o in u2),
-                        {o: (p[off:off + _shamir.SHARE_BYTES],
-                             p[off + _shamir.SHARE_BYTES:off + 2 * _shamir.SHARE_BYTES])
-                         for o, p in held.items()})
+        order = tuple(sorted(o for o in held if o in u2))
+        pieces = {o: (p[off:off + _shamir.SHARE_BYTES],
+                      p[off + _shamir.SHARE_BYTES:off + 2 * _shamir.SHARE_BYTES])
+                  for o, p in held.items()}
+        st["reveal"] = (order, pieces)
+        # the answer when every held owner survives (the usual case): the
+        # self-seed share of each, as columns (owners, kinds, shares)
+        st["reveal_all"] = (order, (B_SHARE,) * len(order),
+                            tuple(pieces[o][B_SHARE] for o in order))
         st["view"] = round_view(round_, u2)
         st["sk"] = None                # the pair keys are derived: drop the round key
         return keys
@@ -306,12 +312,28 @@ class MaskingClient:
         st["b"] = None      # kept only as shares now: the input is masked and sent
 
     # -- step 3: unmask
+    def reveal_all(self, round_):
+        """``(owners, kinds, shares)`` that :meth:`unmask_columns` returns
+        (the same tuples) when every owner this client holds shares of
+        survives; known after step 2 (no data involved), so a caller may
+        lay out its answer ahead of the round."""
+        st = self._state(round_)
+        if st.get("reveal_all") is None:
+            raise ProtocolError(f"round {round_}: shares not received")
+        return st["reveal_all"]
+
     def unmask(self, round_, survivors, data_digest=None, summed_over=None):
         """The shares this client reveals for round ``round_`` with survivors
         ``U3``: ``[(owner, kind, share bytes)]``; the round's state is
         dropped afterwards.  Refuses (and reveals nothing) when ``U3`` is
         below the threshold, not a subset of ``U2``, or would make it reveal
         both kinds of share of one peer."""
+        return list(zip(*self.unmask_columns(round_, survivors, data_digest, summed_over)))
+
+    def unmask_columns(self, round_, survivors, data_digest=None, summed_over=None):
+        """:meth:`unmask` (the same checks and refusals) as three tuples
+        ``(owners, kinds, shares)``; when every held owner survives these are
+        the tuples of :meth:`reveal_all`."""
         st = self._state(round_)
         if st["u2"] is None or not st["done"]:
             raise ProtocolError(f"round {round_}: nothing was sent, nothing to unmask")
@@ -327,13 +349,18 @@ class MaskingClient:
                     "refused")
         revealed = self._revealed.setdefault(round_, {})
         order, pieces = st["reveal"]           # the held owners in U2, sorted
-        kinds = [B_SHARE if owner in u3 else SK_SHARE for owner in order]
+        if u3.issuperset(order):               # all survived: laid out in step 2
+            out = st["reveal_all"]
+            kinds = out[1]
+        else:
+            kinds = tuple(B_SHARE if owner in u3 else SK_SHARE for owner in order)
+            out = (order, kinds, tuple(pieces[owner][kind]
+                                       for owner, kind in zip(order, kinds)))
         if revealed:           # (nothing revealed yet in this round: no conflict)
             for owner, kind in zip(order, kinds):
                 if revealed.get(owner, kind) != kind:
                     raise ProtocolError(f"round {round_}: client {owner} was a survivor and "
                                         "a dropout in two requests; nothing revealed")
-        out = [(owner, kind, pieces[owner][kind]) for owner, kind in zip(order, kinds)]
         revealed.update(zip(order, kinds))
         if data_digest is not None:
             self._summed[data_digest] = over
@@ -344,6 +371,12 @@ class MaskingClient:
 
 
 # ------------------------------------------------------------------ server side
+
+@functools.lru_cache(maxsize=None)
+def _all_b(n):
+    """``(B_SHARE,) * n`` (the kinds of an answer whose owners all survived)."""
+    return (B_SHARE,) * n
+
 
 class MaskingServer:
     """The server half: roster, relaying shares, recovery."""
@@ -368,6 +401,8 @@ class MaskingServer:
         self.ids, self.threshold, self.degree = ids, threshold, degree
         self.graph = neighbour_graph(ring_seed(run_id, params_bytes, ids, keys), ids, degree)
         self.n_share = share_threshold(len(ids), threshold, degree)
+        self._holders_cache = {}         # owner -> its holders (fixed by the graph)
+        self._xs_cache = {}              # holders -> their abscissas
         self._mac = {}
         for i, k in zip(ids, keys):
             self._mac[i] = server_mac_key(exchange(self._channel, k, f"client {i}"),
@@ -461,9 +496,14 @@ class MaskingServer:
             u3 = st.get("u3set")
             if u3 is None:
                 u3 = st["u3set"] = frozenset(st["u3"])
-            owners = tuple(sorted((set(self.neighbours(sender)) | {sender}) & u2))
-            exp = cache[sender] = (owners, tuple(B_SHARE if o in u3 else SK_SHARE
-                                                 for o in owners))
+            owners = self._holders(sender)     # (the graph's, fixed for the run)
+            if not u2.issuperset(owners):
+                owners = tuple(o for o in owners if o in u2)
+            if u3.issuperset(owners):
+                kinds = _all_b(len(owners))
+            else:
+                kinds = tuple(B_SHARE if o in u3 else SK_SHARE for o in owners)
+            exp = cache[sender] = (owners, kinds)
         return exp
 
     def add_unmask(self, st, sender, items):
@@ -486,25 +526,30 @@ class MaskingServer:
                 seen.add(owner)
             if seen != mine:
                 raise ProtocolError(f"client {sender}: the unmask answer is incomplete")
-        self._store_unmask(st, sender, [o for o, _, _ in items], [s for _, _, s in items])
+        self._store_unmask(st, sender, [o for o, _, _ in items],
+                           [bytes(s) for _, _, s in items])
 
     def add_unmask_checked(self, st, sender, shares):
         """Record survivor ``sender``'s answer, whose owners and kinds the
-        caller found equal to :meth:`expected_unmask` (``shares``: one per
-        owner, in order) and whose sender it found a survivor that had not
-        answered."""
+        caller found equal to :meth:`expected_unmask` (``shares``: one
+        ``bytes`` per owner, in order) and whose sender it found a survivor
+        that had not answered."""
         self._store_unmask(st, sender, st["expect"][sender][0], shares)
 
     def _store_unmask(self, st, sender, owners, shares):
-        got = st["shares"]
-        x = sender + 1
-        for owner, share in zip(owners, shares):
-            held = got.get(owner)
-            if held is None:
-                got[owner] = [(x, bytes(share))]
-            else:
-                held.append((x, bytes(share)))
+        # stored by sender, as received (owner -> share): the recovery picks
+        # each owner's shares from its holders that answered
+        st["shares"][sender] = dict(zip(owners, shares))
         st["answered"].add(sender)
+
+    def _holders(self, owner):
+        """The clients that hold shares of ``owner``: itself and its
+        neighbours (the graph is symmetric), increasing."""
+        h = self._holders_cache.get(owner)
+        if h is None:
+            h = self._holders_cache[owner] = tuple(sorted(set(self.neighbours(owner))
+                                                          | {owner}))
+        return h
 
     def recover(self, st):
         """``(self seeds of U3 (n, 32) uint8, pair keys to remove (m, 32) uint8,
@@ -517,19 +562,31 @@ class MaskingServer:
         dropped = [v for v in u2 if v not in u3set]
         need = self.n_share
         owners = list(u3) + dropped
+        by_sender = st["shares"]
+        answered = st["answered"]               # the keys of by_sender
+        xs_of = self._xs_cache
         groups = []
         for owner in owners:
-            got = st["shares"].get(owner, [])
-            if len(got) < need:
+            # its holders that answered (each answer held exactly the owners
+            # its sender holds), lowest first
+            hs = self._holders(owner)
+            if not answered.issuperset(hs):
+                hs = tuple(h for h in hs if h in by_sender)
+            if len(hs) < need:
                 raise ProtocolError(
-                    f"round {st['round']}: {len(got)} shares of client {owner}'s "
+                    f"round {st['round']}: {len(hs)} shares of client {owner}'s "
                     f"{'self seed' if owner in u3set else 'round key'}, {need} needed "
                     "(too many dropouts)")
             # exactly ``need`` shares, lowest holders first: survivors share
             # most holder sets, so the Lagrange weights are computed once and
             # cached; a wrong share is caught by the commitment / public key
-            xs, shares = zip(*sorted(got)[:need])
-            groups.append((xs, tuple(zip(shares))))         # one share per row
+            hs = hs[:need]
+            xs = xs_of.get(hs)
+            if xs is None:
+                if len(xs_of) > 4 * len(self.ids):
+                    xs_of.clear()
+                xs = xs_of[hs] = tuple(h + 1 for h in hs)
+            groups.append((xs, [(by_sender[h][owner],) for h in hs]))  # one share per row
         # every secret at once: the work that depends on the holders only
         # (Lagrange weights) is shared by the secrets with the same holders
         secrets = {o: r[0] for o, r in zip(owners, _shamir.reconstruct_many(groups, need))}

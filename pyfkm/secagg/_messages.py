@@ -376,6 +376,11 @@ class ShareMessage:
         bytes
             Header and body.
         """
+        # a client's own message keeps the bytes it tagged (its fields never
+        # change once built); any other is serialized from its fields
+        signed = self.__dict__.get("_signed")
+        if signed is not None:
+            return signed
         body = b"".join(struct.pack("<I", h) + c for h, c in zip(self.holders, self.ciphertexts))
         return (_pack_header(_SHARES, self.run_id, self.round, self.sender, 0) + self.round_key
                 + self.commitment + struct.pack("<I", len(self.holders)) + body)
@@ -702,6 +707,20 @@ class UnmaskRequest:
         object.__setattr__(self, "round", _round_field(self.round))
         object.__setattr__(self, "survivors", _ids_tuple(self.survivors, "survivor"))
 
+    def survivor_set(self) -> frozenset:
+        """The survivors as a frozenset, built once per message (a broadcast
+        parsed once serves every survivor; its fields never change).
+
+        Returns
+        -------
+        frozenset of int
+            ``frozenset(self.survivors)``.
+        """
+        s = self.__dict__.get("_survivor_set")
+        if s is None:
+            s = self.__dict__["_survivor_set"] = frozenset(self.survivors)
+        return s
+
     def to_bytes(self) -> bytes:
         """The wire form of the request.
 
@@ -823,14 +842,19 @@ class UnmaskMessage:
 
     @classmethod
     def _signed_by(cls, run_id: bytes, round_: int, sender: int, owners: tuple,
-                   kinds: tuple, shares: tuple, sign: Any) -> UnmaskMessage:
+                   kinds: tuple, shares: tuple, sign: Any, body: bytes | None = None
+                   ) -> UnmaskMessage:
         """A message built by a client from its own checked state (run id,
         round, id; owners strictly increasing and non-empty, kinds 0/1,
         33-byte shares), tagged with ``sign(signed bytes)``: serialized once,
-        without the checks that guard untrusted input."""
+        without the checks that guard untrusted input.  ``body``, when given,
+        is ``unmask_body(owners, kinds, shares)`` laid out ahead."""
         msg = _built(cls, run_id=run_id, round=int(round_), sender=int(sender), owners=owners,
                      kinds=kinds, shares=shares)
-        signed = _unmask_signed(msg)
+        if body is None:
+            signed = _unmask_signed(msg)
+        else:
+            signed = _pack_header(_UNMASK, run_id, msg.round, msg.sender, 0) + body
         msg.__dict__["tag"] = bytes(sign(signed))
         msg.__dict__["_signed"] = signed
         return msg
@@ -943,7 +967,14 @@ def parse_unmask_answers(datas: list, run_id: bytes, round_: int) -> list | None
     return out
 
 
+def unmask_body(owners: tuple, kinds: tuple, shares: tuple) -> bytes:
+    """The part of an unmask answer's signed bytes after its header: the
+    item count and the items (a client may lay it out before the round's
+    request, from the tuples :meth:`MaskingClient.reveal_all` gives)."""
+    return struct.pack("<I", len(owners)) + b"".join(map(_UNMASK_ITEM.pack, owners, kinds,
+                                                         shares))
+
+
 def _unmask_signed(msg: UnmaskMessage) -> bytes:
     return (_pack_header(_UNMASK, msg.run_id, msg.round, msg.sender, 0)
-            + struct.pack("<I", len(msg.owners))
-            + b"".join(map(_UNMASK_ITEM.pack, msg.owners, msg.kinds, msg.shares)))
+            + unmask_body(msg.owners, msg.kinds, msg.shares))

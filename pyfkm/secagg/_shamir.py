@@ -246,8 +246,62 @@ def reconstruct_many(groups, threshold):
     True
     """
     t = _check_threshold(threshold)
-    return [_reconstruct(xs, shares, t) for xs, shares in _as_list(groups, "groups",
-                                                                    ProtocolError)]
+    groups = _as_list(groups, "groups", ProtocolError)
+    out = _reconstruct_batch(groups, t)
+    if out is None:          # some group fails a check: its error, in order
+        out = [_reconstruct(xs, shares, t) for xs, shares in groups]
+    return out
+
+
+def _reconstruct_batch(groups, t):
+    """:func:`reconstruct_many` after its threshold check when every share
+    of every group is a valid encoding (checked once, over all groups, at C
+    speed) and every group's rows are tuples or lists of one length; None
+    otherwise (the caller then takes the groups one by one for the error)."""
+    try:
+        rows = [shares for _, shares in groups]
+    except (TypeError, ValueError):
+        return None
+    if not rows or not all(type(r) in _ROW_TYPES and _ROW_TYPES.issuperset(map(type, r))
+                           for r in rows):
+        return None
+    chain = itertools.chain.from_iterable
+    flat = list(chain(chain(rows)))
+    if not flat or set(map(type, flat)) != _BYTES or set(map(len, flat)) != _SHARE_LEN:
+        return None
+    flat = list(map(int.from_bytes, flat, itertools.repeat("little")))
+    if max(flat) >= PRIME:
+        return None
+    out = []
+    k = 0
+    for (xs, _), r in zip(groups, rows):
+        # the checks of _reconstruct, in its order, on rows already decoded
+        nodes = _check_nodes(xs, ProtocolError)
+        if len(r) != len(nodes):
+            raise ProtocolError(f"{len(r)} rows of shares for {len(nodes)} abscissas")
+        if len(nodes) < t:
+            raise ProtocolError(f"{len(nodes)} points should be >= threshold={t}")
+        m = len(r[0]) if r else 0
+        if len(set(map(len, r))) > 1:
+            return _reconstruct_rest(groups, len(out), t, out)
+        n = len(r)
+        if m == 1 and n == t:        # one secret, no further point: one dot product
+            values = [sum(map(mul, _weights(tuple(nodes), PRIME)[0], flat[k:k + n])) % PRIME]
+        else:
+            values = _interpolate(nodes, [flat[k + i * m:k + (i + 1) * m] for i in range(n)],
+                                  t, PRIME)
+        k += m * n
+        for j, v in enumerate(values):
+            if v >> (8 * SECRET_BYTES):
+                raise ProtocolError(f"reconstructed value {j} is not a {SECRET_BYTES}-byte "
+                                    "secret (inconsistent shares)")
+        out.append([v.to_bytes(SECRET_BYTES, "little") for v in values])
+    return out
+
+
+def _reconstruct_rest(groups, start, t, done):
+    """The groups from ``start`` on, one by one, after ``done``."""
+    return done + [_reconstruct(xs, shares, t) for xs, shares in groups[start:]]
 
 
 def lagrange_at_zero(xs):
@@ -406,7 +460,7 @@ def _check_threshold(threshold):
 
 def _check_nodes(xs, error):
     """Distinct Python ints in [1, MAX_X], or ``error``."""
-    if type(xs) in (list, tuple) and xs and all(type(x) is int for x in xs) \
+    if type(xs) in (list, tuple) and xs and _INT.issuperset(map(type, xs)) \
             and 1 <= min(xs) and max(xs) <= MAX_X and len(set(xs)) == len(xs):
         return list(xs)              # the usual case, checked at C speed
     nodes = []
@@ -426,6 +480,7 @@ def _check_nodes(xs, error):
 
 
 _ROW_TYPES = frozenset((list, tuple))
+_INT = frozenset((int,))
 _BYTES = {bytes}
 _SHARE_LEN = {SHARE_BYTES}
 

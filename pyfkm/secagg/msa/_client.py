@@ -12,7 +12,6 @@ server only ever holds uniformly masked words.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import struct
@@ -23,7 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 from cryptography.exceptions import InvalidTag
 
 from ...exceptions import InvalidInputError, ProtocolError
-from .._framing import _check_id, _check_run_id
+from .._framing import _built, _check_id, _check_run_id
 from .._keys import data_digest
 from .._masking import MaskingClient
 from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
@@ -276,9 +275,15 @@ class MsaClient:
             raise ProtocolError("round of another run")
         pk, commit, items = self._m.share(round_msg.round, round_msg.participants)
         self._input_round = self._sent = self._answered = None
-        msg = ShareMessage(self._run_id, round_msg.round, self.client_id, pk, commit,
-                           tuple(h for h, _ in items), tuple(c for _, c in items))
-        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()))
+        # built from this client's own checked state (the constructor's
+        # checks guard untrusted fields), tagged once
+        msg = _built(ShareMessage, run_id=self._run_id, round=int(round_msg.round),
+                     sender=self.client_id, round_key=bytes(pk), commitment=bytes(commit),
+                     holders=tuple(h for h, _ in items),
+                     ciphertexts=tuple(bytes(c) for _, c in items))
+        signed = msg.__dict__["_signed"] = msg.signed_bytes()
+        msg.__dict__["tag"] = self._m.tag(signed)
+        return msg
 
     def receive_shares(self, bundle: ShareBundle) -> None:
         """Step 2: neighbours' shares and round keys; derives the pair keys.
@@ -396,9 +401,14 @@ class MsaClient:
         enc += mask
         self._sent = (req.round, digest)
         self._input_round = None
-        msg = MaskedVectorMessage(self._run_id, req.round, self.client_id, enc)
-        return dataclasses.replace(msg, tag=self._m.tag(msg.signed_bytes()
-                                                        + self._m.view(req.round)))
+        # built from this client's own state (enc: a fresh contiguous uint64
+        # vector), tagged once
+        enc.setflags(write=False)
+        msg = _built(MaskedVectorMessage, run_id=self._run_id, round=int(req.round),
+                     sender=self.client_id, payload=enc)
+        signed = msg.__dict__["_signed"] = msg.signed_bytes()
+        msg.__dict__["tag"] = self._m.tag(signed + self._m.view(req.round))
+        return msg
 
     def unmask_shares(self, req: UnmaskRequest) -> UnmaskMessage:
         """Step 4: the shares this client reveals for the round's survivors.
@@ -433,10 +443,9 @@ class MsaClient:
         if not self._bearers.intersection(req.survivors):
             raise ProtocolError(f"round {req.round}: no client carrying the output mask "
                                 "survived; the sum would be in the clear: refused")
-        items = self._m.unmask(req.round, req.survivors, self._sent[1])
+        owners, kinds, shares = self._m.unmask_columns(req.round, req.survivors, self._sent[1])
         self._sent = None
         self._answered = (req.round, tuple(req.survivors))
-        owners, kinds, shares = (tuple(c) for c in zip(*items))
         return UnmaskMessage._signed_by(self._run_id, req.round, self.client_id, owners, kinds,
                                         shares, self._m.tag)
 

@@ -374,6 +374,11 @@ class MaskedVectorMessage(_WordsEq):
         bytes
             Header, word count and words (little-endian u64).
         """
+        # a client's own message keeps the bytes it tagged (its fields never
+        # change once built); any other is serialized from its fields
+        signed = self.__dict__.get("_signed")
+        if signed is not None:
+            return signed
         return (_pack_header(_MASKED, self.run_id, self.round, self.sender, 0)
                 + _words_body(self.payload))
 

@@ -10,6 +10,7 @@ server's own noise modes (``noise="gaussian"`` or ``"laplace"`` of
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Iterable
 
@@ -69,6 +70,30 @@ def client_noise(segments: Iterable[tuple[int, float, bytes]], n_words: int, thr
     Z_2^64; raises :class:`CapacityError` if a sample reaches ``limit``."""
     from ...core.noise import NoiseStream
     segments = tuple(segments)
+    try:
+        plan = _noise_plan(segments, n_words, threshold, scale_bits)
+    except TypeError:             # unhashable segments (a bytearray tag): not cached
+        plan = _noise_plan.__wrapped__(segments, n_words, threshold, scale_bits)
+    key = os.urandom(32)
+    parts = []
+    for length, tag, units in plan:
+        if units == 0:
+            parts.append(np.zeros(length, dtype=np.int64))
+            continue
+        ns = NoiseStream.secure(key, round_, tag)
+        v = np.asarray(ns.discrete_gaussian(length, units), dtype=np.int64)
+        if v.size and int(np.abs(v).max()) >= limit:
+            raise CapacityError("a noise sample reaches the capacity of one share")
+        parts.append(v)
+    return np.concatenate(parts).view(np.uint64)
+
+
+@functools.lru_cache(maxsize=64)
+def _noise_plan(segments: tuple[tuple[int, float, bytes], ...], n_words: int, threshold: int,
+                scale_bits: int) -> tuple[tuple[int, bytes, float], ...]:
+    """The checked segments of :func:`client_noise`: ``(length, tag, scale in
+    fixed-point units)`` each (public parameters, the same every round:
+    checked once; a failing check raises every time, nothing is cached)."""
     if sum(int(sg[0]) for sg in segments) != n_words:
         raise InvalidInputError("noise segments must cover the vector exactly")
     tags = [bytes(sg[2]) for sg in segments]
@@ -90,16 +115,5 @@ def client_noise(segments: Iterable[tuple[int, float, bytes]], n_words: int, thr
                 f"a client's noise share of scale {np.ldexp(sc, scale_bits):.3g} fixed-point "
                 f"units is below {MIN_SHARE_SCALE}: the distributed noise accounting would not "
                 "hold; use a smaller epsilon or a larger scale_bits")
-    key = os.urandom(32)
-    parts = []
-    for (length, _, tag), sc in zip(segments, scales):
-        if sc == 0:
-            parts.append(np.zeros(int(length), dtype=np.int64))
-            continue
-        ns = NoiseStream.secure(key, round_, bytes(tag))
-        v = np.asarray(ns.discrete_gaussian(int(length), float(np.ldexp(sc, scale_bits))),
-                       dtype=np.int64)
-        if v.size and int(np.abs(v).max()) >= limit:
-            raise CapacityError("a noise sample reaches the capacity of one share")
-        parts.append(v)
-    return np.concatenate(parts).view(np.uint64)
+    return tuple((int(length), bytes(tag), 0 if sc == 0 else float(np.ldexp(sc, scale_bits)))
+                 for (length, _, tag), sc in zip(segments, scales))

@@ -23,7 +23,7 @@ from .._framing import TAG_BYTES, _built
 from .._keys import data_digest
 from .._masking import MaskingClient
 from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
-                         UnmaskMessage, UnmaskRequest)
+                         UnmaskMessage, UnmaskRequest, unmask_body)
 from ._codec import Codec
 from ._crypto import SCMA_TAG, _stream_limit, add_mod
 from ._messages import RosterMessage, SyndromeMessage, _request_bytes
@@ -152,6 +152,7 @@ class ScmaClient:
         self._mask_cache = None    # (round, mask)
         self._input_round = None   # the round whose shares were received
         self._last_change = None
+        self._unmask_body = None   # (shares, body) of step 4's usual answer, laid out ahead
 
     @property
     def public_key(self) -> bytes:
@@ -341,6 +342,10 @@ class ScmaClient:
             .reshape(len(others) + 1, 32).copy(),
             np.array([0] + [int(me > o) for o in others], dtype=np.uint8))
         self._input_round = bundle.round
+        # step 4's answer when every held owner survives, serialized ahead
+        # (no data involved; the tag is computed when it is sent)
+        cols = self._m.reveal_all(bundle.round)
+        self._unmask_body = (cols[2], unmask_body(*cols))
 
     def mask(self, round_: int, n_words: int | None = None) -> NDArray[np.uint64]:
         """This client's mask of its open round (after :meth:`receive_shares`):
@@ -579,9 +584,10 @@ class ScmaClient:
         self._round_keys = None
         msg = SyndromeMessage._trusted(self._run_id, req.round, self.client_id,
                                        self.params.modulus, masked)
-        tag = self._m.tag(msg.signed_bytes() + self._m.view(req.round, _request_bytes(req)))
-        return SyndromeMessage._trusted(self._run_id, req.round, self.client_id,
-                                        self.params.modulus, masked, tag)
+        # tagged once built (a frozen message of this client's own state)
+        msg.__dict__["tag"] = self._m.tag(msg.signed_bytes()
+                                          + self._m.view(req.round, _request_bytes(req)))
+        return msg
 
     # -- step 4
     def unmask(self, req: UnmaskRequest) -> UnmaskMessage:
@@ -615,7 +621,7 @@ class ScmaClient:
                                 "last input")
         rnd, data, base_included = self._sent
         full = base_included is None
-        survivors = frozenset(req.survivors)
+        survivors = req.survivor_set()
         # the keyed digest of data that did not change since the last round
         # is the same: computed once per data (and run key)
         cached = self._digest
@@ -629,16 +635,17 @@ class ScmaClient:
         # (whichever base the server names: the change is taken against it).
         # The same data summed over another set would reveal the difference
         included = survivors if full else base_included
-        items = self._m.unmask(rnd, survivors, digest, included)
+        owners, kinds, shares = self._m.unmask_columns(rnd, survivors, digest, included)
         self._sent = None
         # the input is in the sum (if the server completes the round)
         answered = self._answered
         answered[rnd] = (data, included)
         if len(answered) > _KEEP_ANSWERED:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
-        owners, kinds, shares = (tuple(c) for c in zip(*items))
+        ahead, self._unmask_body = self._unmask_body, None
+        body = ahead[1] if ahead is not None and ahead[0] is shares else None
         return UnmaskMessage._signed_by(self._run_id, rnd, self.client_id, owners, kinds,
-                                        shares, self._m.tag)
+                                        shares, self._m.tag, body)
 
 
 def _check_run_id_arg(run_id: object) -> bytes:
