@@ -100,8 +100,8 @@ int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
                          uint64_t *c, int64_t *lc);
 
 /* fkm_berlekamp_massey_cut: fkm_berlekamp_massey with the crossover
- * given: N >= cut (cut >= 1) tries the Pade form first (fkm_bm_pade, with
- * cut also bounding the half-gcd's base case); cut <= 0 takes the measured
+ * given: N >= cut (cut >= 1) tries the Pade form first (fkm_bm_pade; a
+ * cut below the half-gcd's base case lowers it too); cut <= 0 takes the measured
  * default (fkm_berlekamp_massey is this call with cut = 0).  The output is
  * the same for every cut. */
 int fkm_berlekamp_massey_cut(fkm_field_t F, const uint64_t *s, int64_t N,

@@ -125,8 +125,9 @@ int fkm_poly_gcd_classical(fkm_pctx_t *C, const uint64_t *a, int64_t la,
 /* fkm_poly_gcd_hgcd: fkm_poly_gcd through the half-gcd (fkm_hgcd.c),
  * O(M(n) log n), classical Euclid below degree cut.  cut <= 0 takes the
  * measured default (fkm_poly_gcd is this call with cut = 0); a positive cut
- * (raised to 4 at least) also bounds the half-gcd's own base case, so tests
- * can force every path at small degrees.  Same contract as fkm_poly_gcd. */
+ * below the half-gcd's own base case (64) lowers that too (raised to 4 at
+ * least), so tests can force every path at small degrees.  Same contract
+ * as fkm_poly_gcd. */
 int fkm_poly_gcd_hgcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                       const uint64_t *b, int64_t lb, fkm_poly_t *G,
                       int64_t cut);

@@ -380,30 +380,59 @@ static int descent_node(fkm_pctx_t *C, fkm_poly_t *G, ulist_t *L, uint64_t E,
     return st;
 }
 
+/* D <- D / (x - r) for a root r of the monic D (synthetic division). */
+static void deflate(fkm_poly_t *D, uint64_t r, fkm_field_t F)
+{
+    int64_t n = D->len - 1;
+    uint64_t carry = D->c[n];
+    for (int64_t i = n - 1; i >= 0; i--) {
+        uint64_t t = fkm_addmod(D->c[i], fkm_mulmod(carry, r, F), F);
+        D->c[i] = carry;
+        carry = t;
+    }
+    D->len = n;
+}
+
 /* Roots of a monic G of degree >= 1 by the descent from a fresh shift.
  * check: G is not known to split; FKM_ENOTSPLIT unless it is a product of
- * distinct linear factors (the test is U_k == 1, free with the chain). */
+ * distinct linear factors (the test is U_k == 1, free with the chain).
+ * A shift that is minus a root gives that root: it is divided out (with
+ * check, a second time means a repeated root). */
 static int descent_start(fkm_pctx_t *C, const fkm_poly_t *G, int check,
                          fkm_rng_t *rng, uint64_t *roots, int64_t *nr,
                          int depth)
 {
     fkm_field_t F = C->F;
-    int64_t n = G->len - 1;
     const int k = C->two_adicity;
     if (depth > SPLIT_ATTEMPTS)
         return FKM_ENOSPLIT_RNG;
-    if (n == 1) {
-        roots[(*nr)++] = fkm_negmod(G->c[0], F);
-        return FKM_OK;
-    }
-    /* a shift that is not minus a root */
+    fkm_poly_t D;
+    fkm_poly_init(&D);
+    ulist_t L = {NULL, 0};
+    uint64_t *chain = NULL;
+    int st = fkm_poly_set(&D, G->c, G->len);
     uint64_t a = 0;
     int attempt = 0;
-    do {
-        if (++attempt > SPLIT_ATTEMPTS)
-            return FKM_ENOSPLIT_RNG;
+    while (!st && D.len > 2) {
+        if (++attempt > SPLIT_ATTEMPTS) {
+            st = FKM_ENOSPLIT_RNG;
+            break;
+        }
         a = rand_elem(rng, F);
-    } while (fkm_poly_eval(G->c, G->len, fkm_negmod(a, F), F) == 0);
+        uint64_t r = fkm_negmod(a, F);
+        if (fkm_poly_eval(D.c, D.len, r, F) != 0)
+            break;
+        roots[(*nr)++] = r;
+        deflate(&D, r, F);
+        if (check && fkm_poly_eval(D.c, D.len, r, F) == 0)
+            st = FKM_ENOTSPLIT;
+    }
+    if (st || D.len <= 2) {
+        if (!st && D.len == 2)
+            roots[(*nr)++] = fkm_negmod(D.c[0], F);
+        goto done;
+    }
+    int64_t n = D.len - 1;
     int64_t keep = descent_keep(n);
     if (keep > k)
         keep = k;
@@ -411,11 +440,12 @@ static int descent_start(fkm_pctx_t *C, const fkm_poly_t *G, int check,
     int64_t nsq = check ? keep : keep - 1;
     uint64_t e = (F.p - 1) >> keep;
     uint64_t lin[2] = {a, 1};
-    uint64_t *chain = fkm_alloc_large((size_t)((nsq + 1) * n) * sizeof *chain);
-    if (!chain)
-        return FKM_ENOMEM;
-    ulist_t L = {NULL, 0};
-    int st = fkm_poly_powmod_chain(C, lin, 2, &e, 1, G->c, G->len, nsq, chain);
+    chain = fkm_alloc_large((size_t)((nsq + 1) * n) * sizeof *chain);
+    if (!chain) {
+        st = FKM_ENOMEM;
+        goto done;
+    }
+    st = fkm_poly_powmod_chain(C, lin, 2, &e, 1, D.c, D.len, nsq, chain);
     if (!st && check) {
         const uint64_t *uk = chain + nsq * n;
         int one = uk[0] == 1;
@@ -432,18 +462,12 @@ static int descent_start(fkm_pctx_t *C, const fkm_poly_t *G, int check,
         st = fkm_poly_set(&L.u[i], blk, fkm_poly_normlen(blk, n));
     }
     fkm_free_large(chain);
-    if (st) {
-        ulist_clear(&L);
-        return st;
-    }
-    fkm_poly_t Gc;
-    fkm_poly_init(&Gc);
-    st = fkm_poly_set(&Gc, G->c, G->len);
+    chain = NULL;
     if (!st)
-        st = descent_node(C, &Gc, &L, 0, rng, roots, nr, depth);
-    else
-        ulist_clear(&L);
-    fkm_poly_clear(&Gc);
+        st = descent_node(C, &D, &L, 0, rng, roots, nr, depth);
+done:
+    ulist_clear(&L);
+    fkm_poly_clear(&D);
     return st;
 }
 
