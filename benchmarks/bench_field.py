@@ -16,6 +16,11 @@ single-threaded.  Groups:
   syndromes).
 * ``roots``: ``require_split=True`` on prod (y - r_j), m = 1000.
 * ``factor``: a random monic polynomial of degree 200.
+* ``crossover``: each decoder fast path against its quadratic twin on both
+  sides of its default crossover (issue 22): Berlekamp-Massey on random
+  sequences of 6000 and 8000 terms (Massey's iteration vs the Pade form by
+  half-gcd), gcd of random degrees n, n - 1 for n = 2048 and 3072
+  (classical Euclid vs half-gcd).
 * ``vandermonde``: ``vandermonde_solve`` of those syndromes (m = 1000), and
   11 right-hand sides at once: the function on an (m, 11) array, and
   ``VandermondeSolver.solve`` on a solver built once (the reuse case).
@@ -134,6 +139,29 @@ def test_roots_require_split(benchmark, decoder):
     x, e = benchmark(field.roots, decoder["f"], P, require_split=True, random_state=0)
     assert np.array_equal(x, decoder["roots"])
     assert len(e) == M and np.all(e == 1)
+
+
+@pytest.mark.parametrize("path", ["quadratic", "fast"])
+@pytest.mark.parametrize("n", [6000, 8000])
+def test_crossover_berlekamp_massey(benchmark, n, path):
+    from pyfkm._core import _field as kernels
+    benchmark.group = f"crossover berlekamp_massey N={n} random"
+    s = np.random.default_rng(n).integers(0, P, n, dtype=np.uint64)
+    C = benchmark(kernels.berlekamp_massey_path, s, P, -1 if path == "quadratic" else 64)
+    assert int(C[0]) == 1 and len(C) - 1 <= n
+
+
+@pytest.mark.parametrize("path", ["quadratic", "fast"])
+@pytest.mark.parametrize("n", [2048, 3072])
+def test_crossover_gcd(benchmark, n, path):
+    from pyfkm._core import _field as kernels
+    benchmark.group = f"crossover gcd deg={n},{n - 1} random"
+    rng = np.random.default_rng(n)
+    a = rng.integers(0, P, n + 1, dtype=np.uint64)
+    b = rng.integers(0, P, n, dtype=np.uint64)
+    a[-1] = a[-1] or 1
+    g = benchmark(kernels.gcd_path, a, b, P, -1 if path == "quadratic" else 64)
+    assert len(g) >= 1 and int(g[-1]) == 1
 
 
 def test_factor(benchmark):

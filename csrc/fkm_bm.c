@@ -160,13 +160,31 @@ void fkm_bm_result(const fkm_bm_t *bm, uint64_t *c)
     memcpy(c, bm->c, (size_t)(bm->L + 1) * sizeof *c);
 }
 
-int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
-                         uint64_t *c, int64_t *lc)
+/* Below this many terms Massey's iteration beats the Pade form (measured
+ * on random sequences with DEFAULT_PRIME: 28 ms against 36 ms at 6000
+ * terms, 48 against 39 at 8000; 4.4 s against 0.76 s at 80000). */
+#define BM_PADE_CUT 7000
+
+int fkm_berlekamp_massey_cut(fkm_field_t F, const uint64_t *s, int64_t N,
+                             uint64_t *c, int64_t *lc, int64_t cut)
 {
     FKM_ASSERT(N <= 0 || s != NULL);
     FKM_ASSERT(c != NULL && lc != NULL);
     if (N < 0)
         return FKM_EDOM;
+    for (int64_t i = 0; i < N; i++)
+        if (s[i] >= F.p)
+            return FKM_EDOM;
+    if (N >= (cut > 0 ? cut : BM_PADE_CUT)) {
+        fkm_pctx_t C;
+        int found = 0;
+        int st = fkm_pctx_init(&C, F.p);
+        if (!st)
+            st = fkm_bm_pade(&C, s, N, c, lc, &found, cut);
+        fkm_pctx_clear(&C);
+        if (st || found)
+            return st;
+    }
     fkm_bm_t bm;
     int st = fkm_bm_init(&bm, F, N);
     if (!st)
@@ -179,4 +197,10 @@ int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
     }
     fkm_bm_clear(&bm);
     return st;
+}
+
+int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
+                         uint64_t *c, int64_t *lc)
+{
+    return fkm_berlekamp_massey_cut(F, s, N, c, lc, 0);
 }

@@ -24,6 +24,7 @@
 
 #include "fkm_common.h"
 #include "fkm_field.h"
+#include "fkm_poly.h"
 
 /* Fields are private to fkm_bm.c except those read by fkm_bm_length and
  * fkm_bm_nterms. */
@@ -97,5 +98,32 @@ static inline int64_t fkm_bm_nterms(const fkm_bm_t *bm)
  */
 int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
                          uint64_t *c, int64_t *lc);
+
+/* fkm_berlekamp_massey_cut: fkm_berlekamp_massey with the crossover
+ * given: N >= cut (cut >= 1) tries the Pade form first (fkm_bm_pade; a
+ * cut below the half-gcd's base case lowers it too); cut <= 0 takes the measured
+ * default (fkm_berlekamp_massey is this call with cut = 0).  The output is
+ * the same for every cut. */
+int fkm_berlekamp_massey_cut(fkm_field_t F, const uint64_t *s, int64_t N,
+                             uint64_t *c, int64_t *lc, int64_t cut);
+
+/* fkm_bm_pade: the connection polynomial from the extended Euclidean
+ * algorithm on x^N and the reversed sequence, stopped by a half-gcd
+ * (fkm_hgcd.c; von zur Gathen & Gerhard, Modern Computer Algebra, 12.3),
+ * O(M(N) log N).  It answers only when the shortest recurrence is unique
+ * (2 L <= N, Massey's uniqueness condition), and then its answer is the
+ * one of Massey's iteration.
+ *
+ * c      OUT, capacity N + 1, written only when *found: as for
+ *        fkm_berlekamp_massey
+ * lc     OUT: L + 1 when *found
+ * found  OUT: 1 when the answer is written, 0 when 2 L > N (the caller
+ *        runs Massey's iteration)
+ * C      a context for the field, with its NTT tables growing as needed
+ * s      IN, N >= 0 field elements in [0, p) (unchecked)
+ * cut    the half-gcd's base case (<= 0: the default)
+ * Returns FKM_OK or FKM_ENOMEM. */
+int fkm_bm_pade(fkm_pctx_t *C, const uint64_t *s, int64_t N, uint64_t *c,
+                int64_t *lc, int *found, int64_t cut);
 
 #endif /* FKM_BM_H */

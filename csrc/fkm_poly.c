@@ -586,8 +586,8 @@ static int rem_inplace(fkm_pctx_t *C, fkm_poly_t *A, const uint64_t *b,
     return FKM_OK;
 }
 
-int fkm_poly_gcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
-                 const uint64_t *b, int64_t lb, fkm_poly_t *G)
+int fkm_poly_gcd_classical(fkm_pctx_t *C, const uint64_t *a, int64_t la,
+                           const uint64_t *b, int64_t lb, fkm_poly_t *G)
 {
     FKM_ASSERT(C != NULL && G != NULL && la >= 0 && lb >= 0);
     FKM_ASSERT((la == 0 || a != NULL) && (lb == 0 || b != NULL));
@@ -708,16 +708,7 @@ int fkm_poly_xgcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
 /* Reduction modulo a fixed monic f of degree n: a of length <= 2n-1 to
  * length n.  Large n with an NTT prime: precomputed transforms of
  * rev(f)^-1 (size 2^Lq) and of f mod x^Nr - 1 (size 2^Lr >= n + 1). */
-typedef struct {
-    int64_t n;
-    const uint64_t *f;
-    uint64_t *finv;      /* rev(f)^-1 mod x^(n-1) */
-    int ntt;
-    int Lq, Lr;
-    uint64_t *finv_hat, *f_hat;
-    uint64_t *buf;       /* scratch 2^Lq + 2^Lr words */
-    uint64_t sq, sqpre, sr, srpre;
-} polymod_t;
+typedef fkm_polymod_t polymod_t;
 
 static void polymod_clear(polymod_t *M)
 {
@@ -843,6 +834,41 @@ static int polymod_reduce(polymod_t *M, fkm_pctx_t *C, uint64_t *a,
     return FKM_OK;
 }
 
+int fkm_polymod_init(fkm_polymod_t *M, fkm_pctx_t *C, const uint64_t *f,
+                     int64_t lf)
+{
+    FKM_ASSERT(M != NULL && C != NULL && f != NULL && lf >= 2 && f[lf - 1] == 1);
+    int st = polymod_init(M, C, f, lf);
+    if (st) {
+        polymod_clear(M);
+        memset(M, 0, sizeof *M);
+    }
+    return st;
+}
+
+void fkm_polymod_clear(fkm_polymod_t *M)
+{
+    FKM_ASSERT(M != NULL);
+    polymod_clear(M);
+    memset(M, 0, sizeof *M);
+}
+
+int fkm_polymod_rem(fkm_polymod_t *M, fkm_pctx_t *C, uint64_t *a, int64_t la,
+                    uint64_t *out)
+{
+    FKM_ASSERT(M != NULL && C != NULL && la >= 0 && (la == 0 || a != NULL));
+    int64_t n = M->n;
+    int st = FKM_OK;
+    /* fold the top 2n - 1 coefficients down to n until la <= 2n - 1 */
+    while (n >= 2 && la > 2 * n - 1) {
+        int64_t off = la - (2 * n - 1);
+        if ((st = polymod_reduce(M, C, a + off, 2 * n - 1, a + off)))
+            return st;
+        la = off + n;
+    }
+    return polymod_reduce(M, C, a, la, out);
+}
+
 /* out = a * b mod f (a, b of length n; scratch t of 2n words). */
 static int polymod_mul(polymod_t *M, fkm_pctx_t *C, const uint64_t *a,
                        const uint64_t *b, uint64_t *t, uint64_t *out)
@@ -862,6 +888,13 @@ static int polymod_mul(polymod_t *M, fkm_pctx_t *C, const uint64_t *a,
 int fkm_poly_powmod(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
                     const uint64_t *e, int64_t ne, const uint64_t *f,
                     int64_t lf, uint64_t *out)
+{
+    return fkm_poly_powmod_chain(C, base, lbase, e, ne, f, lf, 0, out);
+}
+
+int fkm_poly_powmod_chain(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
+                          const uint64_t *e, int64_t ne, const uint64_t *f,
+                          int64_t lf, int64_t nsq, uint64_t *out)
 {
     FKM_ASSERT(C != NULL && lbase >= 0 && ne >= 0 && lf >= 0);
     FKM_ASSERT((lbase == 0 || base != NULL) && (ne == 0 || e != NULL));
@@ -921,7 +954,7 @@ int fkm_poly_powmod(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
             r[0] = acc;
         }
         memcpy(out, r, (size_t)n * sizeof *out);
-        goto done;
+        goto squarings;
     }
     int started = 0;
     for (int64_t w = top; w >= 0; w--) {
@@ -959,6 +992,17 @@ int fkm_poly_powmod(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
         }
     }
     memcpy(out, r, (size_t)n * sizeof *out);
+squarings:
+    /* out[i n .. (i+1) n) = out[(i-1) n ..]^2 mod f */
+    for (int64_t i = 1; i <= nsq; i++) {
+        uint64_t *prev = out + (i - 1) * n, *cur = out + i * n;
+        if (n == 1) {
+            cur[0] = fkm_mulmod(prev[0], prev[0], F);
+            continue;
+        }
+        if ((st = polymod_mul(&M, C, prev, prev, t, cur)))
+            goto done;
+    }
 done:
     polymod_clear(&M);
     free(fm);

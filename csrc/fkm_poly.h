@@ -117,6 +117,21 @@ int fkm_poly_divrem(fkm_pctx_t *C, const uint64_t *a, int64_t la,
 int fkm_poly_gcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                  const uint64_t *b, int64_t lb, fkm_poly_t *G);
 
+/* fkm_poly_gcd_classical: fkm_poly_gcd by Euclid's remainder sequence,
+ * O(deg a deg b) (the reference and the small-degree path). */
+int fkm_poly_gcd_classical(fkm_pctx_t *C, const uint64_t *a, int64_t la,
+                           const uint64_t *b, int64_t lb, fkm_poly_t *G);
+
+/* fkm_poly_gcd_hgcd: fkm_poly_gcd through the half-gcd (fkm_hgcd.c),
+ * O(M(n) log n), classical Euclid below degree cut.  cut <= 0 takes the
+ * measured default (fkm_poly_gcd is this call with cut = 0); a positive cut
+ * below the half-gcd's own base case (64) lowers that too (raised to 4 at
+ * least), so tests can force every path at small degrees.  Same contract
+ * as fkm_poly_gcd. */
+int fkm_poly_gcd_hgcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
+                      const uint64_t *b, int64_t lb, fkm_poly_t *G,
+                      int64_t cut);
+
 /* fkm_poly_xgcd: G = S a + T b.
  * G, S, T OUT, distinct: the monic gcd (normalized, empty when a = b = 0)
  *        and Bezout cofactors
@@ -137,6 +152,41 @@ int fkm_poly_xgcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
 int fkm_poly_powmod(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
                     const uint64_t *e, int64_t ne, const uint64_t *f,
                     int64_t lf, uint64_t *out);
+
+/* fkm_poly_powmod_chain: base^e mod f and nsq >= 0 successive squares.
+ * out    OUT, (nsq + 1) n coefficients, n = deg f: block i is
+ *        base^(e 2^i) mod f
+ * Other arguments and returns as for fkm_poly_powmod (fkm_poly_powmod is
+ * this call with nsq = 0). */
+int fkm_poly_powmod_chain(fkm_pctx_t *C, const uint64_t *base, int64_t lbase,
+                          const uint64_t *e, int64_t ne, const uint64_t *f,
+                          int64_t lf, int64_t nsq, uint64_t *out);
+
+/* Reduction modulo a fixed monic f of degree n >= 1, for many
+ * remainders: rev(f)^-1 and, for large n with an NTT prime, the transforms
+ * of it and of f are computed once (fields private to fkm_poly.c).
+ * fkm_polymod_init: M OUT; f IN, lf >= 2 coefficients, f[lf-1] == 1 (f is
+ * kept by pointer: it must outlive M).  Returns FKM_OK or FKM_ENOMEM (M
+ * then holds nothing).  fkm_polymod_clear releases M.
+ * fkm_polymod_rem: out OUT, n coefficients: a mod f; a INOUT, la >= 0
+ * coefficients, used as scratch (its contents are unspecified after);
+ * out may be a.  Returns FKM_OK or FKM_ENOMEM. */
+typedef struct {
+    int64_t n;
+    const uint64_t *f;
+    uint64_t *finv;      /* rev(f)^-1 mod x^(n-1) */
+    int ntt;
+    int Lq, Lr;
+    uint64_t *finv_hat, *f_hat;
+    uint64_t *buf;       /* scratch 2^Lq + 2^Lr words */
+    uint64_t sq, sqpre, sr, srpre;
+} fkm_polymod_t;
+
+int fkm_polymod_init(fkm_polymod_t *M, fkm_pctx_t *C, const uint64_t *f,
+                     int64_t lf);
+void fkm_polymod_clear(fkm_polymod_t *M);
+int fkm_polymod_rem(fkm_polymod_t *M, fkm_pctx_t *C, uint64_t *a, int64_t la,
+                    uint64_t *out);
 
 /* fkm_poly_derivative
  * out    OUT, la - 1 coefficients: a' (nothing written when la <= 1)

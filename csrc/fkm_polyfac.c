@@ -11,6 +11,7 @@
  * generator, so results are reproducible for a seed.
  */
 #include "fkm_polyfac.h"
+#include "fkm_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 /* random splitting attempts before giving up (probability of a failed
  * attempt is at most about 1/2 when p > EXHAUSTIVE_P) */
 #define SPLIT_ATTEMPTS 256
+/* from this degree on, split by the 2-adic descent when p is an NTT prime */
+#define DESCENT_MIN_DEG 2
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                       */
@@ -226,6 +229,245 @@ static int split_linear(fkm_pctx_t *C, const fkm_poly_t *G, fkm_rng_t *rng,
     fkm_poly_clear(&W);
     fkm_poly_clear(&H);
     fkm_poly_clear(&Q);
+    return st;
+}
+
+/* 2-adic descent (NTT primes p = c 2^k + 1, c odd, k >= 4).
+ *
+ * For a shift a with g(-a) != 0 put V = (x + a)^c mod g and
+ * U_j = V^(2^j) mod g.  At a root r, U_k(r) = (r + a)^(p-1) = 1, so the
+ * values U_j(r) are 2^(k-j)-th roots of unity; U_(j-1)(r) is one of the
+ * two square roots of U_j(r).  A node of the splitting tree is a factor G
+ * of g whose roots share U_(j+1)(r) = lambda = w^E (w the context's
+ * primitive 2^k-th root of unity); gcd(G, U_j - w^(E/2)) separates the
+ * roots where U_j(r) = w^(E/2) from those where it is -w^(E/2) =
+ * w^(E/2 + 2^(k-1)).  One chain of squarings mod g (the one the split test
+ * computes anyway) thus serves every level of the tree, which only
+ * reduces the U_j it still needs modulo its factors; in Rabin's splitting
+ * every node pays a full powering (x + a)^((p-1)/2) mod G.  A node whose
+ * roots agree on all the U_j it kept starts again with a fresh shift. */
+
+/* U_j kept per node beyond ceil(log2 deg G): a pair of roots agrees on
+ * each further level with probability 1/2. */
+#define DESCENT_SLACK 5
+
+typedef struct {
+    fkm_poly_t *u;  /* u[0] = U_j mod G (used at this node), u[1] = U_(j-1) ... */
+    int64_t nu;
+} ulist_t;
+
+static void ulist_clear(ulist_t *L)
+{
+    for (int64_t i = 0; i < L->nu; i++)
+        fkm_poly_clear(&L->u[i]);
+    free(L->u);
+    L->u = NULL;
+    L->nu = 0;
+}
+
+static int ulist_alloc(ulist_t *L, int64_t nu)
+{
+    L->nu = 0;
+    L->u = NULL;
+    if (nu <= 0)
+        return FKM_OK;
+    L->u = malloc((size_t)nu * sizeof *L->u);
+    if (!L->u)
+        return FKM_ENOMEM;
+    for (int64_t i = 0; i < nu; i++)
+        fkm_poly_init(&L->u[i]);
+    L->nu = nu;
+    return FKM_OK;
+}
+
+static int64_t descent_keep(int64_t deg)
+{
+    int64_t l = 0;
+    while (((int64_t)1 << l) < deg)
+        l++;
+    return l + DESCENT_SLACK;
+}
+
+static int descent_start(fkm_pctx_t *C, const fkm_poly_t *G, int check,
+                         fkm_rng_t *rng, uint64_t *roots, int64_t *nr,
+                         int depth);
+
+/* OUT <- nu entries of IN from index from, reduced mod G (monic). */
+static int ulist_reduce(fkm_pctx_t *C, const ulist_t *IN, int64_t from,
+                        int64_t nu, const fkm_poly_t *G, ulist_t *OUT)
+{
+    int st = ulist_alloc(OUT, nu);
+    int64_t n = G->len - 1;
+    fkm_polymod_t M;
+    memset(&M, 0, sizeof M);
+    if (!st && nu > 0)
+        st = fkm_polymod_init(&M, C, G->c, G->len);
+    for (int64_t i = 0; i < nu && !st; i++) {
+        const fkm_poly_t *A = &IN->u[from + i];
+        fkm_poly_t *B = &OUT->u[i];
+        int64_t l = A->len > n ? A->len : n;
+        if ((st = fkm_poly_set(B, A->c, A->len)) || (st = fkm_poly_fit(B, l > 0 ? l : 1)))
+            break;
+        if ((st = fkm_polymod_rem(&M, C, B->c, A->len, B->c)))
+            break;
+        B->len = fkm_poly_normlen(B->c, n);
+    }
+    if (nu > 0)
+        fkm_polymod_clear(&M);
+    return st;
+}
+
+/* Roots of the node G (monic, distinct linear factors) with its list L
+ * (consumed: cleared on return) and exponent E of lambda. */
+static int descent_node(fkm_pctx_t *C, fkm_poly_t *G, ulist_t *L, uint64_t E,
+                        fkm_rng_t *rng, uint64_t *roots, int64_t *nr, int depth)
+{
+    fkm_field_t F = C->F;
+    const int k = C->two_adicity;
+    const uint64_t half = (uint64_t)1 << (k - 1);
+    fkm_poly_t H, G1, G2;
+    fkm_poly_init(&H);
+    fkm_poly_init(&G1);
+    fkm_poly_init(&G2);
+    ulist_t L1 = {NULL, 0}, L2 = {NULL, 0};
+    int st = FKM_OK;
+    int64_t used = 0; /* entries of L consumed at this node */
+    for (;;) {
+        int64_t n = G->len - 1;
+        if (n <= 0)
+            break;
+        if (n == 1) {
+            roots[(*nr)++] = fkm_negmod(G->c[0], F);
+            break;
+        }
+        if (used >= L->nu) {
+            st = descent_start(C, G, 0, rng, roots, nr, depth + 1);
+            break;
+        }
+        /* H = U_j - w^(E/2) mod G */
+        const fkm_poly_t *U = &L->u[used];
+        uint64_t mu = fkm_powmod(C->root, E / 2, F);
+        if ((st = fkm_poly_set(&H, U->c, U->len)) ||
+            (st = add_monomial(&H, fkm_negmod(mu, F), 0, F)))
+            break;
+        if ((st = fkm_poly_gcd(C, G->c, G->len, H.c, H.len, &G1)))
+            break;
+        used++;
+        if (G1.len <= 1 || G1.len == G->len) {
+            /* every root on one side: the next level, same node */
+            E = G1.len == G->len ? E / 2 : E / 2 + half;
+            continue;
+        }
+        if ((st = divexact(C, G, &G1, &G2)))
+            break;
+        int64_t rest = L->nu - used;
+        int64_t k1 = descent_keep(G1.len - 1), k2 = descent_keep(G2.len - 1);
+        if ((st = ulist_reduce(C, L, used, k1 < rest ? k1 : rest, &G1, &L1)) ||
+            (st = ulist_reduce(C, L, used, k2 < rest ? k2 : rest, &G2, &L2)))
+            break;
+        ulist_clear(L);
+        if ((st = descent_node(C, &G1, &L1, E / 2, rng, roots, nr, depth)))
+            break;
+        st = descent_node(C, &G2, &L2, E / 2 + half, rng, roots, nr, depth);
+        break;
+    }
+    ulist_clear(L);
+    ulist_clear(&L1);
+    ulist_clear(&L2);
+    fkm_poly_clear(&H);
+    fkm_poly_clear(&G1);
+    fkm_poly_clear(&G2);
+    return st;
+}
+
+/* D <- D / (x - r) for a root r of the monic D (synthetic division). */
+static void deflate(fkm_poly_t *D, uint64_t r, fkm_field_t F)
+{
+    int64_t n = D->len - 1;
+    uint64_t carry = D->c[n];
+    for (int64_t i = n - 1; i >= 0; i--) {
+        uint64_t t = fkm_addmod(D->c[i], fkm_mulmod(carry, r, F), F);
+        D->c[i] = carry;
+        carry = t;
+    }
+    D->len = n;
+}
+
+/* Roots of a monic G of degree >= 1 by the descent from a fresh shift.
+ * check: G is not known to split; FKM_ENOTSPLIT unless it is a product of
+ * distinct linear factors (the test is U_k == 1, free with the chain).
+ * A shift that is minus a root gives that root: it is divided out (with
+ * check, a second time means a repeated root). */
+static int descent_start(fkm_pctx_t *C, const fkm_poly_t *G, int check,
+                         fkm_rng_t *rng, uint64_t *roots, int64_t *nr,
+                         int depth)
+{
+    fkm_field_t F = C->F;
+    const int k = C->two_adicity;
+    if (depth > SPLIT_ATTEMPTS)
+        return FKM_ENOSPLIT_RNG;
+    fkm_poly_t D;
+    fkm_poly_init(&D);
+    ulist_t L = {NULL, 0};
+    uint64_t *chain = NULL;
+    int st = fkm_poly_set(&D, G->c, G->len);
+    uint64_t a = 0;
+    int attempt = 0;
+    while (!st && D.len > 2) {
+        if (++attempt > SPLIT_ATTEMPTS) {
+            st = FKM_ENOSPLIT_RNG;
+            break;
+        }
+        a = rand_elem(rng, F);
+        uint64_t r = fkm_negmod(a, F);
+        if (fkm_poly_eval(D.c, D.len, r, F) != 0)
+            break;
+        roots[(*nr)++] = r;
+        deflate(&D, r, F);
+        if (check && fkm_poly_eval(D.c, D.len, r, F) == 0)
+            st = FKM_ENOTSPLIT;
+    }
+    if (st || D.len <= 2) {
+        if (!st && D.len == 2)
+            roots[(*nr)++] = fkm_negmod(D.c[0], F);
+        goto done;
+    }
+    int64_t n = D.len - 1;
+    int64_t keep = descent_keep(n);
+    if (keep > k)
+        keep = k;
+    /* chain U_(k-keep), ..., U_k (U_k only to check) */
+    int64_t nsq = check ? keep : keep - 1;
+    uint64_t e = (F.p - 1) >> keep;
+    uint64_t lin[2] = {a, 1};
+    chain = fkm_alloc_large((size_t)((nsq + 1) * n) * sizeof *chain);
+    if (!chain) {
+        st = FKM_ENOMEM;
+        goto done;
+    }
+    st = fkm_poly_powmod_chain(C, lin, 2, &e, 1, D.c, D.len, nsq, chain);
+    if (!st && check) {
+        const uint64_t *uk = chain + nsq * n;
+        int one = uk[0] == 1;
+        for (int64_t i = 1; i < n && one; i++)
+            one = uk[i] == 0;
+        if (!one)
+            st = FKM_ENOTSPLIT;
+    }
+    if (!st)
+        st = ulist_alloc(&L, keep);
+    /* L.u[i] = U_(k-1-i) = chain block keep - 1 - i */
+    for (int64_t i = 0; i < keep && !st; i++) {
+        const uint64_t *blk = chain + (keep - 1 - i) * n;
+        st = fkm_poly_set(&L.u[i], blk, fkm_poly_normlen(blk, n));
+    }
+    fkm_free_large(chain);
+    chain = NULL;
+    if (!st)
+        st = descent_node(C, &D, &L, 0, rng, roots, nr, depth);
+done:
+    ulist_clear(&L);
+    fkm_poly_clear(&D);
     return st;
 }
 
@@ -597,6 +839,12 @@ int fkm_poly_roots(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
         }
         goto done;
     }
+    if (require_split && C->two_adicity >= 4 && lf - 1 >= DESCENT_MIN_DEG) {
+        st = descent_start(C, &G, 1, rng, roots, nroots, 0);
+        for (int64_t i = 0; i < *nroots; i++)
+            mult[i] = 1;
+        goto done;
+    }
     if (require_split) {
         int yes = 0;
         if ((st = divides_frobenius(C, &G, &yes)))
@@ -628,7 +876,11 @@ int fkm_poly_roots(fkm_pctx_t *C, const uint64_t *f, int64_t lf,
         if ((st = fkm_poly_gcd(C, P->c, P->len, W.c, W.len, &H)))
             goto done;
         int64_t before = *nroots;
-        if (H.len > 1 && (st = split_linear(C, &H, rng, roots, nroots)))
+        if (H.len > 1 && C->two_adicity >= 4 && H.len - 1 >= DESCENT_MIN_DEG)
+            st = descent_start(C, &H, 0, rng, roots, nroots, 0);
+        else if (H.len > 1)
+            st = split_linear(C, &H, rng, roots, nroots);
+        if (st)
             goto done;
         for (int64_t i = before; i < *nroots; i++)
             mult[i] = S.exps[k];

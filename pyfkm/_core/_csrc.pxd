@@ -132,6 +132,11 @@ cdef extern from "fkm_poly.h" nogil:
                         const uint64_t *b, int64_t lb, uint64_t *q, uint64_t *r)
     int fkm_poly_gcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                      const uint64_t *b, int64_t lb, fkm_poly_t *G)
+    int fkm_poly_gcd_classical(fkm_pctx_t *C, const uint64_t *a, int64_t la,
+                               const uint64_t *b, int64_t lb, fkm_poly_t *G)
+    int fkm_poly_gcd_hgcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
+                          const uint64_t *b, int64_t lb, fkm_poly_t *G,
+                          int64_t cut)
     int fkm_poly_xgcd(fkm_pctx_t *C, const uint64_t *a, int64_t la,
                       const uint64_t *b, int64_t lb, fkm_poly_t *G,
                       fkm_poly_t *S, fkm_poly_t *T)
@@ -154,6 +159,8 @@ cdef extern from "fkm_bm.h" nogil:
     int64_t fkm_bm_nterms(const fkm_bm_t *bm)
     int fkm_berlekamp_massey(fkm_field_t F, const uint64_t *s, int64_t N,
                              uint64_t *c, int64_t *lc)
+    int fkm_berlekamp_massey_cut(fkm_field_t F, const uint64_t *s, int64_t N,
+                                 uint64_t *c, int64_t *lc, int64_t cut)
 
 cdef extern from "fkm_polyfac.h" nogil:
     ctypedef struct fkm_faclist_t:

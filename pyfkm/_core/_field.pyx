@@ -20,6 +20,7 @@ from pyfkm._core._csrc cimport (
     fkm_powmod, fkm_invmod, fkm_pctx_t, fkm_pctx_init, fkm_pctx_clear,
     fkm_poly_t, fkm_poly_init, fkm_poly_clear, fkm_faclist_t, fkm_vdm_t,
     fkm_poly_mul, fkm_poly_divrem, fkm_poly_gcd, fkm_poly_xgcd,
+    fkm_poly_gcd_classical, fkm_poly_gcd_hgcd, fkm_berlekamp_massey_cut,
     fkm_poly_powmod, fkm_poly_derivative, fkm_poly_eval, fkm_poly_eval_multi,
     fkm_berlekamp_massey, fkm_bm_t, fkm_bm_init, fkm_bm_clear, fkm_bm_add,
     fkm_bm_result, fkm_bm_length, fkm_bm_nterms, fkm_poly_roots, fkm_poly_sqf, fkm_poly_factor,
@@ -156,6 +157,27 @@ def gcd(const uint64_t[::1] a, const uint64_t[::1] b, uint64_t p):
         fkm_poly_clear(&G)
 
 
+def gcd_path(const uint64_t[::1] a, const uint64_t[::1] b, uint64_t p, int64_t cut):
+    """gcd by one path: cut < 0 classical Euclid, else the half-gcd with that
+    crossover (0: the default).  For tests and benchmarks."""
+    cdef _Ctx C = _Ctx(p)
+    cdef fkm_poly_t G
+    fkm_poly_init(&G)
+    cdef int st
+    try:
+        with nogil:
+            if cut < 0:
+                st = fkm_poly_gcd_classical(&C.c, _ptr(a), a.shape[0], _ptr(b),
+                                            b.shape[0], &G)
+            else:
+                st = fkm_poly_gcd_hgcd(&C.c, _ptr(a), a.shape[0], _ptr(b), b.shape[0],
+                                       &G, cut)
+        _check(st, "poly_gcd")
+        return _poly_out(&G)
+    finally:
+        fkm_poly_clear(&G)
+
+
 def xgcd(const uint64_t[::1] a, const uint64_t[::1] b, uint64_t p):
     cdef _Ctx C = _Ctx(p)
     cdef fkm_poly_t G, S, T
@@ -226,6 +248,24 @@ def berlekamp_massey(const uint64_t[::1] s, uint64_t p):
     cdef int st
     with nogil:
         st = fkm_berlekamp_massey(F, _ptr(s), N, &o[0], &lc)
+    _check(st, "berlekamp_massey")
+    return out[:lc].copy()
+
+
+def berlekamp_massey_path(const uint64_t[::1] s, uint64_t p, int64_t cut):
+    """berlekamp_massey with the half-gcd crossover given (cut < 0: Massey's
+    iteration only; 0: the default; else the Pade form from N >= cut, with
+    the half-gcd's base case at cut).  For tests and benchmarks."""
+    cdef fkm_field_t F = _field(p)
+    cdef int64_t N = s.shape[0], lc = 0
+    out = np.empty(N + 1, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef int st
+    with nogil:
+        if cut < 0:
+            st = fkm_berlekamp_massey_cut(F, _ptr(s), N, &o[0], &lc, N + 1)
+        else:
+            st = fkm_berlekamp_massey_cut(F, _ptr(s), N, &o[0], &lc, cut)
     _check(st, "berlekamp_massey")
     return out[:lc].copy()
 
