@@ -19,6 +19,11 @@
 #define FKM_PACK_MAX_D 16
 #endif
 #define FKM_PRUNE_MIN_D (FKM_PACK_MAX_D + 1)
+/* A step goes through the groups of points (seeding_groups_t) when they
+ * leave at most this share of the points to visit; else a full pass. */
+#ifndef FKM_GROUP_SHARE
+#define FKM_GROUP_SHARE 0.5
+#endif
 
 /* Four doubles; GCC/clang vector extensions lower this to AVX2, SSE2 pairs or
  * scalars depending on the clone being compiled. */
@@ -189,6 +194,152 @@ static int seeding_fallback(fkm_rng_t *rng, fkm_index_t *out,
         return FKM_EDOM;
     double target = fkm_rng_double(rng) * total;
     return draw_walk(out, 0.0, target, 0, n, NULL, w, removed, sorted, m, 1);
+}
+
+/* Cluster-level pruning (Raff, "Exact acceleration of k-means++ and
+ * k-means||", IJCAI 2021, the idea; this code is ours).  The active points
+ * are kept grouped by label: mem[j][0..cnt[j]) holds, in no particular order,
+ * the ids of the points whose nearest center is center number j, and rad[j]
+ * is at least the largest mind among them.  When a new center c satisfies
+ * ||c - c_j||^2 >= FKM_PRUNE_FACTOR * rad[j], no point of group j can get
+ * closer to c than to c_j (triangle inequality, as for one point), so the
+ * whole group is skipped without reading it.  The groups only decide which
+ * points are compared with the new center: mind, labels and the block sums
+ * are computed exactly as by a full pass, so results do not change.
+ *
+ * The groups are built from the labels (seeding_groups_rebuild) and kept up
+ * to date by the group steps; a full pass (update_pass) leaves them stale.
+ * Rebuilding costs a pass over the labels and mind, so while full passes win
+ * (no structure to exploit, e.g. noise) it is retried after 1, 2, 4, ...
+ * steps only. */
+typedef struct {
+    fkm_index_t **mem;  /* k arrays of ids */
+    fkm_index_t *cnt;   /* k: group sizes */
+    fkm_index_t *cap;   /* k: allocated lengths of mem[j] */
+    double *rad;        /* k: bound on the largest mind of each group */
+    fkm_index_t *moved; /* n: ids that moved in the current step */
+    uint8_t *dirty;     /* nb: blocks whose sum must be recomputed */
+    fkm_index_t k;
+    int valid;          /* the groups match the labels */
+    fkm_index_t next_rebuild, gap;
+} seeding_groups_t;
+
+static void seeding_groups_free(seeding_groups_t *g)
+{
+    if (g->mem)
+        for (fkm_index_t j = 0; j < g->k; ++j)
+            free(g->mem[j]);
+    free(g->mem);
+    free(g->cnt);
+    free(g->cap);
+    free(g->rad);
+    free(g->moved);
+    free(g->dirty);
+    memset(g, 0, sizeof *g);
+}
+
+static int seeding_groups_init(seeding_groups_t *g, fkm_index_t n,
+                               fkm_index_t k, fkm_index_t first_step)
+{
+    fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
+    size_t kk = (size_t)(k > 0 ? k : 1);
+    memset(g, 0, sizeof *g);
+    g->k = k;
+    g->mem = calloc(kk, sizeof *g->mem);
+    g->cnt = calloc(kk, sizeof *g->cnt);
+    g->cap = calloc(kk, sizeof *g->cap);
+    g->rad = calloc(kk, sizeof *g->rad);
+    g->moved = malloc((size_t)(n > 0 ? n : 1) * sizeof *g->moved);
+    g->dirty = calloc((size_t)(nb > 0 ? nb : 1), 1);
+    g->next_rebuild = first_step;
+    g->gap = 1;
+    if (!g->mem || !g->cnt || !g->cap || !g->rad || !g->moved || !g->dirty) {
+        seeding_groups_free(g);
+        return FKM_ENOMEM;
+    }
+    return FKM_OK;
+}
+
+/* Give mem[j] room for at least want ids, and no more than about twice. */
+static int seeding_groups_fit(seeding_groups_t *g, fkm_index_t j,
+                              fkm_index_t want)
+{
+    if (g->cap[j] >= want && g->cap[j] <= 2 * want + 64)
+        return FKM_OK;
+    fkm_index_t c = want > 0 ? want : 1;
+    fkm_index_t *p = realloc(g->mem[j], (size_t)c * sizeof *p);
+    if (!p) {
+        if (g->cap[j] >= want)
+            return FKM_OK; /* a failed shrink keeps the larger array */
+        return FKM_ENOMEM;
+    }
+    g->mem[j] = p;
+    g->cap[j] = c;
+    return FKM_OK;
+}
+
+/* Groups of centers 0..m-1 from the labels (active points only; labels are
+ * checked before use), with exact radii. */
+static int seeding_groups_rebuild(seeding_groups_t *g, const double *mind,
+                                  const int32_t *labels, fkm_index_t n,
+                                  fkm_index_t m)
+{
+    for (fkm_index_t j = 0; j < m; ++j) {
+        g->cnt[j] = 0;
+        g->rad[j] = 0.0;
+    }
+    for (fkm_index_t i = 0; i < n; ++i) {
+        int32_t l = labels[i];
+        if (l >= 0 && l < m)
+            g->cnt[l]++;
+    }
+    for (fkm_index_t j = 0; j < m; ++j) {
+        int status = seeding_groups_fit(g, j, g->cnt[j]);
+        if (status != FKM_OK) {
+            g->valid = 0;
+            return status;
+        }
+        g->cnt[j] = 0;
+    }
+    for (fkm_index_t i = 0; i < n; ++i) {
+        int32_t l = labels[i];
+        if (l >= 0 && l < m) {
+            g->mem[l][g->cnt[l]++] = i;
+            /* NaN never moves (dd < NaN is false): it needs no bound */
+            if (mind[i] > g->rad[l])
+                g->rad[l] = mind[i];
+        }
+    }
+    g->valid = 1;
+    return FKM_OK;
+}
+
+/* Number of points in the groups that a new center at squared distances
+ * dcc[0..m) from centers 0..m-1 cannot skip. */
+static fkm_index_t seeding_groups_visits(const seeding_groups_t *g,
+                                         const double *dcc, fkm_index_t m)
+{
+    fkm_index_t v = 0;
+    for (fkm_index_t j = 0; j < m; ++j)
+        if (!(dcc[j] >= FKM_PRUNE_FACTOR * g->rad[j]))
+            v += g->cnt[j];
+    return v;
+}
+
+/* Recompute the sums of the blocks marked dirty (as a full pass would). */
+static void seeding_groups_sums(seeding_groups_t *g, double *bsum,
+                                const double *mind, const double *w,
+                                fkm_index_t n)
+{
+    fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
+    for (fkm_index_t b = 0; b < nb; ++b) {
+        if (!g->dirty[b])
+            continue;
+        g->dirty[b] = 0;
+        fkm_index_t lo = b * FKM_SEED_BLOCK;
+        fkm_index_t hi = lo + FKM_SEED_BLOCK < n ? lo + FKM_SEED_BLOCK : n;
+        bsum[b] = seeding_block_mass(mind, w, lo, hi);
+    }
 }
 
 /* The preconditions fkm_seeding.h states (FKM_ASSERT: debug builds only).
