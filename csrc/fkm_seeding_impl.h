@@ -190,80 +190,6 @@ FKM_HOT static void FKM_NAME(update_pass)(
     }
 }
 
-/* Visit group j for center number `pos` (row xc, at squared distance dj
- * from center j): points that get closer move to the end of g->moved (and
- * their blocks are marked dirty), the others stay, compacted in order; the
- * group's radius becomes exact.  Returns the largest new mind of a mover. */
-static inline __attribute__((always_inline)) double FKM_NAME(visit_group)(
-    seeding_groups_t *g, fkm_index_t *n_moved, double *restrict mind,
-    int32_t *restrict labels, const FKM_REAL *X, fkm_index_t d,
-    fkm_index_t j, fkm_index_t pos, const FKM_REAL *restrict xc, double dj)
-{
-    fkm_index_t *restrict mem = g->mem[j];
-    fkm_index_t *restrict moved = g->moved;
-    const fkm_index_t cnt = g->cnt[j];
-    const int32_t p32 = (int32_t)pos;
-    fkm_index_t keep = 0, nm = *n_moved;
-    double rad = 0.0, rmov = 0.0;
-    for (fkm_index_t t = 0; t < cnt; ++t) {
-        const fkm_index_t i = mem[t];
-        const double m = mind[i];
-        if (!(dj >= FKM_PRUNE_FACTOR * m)) {
-            const double dd = FKM_NAME(dist2)(X + i * d, xc, d);
-            if (dd < m) {
-                mind[i] = dd;
-                labels[i] = p32;
-                moved[nm++] = i;
-                g->dirty[i / FKM_SEED_BLOCK] = 1;
-                rmov = dd > rmov ? dd : rmov;
-                continue;
-            }
-        }
-        mem[keep++] = i;
-        rad = m > rad ? m : rad;
-    }
-    g->cnt[j] = keep;
-    g->rad[j] = rad;
-    *n_moved = nm;
-    return rmov;
-}
-
-/* One step for center number `pos` (row c) through the groups: only groups
- * the new center may take points from are read (see seeding_groups_t).
- * mind, labels and bsum end as update_pass leaves them. */
-FKM_HOT static int FKM_NAME(group_step)(
-    seeding_groups_t *g, double *restrict mind, int32_t *restrict labels,
-    double *restrict bsum, const FKM_REAL *X, const double *w, fkm_index_t n,
-    fkm_index_t d, fkm_index_t pos, fkm_index_t c, const double *dcc)
-{
-    const FKM_REAL *xc = X + c * d;
-    fkm_index_t n_moved = 0;
-    double rmov = 0.0;
-    for (fkm_index_t j = 0; j < pos; ++j) {
-        if (g->cnt[j] == 0 || dcc[j] >= FKM_PRUNE_FACTOR * g->rad[j])
-            continue;
-        double r = 0.0;
-#define FKM_GCASE(D)                                                          \
-    r = FKM_NAME(visit_group)(g, &n_moved, mind, labels, X, D, j, pos, xc,    \
-                              dcc[j])
-        FKM_WITH_CONST_D(d, FKM_GCASE)
-#undef FKM_GCASE
-        rmov = r > rmov ? r : rmov;
-        int status = seeding_groups_fit(g, j, g->cnt[j]);
-        if (status != FKM_OK)
-            return status;
-    }
-    int status = seeding_groups_fit(g, pos, n_moved);
-    if (status != FKM_OK)
-        return status;
-    if (n_moved > 0)
-        memcpy(g->mem[pos], g->moved, (size_t)n_moved * sizeof *g->moved);
-    g->cnt[pos] = n_moved;
-    g->rad[pos] = rmov;
-    seeding_groups_sums(g, bsum, mind, w, n);
-    return FKM_OK;
-}
-
 /* Restore the state after the first n_prefix centers from the state of a
  * full seeding that shares them: points whose nearest center is in the
  * prefix keep it (and its distance); the others look for their nearest
@@ -308,9 +234,8 @@ static int FKM_NAME(seeding_body)(fkm_rng_t *rng, fkm_index_t *centers,
     double *dcc = malloc((size_t)(k > 0 ? k : 1) * sizeof(double));
     fkm_index_t *sorted = malloc((size_t)(k > 0 ? k : 1) * sizeof(fkm_index_t));
     double *P = NULL;
-    seeding_groups_t groups;
-    int status = seeding_groups_init(&groups, n, k, (warm ? n_prefix : 0) + 1);
-    if (!bsum || !dcc || !sorted || status != FKM_OK) {
+    int status = FKM_OK;
+    if (!bsum || !dcc || !sorted) {
         status = FKM_ENOMEM;
         goto done;
     }
@@ -371,29 +296,6 @@ passes:
         const FKM_REAL *xc = X + centers[pos] * d;
         for (fkm_index_t a = 0; a < pos; ++a)
             dcc[a] = FKM_NAME(dist2)(X + centers[a] * d, xc, d);
-        if (pos > first_pass) {
-            /* Through the groups when they skip enough points (see
-             * seeding_groups_t), else a full pass. */
-            if (!groups.valid && pos >= groups.next_rebuild) {
-                status = seeding_groups_rebuild(&groups, mind, labels, n, pos);
-                if (status != FKM_OK)
-                    goto done;
-            }
-            if (groups.valid) {
-                fkm_index_t visits = seeding_groups_visits(&groups, dcc, pos);
-                if (visits <= FKM_GROUP_SHARE * (double)n) {
-                    status = FKM_NAME(group_step)(&groups, mind, labels, bsum,
-                                                  X, w, n, d, pos, centers[pos],
-                                                  dcc);
-                    if (status != FKM_OK)
-                        goto done;
-                    continue;
-                }
-                groups.valid = 0;
-                groups.next_rebuild = pos + groups.gap;
-                groups.gap *= 2;
-            }
-        }
         FKM_NAME(update_pass)(mind, labels, bsum, X, P, w, removed, n, d, pos,
                               centers[pos], dcc, pos == first_pass);
     }
@@ -411,7 +313,6 @@ done:
     free(dcc);
     free(sorted);
     fkm_free_large(P);
-    seeding_groups_free(&groups);
     return status;
 }
 
