@@ -10,6 +10,12 @@ Usage::
 
     python benchmarks/compare_sklearn.py [--repeats 5] [--data blobs|noise|both]
         [--shapes 0,1,2] [--markdown]
+    python benchmarks/compare_sklearn.py --seeding-only [--repeats 5] [--data ...] [--shapes ...]
+
+``--seeding-only`` times k-means++ alone (no Lloyd, no removal) on SHAPES plus
+SEEDING_SHAPES, next to the k-pass bandwidth floor: the CPU time of k calls of
+``numpy.add.reduce`` over X (k passes reading X, nothing else), the three
+interleaved in one run; the last column is pyfkm's time over that floor.
 
 ``--shapes`` takes indices into SHAPES and/or explicit shapes ``NxDxK``
 (``1000000x50x64``); ``--shapes large`` is LARGE_SHAPES, the larger problems
@@ -27,7 +33,7 @@ import statistics
 import sys
 
 import numpy as np
-from _timing import call, compare, single_thread
+from _timing import call, compare, interleave, single_thread
 
 SHAPES = [(100_000, 10, 10), (1_000_000, 10, 10), (100_000, 50, 10), (60_000, 784, 10),
           (100_000, 10, 62)]
@@ -52,6 +58,10 @@ def parse_shapes(spec):
     return out
 
 
+# Extra shapes timed by --seeding-only (Lloyd there is slow to compare).
+SEEDING_SHAPES = [(1_000_000, 50, 64)]
+
+
 def make_data(kind, n, d, k, seed=0):
     rng = np.random.default_rng(seed)
     if kind == "noise":
@@ -71,6 +81,28 @@ def bench_seeding(X, k, repeats):
         lambda: sk_kpp(X, k, n_local_trials=1, random_state=next(r_sk)),
         lambda: pyfkm.kmeans_plusplus(X, k, random_state=next(r_us)), repeats)
     return theirs, ours
+
+
+def bench_seeding_floor(X, k, repeats):
+    """Median CPU seconds of sklearn's and pyfkm's k-means++ and of the k-pass floor.
+
+    The floor is k calls of ``numpy.add.reduce`` over all of X: a seeding that reads X
+    once per center cannot be faster.  The three run interleaved (repeat r: seed r on
+    both seedings)."""
+    from sklearn.cluster import kmeans_plusplus as sk_kpp
+
+    import pyfkm
+    r_sk, r_us = itertools.count(), itertools.count()
+    flat = X.reshape(-1)
+
+    def floor():
+        for _ in range(k):
+            np.add.reduce(flat)
+
+    t = interleave({"sk": lambda: sk_kpp(X, k, n_local_trials=1, random_state=next(r_sk)),
+                    "us": lambda: pyfkm.kmeans_plusplus(X, k, random_state=next(r_us)),
+                    "floor": floor}, repeats)
+    return t["sk"].median, t["us"].median, t["floor"].median
 
 
 def bench_lloyd(X, k, repeats, max_iter=10, threads=1):
@@ -110,8 +142,12 @@ def main(argv=None):
     ap.add_argument("--no-remove", action="store_true")
     ap.add_argument("--threads", type=int, default=1,
                     help="threads of both libraries' Lloyd (> 1: wall-clock time)")
+    ap.add_argument("--seeding-only", action="store_true",
+                    help="k-means++ only, on SHAPES + SEEDING_SHAPES (or --shapes), with the "
+                         "k-pass floor")
     args = ap.parse_args(argv)
-    shapes = parse_shapes(args.shapes)
+    shapes = (SHAPES + SEEDING_SHAPES if args.seeding_only and args.shapes is None
+              else parse_shapes(args.shapes))
     kinds = ["blobs", "noise"] if args.data == "both" else [args.data]
     import pyfkm
     import sklearn
@@ -119,6 +155,8 @@ def main(argv=None):
           f"{np.__version__}; " + ("1 thread, CPU time" if args.threads == 1 else
                                   f"Lloyd on {args.threads} threads, wall time")
           + f", median of {args.repeats}")
+    if args.seeding_only:
+        return seeding_table(kinds, shapes, args.repeats)
     print("| data | n | d | k | seeding sklearn | seeding pyfkm | ratio | "
           "Lloyd/iter sklearn | Lloyd/iter pyfkm | ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -138,6 +176,20 @@ def main(argv=None):
             t = bench_remove(X, 10, args.repeats)
             print(f"\nremove() of one non-center point, n = 1,000,000, d = 10, k = 10: "
                   f"median {t * 1e6:.2f} us over 2,000 removals")
+
+
+def seeding_table(kinds, shapes, repeats):
+    print("| data | n | d | k | seeding sklearn | seeding pyfkm | ratio | "
+          "k-pass floor | pyfkm / floor |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    with single_thread():
+        for kind in kinds:
+            for n, d, k in shapes:
+                X = make_data(kind, n, d, k)
+                s_sk, s_us, f_lo = bench_seeding_floor(X, k, repeats)
+                print(f"| {kind} | {n:,} | {d} | {k} | {s_sk * 1e3:.1f} ms | {s_us * 1e3:.1f} ms | "
+                      f"**{s_sk / s_us:.2f}x** | {f_lo * 1e3:.1f} ms | {s_us / f_lo:.2f} |",
+                      flush=True)
 
 
 if __name__ == "__main__":
