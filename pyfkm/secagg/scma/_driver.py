@@ -10,7 +10,7 @@ from ..._progress import progress_bar
 from ...exceptions import InvalidInputError, ProtocolError
 from ...field import DEFAULT_PRIME
 from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
-                         UnmaskMessage, UnmaskRequest)
+                         UnmaskRequest)
 from ._client import ScmaClient
 from ._messages import RosterMessage
 from ._params import ScmaParams
