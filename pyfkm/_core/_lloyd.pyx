@@ -476,8 +476,13 @@ def qrelabel(X, rows, hints, centers):
             or not X.flags.c_contiguous:
         raise ValueError("qrelabel: X must be a non-empty C-contiguous float64 matrix")
     C = np.ascontiguousarray(centers, dtype=np.float64)
-    R = np.ascontiguousarray(rows, dtype=np.int64)
-    labels = np.array(hints, dtype=np.int32)  # a fresh array: the kernel writes it
+    R0, H0 = np.asarray(rows), np.asarray(hints)
+    if R0.dtype.kind not in "iu" or H0.dtype.kind not in "iu":
+        raise ValueError("qrelabel: rows and hints must be integer arrays")
+    R = np.ascontiguousarray(R0, dtype=np.int64)
+    labels = np.array(H0, dtype=np.int32)  # a fresh array: the kernel writes it
+    if not np.array_equal(R, R0) or not np.array_equal(labels, H0):
+        raise ValueError("qrelabel: rows or hints out of range")
     if C.ndim != 2 or C.shape[0] < 1 or C.shape[1] != X.shape[1]:
         raise ValueError("qrelabel: centers have the wrong shape")
     if R.ndim != 1 or labels.shape != R.shape:

@@ -134,7 +134,8 @@ class DPFederatedKMeans(_GaussianLloydBase):
         bounds must be public (not computed from the data); a
         ``UserWarning`` says so when every feature's minimum and maximum
         over the clients equal ``lo`` and ``hi`` exactly (min-max scaled
-        data).
+        data; a local check of the in-process driver, which holds every
+        client's array: not part of the protocol, nothing is released).
     random_state : None, int, SeedSequence or Generator
         Seeds the initialization only (the public candidates and the
         reduction's k-means++ draws).  Keys, masks and the noise come from

@@ -225,7 +225,7 @@ def reconstruct_many(groups, threshold):
     ProtocolError
         What :func:`reconstruct` raises for the first group that fails,
         including a point beyond the first ``threshold`` of a group that does
-        not lie on the polynomial through them.
+        not lie on the polynomial through them; a group that is not a pair.
     InvalidInputError
         ``threshold`` is not an integer ``>= 1``.
 
@@ -247,6 +247,9 @@ def reconstruct_many(groups, threshold):
     """
     t = _check_threshold(threshold)
     groups = _as_list(groups, "groups", ProtocolError)
+    for i, g in enumerate(groups):
+        if not isinstance(g, (tuple, list)) or len(g) != 2:
+            raise ProtocolError(f"group {i} must be a pair (xs, shares)")
     out = _reconstruct_batch(groups, t)
     if out is None:          # some group fails a check: its error, in order
         out = [_reconstruct(xs, shares, t) for xs, shares in groups]

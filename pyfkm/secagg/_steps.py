@@ -215,10 +215,11 @@ class RoundSteps:
         """Step 4: many survivors' unmask answers, as wire bytes.
 
         The same checks as ``receive_unmask(UnmaskMessage.from_bytes(data))``
-        for each, in order (a server draining its queue): when every message
-        passes they are taken together; otherwise the messages are taken one
-        by one, so those before the first rejected one are kept and it
-        raises the error :meth:`receive_unmask` (or the parser) gives.
+        for each, in order: when every message passes they are taken
+        together; otherwise the call raises the error :meth:`receive_unmask`
+        (or the parser) gives for the first rejected one, *after* the ones
+        before it, and takes none of them (a failed call changes nothing:
+        the caller may send the batch again without the rejected message).
 
         Parameters
         ----------
@@ -241,8 +242,20 @@ class RoundSteps:
                 for sender, _, _, shares, _, _ in parsed:
                     self._m.add_unmask_checked(st, sender, shares)
                 return
-        for data in datas:
-            self.receive_unmask(UnmaskMessage.from_bytes(data))
+        # one by one, for the reference errors; undone if one is refused
+        taken: list[int] = []
+        try:
+            for data in datas:
+                msg = UnmaskMessage.from_bytes(data)
+                self.receive_unmask(msg)
+                taken.append(msg.sender)
+        except BaseException:
+            if taken:
+                st = self._open["st"]
+                for sender in taken:
+                    st["shares"].pop(sender, None)
+                    st["answered"].discard(sender)
+            raise
 
     def _unmask_batch_ok(self, st: dict[str, Any], parsed: list[Any]) -> bool:
         """Whether every parsed answer passes what :meth:`receive_unmask`

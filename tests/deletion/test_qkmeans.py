@@ -528,6 +528,13 @@ def test_qrelabel_errors():
         args.update(bad)
         with pytest.raises(ValueError):
             _lloyd.qrelabel(args["X"], args["rows"], args["hints"], args["centers"])
+    # no silent conversion: float rows, hints that do not fit in int32
+    for rows, hints in ((np.array([0.9]), np.zeros(1, np.int32)),
+                        (np.zeros(1, np.int64), np.array([0.0])),
+                        (np.zeros(1, np.int64), np.array([2 ** 32], np.int64)),
+                        (np.array([2 ** 63], np.uint64), np.zeros(1, np.int32))):
+        with pytest.raises(ValueError):
+            _lloyd.qrelabel(X, rows, hints, C)
     lab, mind = _lloyd.qrelabel(X, np.zeros(0, np.int64), np.zeros(0, np.int32), C)
     assert lab.shape == mind.shape == (0,)
 

@@ -145,15 +145,30 @@ def test_receive_unmask_many_refuses_as_one_by_one(case):
             as many:
         server.receive_unmask_many(datas)
     st = server._open["st"]
-    assert st["answered"] == set(ids[:k])          # those before it were taken, no more
-    # the server now stands where the one-by-one path stood before answer k:
-    # taking it alone gives the reference error
+    assert st["answered"] == set() and st["shares"] == {}   # a failed batch takes nothing
+    # the one-by-one path, answer by answer, refuses answer k with the same error
+    for i in ids[:k]:
+        server.receive_unmask(UnmaskMessage.from_bytes(answers[i]))
     with pytest.raises(type(many.value)) as one:
         server.receive_unmask(UnmaskMessage.from_bytes(datas[k]))
     assert str(one.value) == str(many.value)
     assert st["answered"] == set(ids[:k])
     # and the untouched answers still complete the round
     server.receive_unmask_many([answers[i] for i in ids[k:]])
+    assert server.finish_round().dropped == (8,)
+
+
+def test_a_refused_batch_changes_nothing_and_can_be_sent_again():
+    server, clients, answers = _unmask_round(silent=(8,))
+    ids = sorted(answers)
+    bad = [answers[i] for i in ids]
+    bad[3] = _alter(bad[3], len(bad[3]) - 1)                  # a tag that fails
+    with pytest.raises(ProtocolError, match="authentication"):
+        server.receive_unmask_many(bad)
+    st = server._open["st"]
+    assert st["answered"] == set() and st["shares"] == {}
+    server.receive_unmask_many([answers[i] for i in ids])    # the same batch, repaired
+    assert st["answered"] == set(ids)
     assert server.finish_round().dropped == (8,)
 
 
@@ -260,3 +275,9 @@ def test_round_trip_difference_rounds_stay_exact_with_the_batched_step():
         got = dict(zip(map(tuple, res.bins.tolist()), res.counts.tolist()))
         assert got == {k: v for k, v in acc.items() if v}
         clients[c].forget_rounds_before(server.last_decoded[0])
+
+
+@pytest.mark.parametrize("groups", [[1], [([1, 2, 3], [], 0)], [([1, 2],)], ["ab"]])
+def test_reconstruct_many_refuses_groups_that_are_not_pairs(groups):
+    with pytest.raises(ProtocolError, match="must be a pair"):
+        reconstruct_many(groups, 2)
