@@ -176,6 +176,23 @@ def share_round(server, clients, participants=None):
 Played = namedtuple("Played", "result round msgs")
 
 
+def unmask_ready(n=9, degree=0, silent=(), seed=3):
+    """A run of ``n`` clients (2 random bins each) whose round awaits the
+    unmask answers, ``silent`` clients having sent no input: (server,
+    clients, the parsed unmask request)."""
+    params = ScmaParams.create(2, 20, 2 * n + 2)
+    server, clients = make_run(params, list(range(n)), degree=degree)
+    rng = np.random.default_rng(seed)
+    for c in clients.values():
+        c.set_data(rng.integers(0, 20, size=(2, 2)), rng.integers(1, 4, size=2))
+    share_round(server, clients)
+    req = wire(server.request_inputs(0))
+    for i in clients:
+        if i not in silent:
+            server.receive(wire(clients[i].respond(wire(req))))
+    return server, clients, wire(server.unmask_request())
+
+
 def play_round(server, clients, participants=None, *, delta_nonzeros=0, incremental=True,
                rng=None):
     """One round through the roles, every message on the wire."""

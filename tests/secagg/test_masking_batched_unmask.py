@@ -25,7 +25,7 @@ from pyfkm.secagg._framing import HEADER_BYTES, TAG_BYTES
 from pyfkm.secagg._shamir import PRIME, reconstruct, reconstruct_many, share_to_bytes, split
 from pyfkm.secagg.scma._driver import RoundTrip
 
-from _helpers.scma import make_run, share_round, wire
+from _helpers.scma import make_run, unmask_ready, wire
 
 def _groups(rng, n_groups, t, extra, pool, m=1, as_bytes=True):
     """Random sharings: ``n_groups`` of ``m`` secrets, each over ``t + extra``
@@ -90,17 +90,7 @@ def test_reconstruct_many_refuses_what_reconstruct_refuses(spoil):
 
 def _unmask_round(n=9, degree=0, silent=(), seed=3):
     """A round awaiting the unmask answers: (server, clients, answers' bytes by id)."""
-    params = ScmaParams.create(2, 20, 2 * n + 2)
-    server, clients = make_run(params, list(range(n)), degree=degree)
-    rng = np.random.default_rng(seed)
-    for c in clients.values():
-        c.set_data(rng.integers(0, 20, size=(2, 2)), rng.integers(1, 4, size=2))
-    share_round(server, clients)
-    req = wire(server.request_inputs(0))
-    for i in clients:
-        if i not in silent:
-            server.receive(wire(clients[i].respond(wire(req))))
-    ur = wire(server.unmask_request())
+    server, clients, ur = unmask_ready(n, degree, silent, seed)
     return server, clients, {i: clients[i].unmask(wire(ur)).to_bytes() for i in ur.survivors}
 
 

@@ -18,30 +18,19 @@ which the rest of the suite checks against independent oracles.
 """
 import random
 
-import numpy as np
 import pytest
 
-from pyfkm.secagg import ProtocolError, ScmaParams, UnmaskMessage
+from pyfkm.secagg import ProtocolError, UnmaskMessage
 from pyfkm.secagg import _messages, _shamir
 from pyfkm.secagg._framing import TAG_BYTES
 from pyfkm.secagg._masking import B_SHARE, SK_SHARE
 from pyfkm.secagg._shamir import PRIME, reconstruct, reconstruct_many, share_to_bytes, split
 
-from _helpers.scma import make_run, share_round, wire
+from _helpers.scma import unmask_ready, wire
 
 
 def _round(n=9, degree=0, silent=(), seed=3):
-    params = ScmaParams.create(2, 20, 2 * n + 2)
-    server, clients = make_run(params, list(range(n)), degree=degree)
-    rng = np.random.default_rng(seed)
-    for c in clients.values():
-        c.set_data(rng.integers(0, 20, size=(2, 2)), rng.integers(1, 4, size=2))
-    share_round(server, clients)
-    req = wire(server.request_inputs(0))
-    for i in clients:
-        if i not in silent:
-            server.receive(wire(clients[i].respond(wire(req))))
-    return server, clients, wire(server.unmask_request())
+    return unmask_ready(n, degree, silent, seed)
 
 
 # ---------------------------------------------------------------- errors first
