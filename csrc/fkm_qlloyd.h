@@ -70,4 +70,52 @@ int fkm_qlloyd_relabel_f64(int32_t *labels, double *mind, double *cc,
                            const double *X, const int64_t *rows, const double *C,
                            fkm_index_t m, fkm_index_t n, fkm_index_t d, fkm_index_t k);
 
+/* fkm_qlloyd_rescan_f64: a known assignment (ref_labels, ref_mind) of the
+ * n rows of X (n x d) to centers of which some changed into C (k x d): the
+ * rows i with keep[i] != 0, ref_labels[i] >= 0 (-1: a dead row) and
+ * !(ref_mind[i] < far[ref_labels[i]]) are assigned again by the arithmetic
+ * of fkm_qlloyd_relabel_f64 (hint: the reference label); the caller's
+ * thresholds far (k) guarantee that the others keep their label and
+ * distance (-INFINITY for a changed center: all its rows).
+ *
+ * rows OUT int64[n], labels OUT int32[n], mind OUT [n], prev OUT int32[n],
+ * prev_mind OUT [n]: the first *m_out entries: the rows assigned again (in
+ * increasing order), their new labels and distances, and their reference
+ * ones
+ * max_mind OUT: the largest distance of a kept row after the change (0.0
+ * when there is none)
+ * cc     scratch [k * k]
+ * Returns FKM_EDOM when n, d or k is < 1, k >= 2^31, or a reference label
+ * is outside [-1, k) (checked before any other work), FKM_ENONFINITE when a
+ * distance is not finite, FKM_OK otherwise.  The outputs are scratch: on
+ * failure their contents are undefined; the inputs are never written.
+ */
+int fkm_qlloyd_rescan_f64(int64_t *rows, int32_t *labels, double *mind, int32_t *prev,
+                          double *prev_mind, fkm_index_t *m_out, double *max_mind,
+                          double *cc, const double *X, const int32_t *ref_labels,
+                          const double *ref_mind, const uint8_t *keep,
+                          const double *far, const double *C, fkm_index_t n,
+                          fkm_index_t d, fkm_index_t k);
+
+/* fkm_qlloyd_cells_f64: the lattice cells of the balanced centroids of T
+ * assignments and where they are sure, the operations of
+ * pyfkm.deletion._qlloyd._balanced_centroids and _q_cells one element at a
+ * time (bit for bit the same results).
+ *
+ * sums IN T x k x d (grid sums), counts IN int64 T x k, prev IN T x k x d
+ * (the previous centers), phases IN T x d, g = gamma n / k, eps the step,
+ * quantum IN [d] (the grid), maxabs IN [d] (the bound on |x|)
+ * lo OUT T x k x d (or NULL): floor(c / eps - phase - margin)
+ * sure OUT uint8 T x k x d (or NULL): whether that is also the floor with
+ *        + margin
+ * cells IN int64 T x k x d (or NULL): the stored cells; *n_moved OUT: the
+ *        entries not sure or not equal to them (0 when cells is NULL)
+ * Returns FKM_EDOM when T < 0, k < 1 or d < 1, FKM_OK otherwise.
+ */
+int fkm_qlloyd_cells_f64(double *lo, uint8_t *sure, fkm_index_t *n_moved,
+                         const double *sums, const int64_t *counts, const double *prev,
+                         const double *phases, const int64_t *cells, double g, double eps,
+                         const double *quantum, const double *maxabs, fkm_index_t T,
+                         fkm_index_t k, fkm_index_t d);
+
 #endif /* FKM_QLLOYD_H */

@@ -467,15 +467,34 @@ cdef class QAssign:
         return labels, mind, sums, counts, float(loss)
 
 
-def qrelabel(X, rows, hints, centers):
+cdef extern from "fkm_qlloyd.h" nogil:
+    int fkm_qlloyd_rescan_f64(int64_t *rows, int32_t *labels, double *mind, int32_t *prev,
+                              double *prev_mind, fkm_index_t *m_out, double *max_mind,
+                              double *cc, const double *X, const int32_t *ref_labels,
+                              const double *ref_mind, const unsigned char *keep,
+                              const double *far, const double *C, fkm_index_t n,
+                              fkm_index_t d, fkm_index_t k)
+
+
+def qrelabel(X, rows, hints, centers, *, scan=None):
     """The labels (int32) and squared distances (float64) that a full
     QAssign scan gives the rows ``rows`` (int64) of ``X`` for ``centers``,
     computed from the ``hints`` (labels in [0, k), one per row;
-    csrc/fkm_qlloyd.h).  Rows and hints out of range raise ValueError."""
+    csrc/fkm_qlloyd.h).  Rows and hints out of range raise ValueError.
+
+    ``scan=(ref_mind, keep, far)``: ``rows`` is None and ``hints`` the
+    reference labels (int32, -1 for a dead row) of every row of ``X``, with
+    their distances ``ref_mind`` (float64); the rows with ``keep`` (bool)
+    whose distance is not below ``far`` (float64 (k,)) of their label are
+    assigned again (fkm_qlloyd_rescan_f64).  Returns (rows, labels, mind,
+    previous labels, previous distances, largest distance of a kept row).
+    Labels outside [-1, k) raise ValueError."""
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1 or X.dtype != np.float64 \
             or not X.flags.c_contiguous:
         raise ValueError("qrelabel: X must be a non-empty C-contiguous float64 matrix")
     C = np.ascontiguousarray(centers, dtype=np.float64)
+    if scan is not None:
+        return _qrescan(X, rows, hints, C, *scan)
     R0, H0 = np.asarray(rows), np.asarray(hints)
     if R0.dtype.kind not in "iu" or H0.dtype.kind not in "iu":
         raise ValueError("qrelabel: rows and hints must be integer arrays")
@@ -504,3 +523,97 @@ def qrelabel(X, rows, hints, centers):
                                         m, n, d, k)
     check_status(status, "Q-Lloyd relabel")
     return labels, mind
+
+
+def _qrescan(X, rows, ref_labels, C, ref_mind, keep, far):
+    """qrelabel's ``scan`` mode (checked X and C)."""
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1], k = C.shape[0], m = 0
+    if rows is not None:
+        raise ValueError("qrelabel: rows must be None with scan")
+    if C.ndim != 2 or C.shape[0] < 1 or C.shape[1] != d:
+        raise ValueError("qrelabel: centers have the wrong shape")
+    for name, a, dt in (("labels", ref_labels, np.int32), ("distances", ref_mind, np.float64),
+                        ("keep", keep, np.bool_)):
+        if not isinstance(a, np.ndarray) or a.dtype != dt or a.shape != (n,) \
+                or not a.flags.c_contiguous:
+            raise ValueError(f"qrelabel: reference {name} must be C-contiguous {np.dtype(dt)} "
+                             "of one entry per row")
+    F = np.ascontiguousarray(far, dtype=np.float64)
+    if F.shape != (k,):
+        raise ValueError("qrelabel: far must hold one threshold per center")
+    out_rows = np.empty(n, dtype=np.int64)
+    out_lab = np.empty(n, dtype=np.int32)
+    out_mind = np.empty(n, dtype=np.float64)
+    out_prev = np.empty(n, dtype=np.int32)
+    out_prev_mind = np.empty(n, dtype=np.float64)
+    cc = np.empty(k * k, dtype=np.float64)
+    cdef const double[:, ::1] xv = X
+    cdef const double[:, ::1] cv = C
+    cdef const int32_t[::1] rlv = ref_labels
+    cdef const double[::1] rmv = ref_mind
+    cdef const unsigned char[::1] kv = keep.view(np.uint8)
+    cdef const double[::1] fv = F
+    cdef int64_t[::1] orv = out_rows
+    cdef int32_t[::1] olv = out_lab
+    cdef double[::1] omv = out_mind
+    cdef int32_t[::1] opv = out_prev
+    cdef double[::1] opmv = out_prev_mind
+    cdef double[::1] ccv = cc
+    cdef double mx = 0.0
+    cdef int status
+    with nogil:
+        status = fkm_qlloyd_rescan_f64(&orv[0], &olv[0], &omv[0], &opv[0], &opmv[0], &m, &mx,
+                                       &ccv[0], &xv[0, 0], &rlv[0], &rmv[0], &kv[0], &fv[0],
+                                       &cv[0, 0], n, d, k)
+    check_status(status, "Q-Lloyd rescan")
+    return out_rows[:m], out_lab[:m], out_mind[:m], out_prev[:m], out_prev_mind[:m], mx
+
+
+cdef extern from "fkm_qlloyd.h" nogil:
+    int fkm_qlloyd_cells_f64(double *lo, unsigned char *sure, fkm_index_t *n_moved,
+                             const double *sums, const int64_t *counts, const double *prev,
+                             const double *phases, const int64_t *cells, double g, double eps,
+                             const double *quantum, const double *maxabs, fkm_index_t T,
+                             fkm_index_t k, fkm_index_t d)
+
+
+def qcells(const double[:, :, ::1] sums, const int64_t[:, ::1] counts,
+           const double[:, :, ::1] prev, const double[:, ::1] phases, double g, double eps,
+           const double[::1] quantum, const double[::1] maxabs, cells=None):
+    """The lattice cells of the balanced centroids of the grid ``sums``
+    (T, k, d) of clusters of ``counts`` (T, k) points with the previous
+    centers ``prev`` (T, k, d), the ``phases`` (T, d), ``g = gamma n / k``
+    and the step ``eps``, and where they are sure (the bound of the grid
+    ``quantum`` and of ``maxabs``, both (d,)): (lo, sure) as
+    pyfkm.deletion._qlloyd._q_cells, bit for bit (fkm_qlloyd_cells_f64);
+    with the stored ``cells`` (int64 (T, k, d)), the number of entries not
+    sure or not equal to them instead.  Shapes that do not match raise
+    ValueError."""
+    cdef fkm_index_t T = sums.shape[0], k = sums.shape[1], d = sums.shape[2], moved = 0
+    cdef const int64_t[:, :, ::1] cv
+    cdef int status
+    if T < 1 or k < 1 or d < 1 or counts.shape[0] != T or counts.shape[1] != k \
+            or prev.shape[0] != T or prev.shape[1] != k or prev.shape[2] != d \
+            or phases.shape[0] != T or phases.shape[1] != d or quantum.shape[0] != d \
+            or maxabs.shape[0] != d:
+        raise ValueError("qcells: shapes do not match")
+    if cells is not None:
+        cv = cells
+        if cv.shape[0] != T or cv.shape[1] != k or cv.shape[2] != d:
+            raise ValueError("qcells: shapes do not match")
+        with nogil:
+            status = fkm_qlloyd_cells_f64(NULL, NULL, &moved, &sums[0, 0, 0], &counts[0, 0],
+                                          &prev[0, 0, 0], &phases[0, 0], &cv[0, 0, 0], g, eps,
+                                          &quantum[0], &maxabs[0], T, k, d)
+        check_status(status, "Q-Lloyd cells")
+        return moved
+    lo = np.empty((T, k, d), dtype=np.float64)
+    sure = np.empty((T, k, d), dtype=np.bool_)
+    cdef double[:, :, ::1] lv = lo
+    cdef unsigned char[:, :, ::1] sv = sure.view(np.uint8)
+    with nogil:
+        status = fkm_qlloyd_cells_f64(&lv[0, 0, 0], &sv[0, 0, 0], &moved, &sums[0, 0, 0],
+                                      &counts[0, 0], &prev[0, 0, 0], &phases[0, 0], NULL, g,
+                                      eps, &quantum[0], &maxabs[0], T, k, d)
+    check_status(status, "Q-Lloyd cells")
+    return lo, sure

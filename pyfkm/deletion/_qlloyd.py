@@ -334,38 +334,45 @@ def _q_certify(s, pos):
     n_new = s.n_alive - pos.size
     if p.eps(n_new) != s.eps:
         return "epsilon", None
-    lab = s.labels[:, pos]  # (T + 1, |pos|)
-    it = np.arange(T + 1)[:, None]
     # the deleted rows' grid terms out of their clusters' sums and out of
     # the losses: exact, as a fresh sum of the remaining terms
     sums, loss = _q_memo(s)
     sums = sums.copy()
-    np.subtract.at(sums, (it, lab), _on_grid(s.X[pos], s.quantum))
-    counts = s.counts - np.bincount((it * k + lab).ravel(),
-                                    minlength=(T + 1) * k).reshape(T + 1, k)
-    gone = s.mind[:, pos]
-    loss = loss - _on_grid(gone, s.loss_quantum[:, None]).sum(axis=1)
+    terms = _on_grid(s.X[pos], s.quantum)
+    gone = s.mind[:, pos]  # (T + 1, |pos|)
+    if pos.size == 1:  # one row: plain indexing (the same subtractions)
+        lab = s.labels[:, pos[0]].tolist()
+        counts = s.counts.copy()
+        for t, a in enumerate(lab):
+            sums[t, a] -= terms[0]
+            counts[t, a] -= 1
+        loss = loss - _on_grid(gone[:, 0], s.loss_quantum)
+    else:
+        lab = s.labels[:, pos]  # (T + 1, |pos|)
+        it = np.arange(T + 1)[:, None]
+        np.subtract.at(sums, (it, lab), terms)
+        counts = s.counts - np.bincount((it * k + lab).ravel(),
+                                        minlength=(T + 1) * k).reshape(T + 1, k)
+        loss = loss - _on_grid(gone, s.loss_quantum[:, None]).sum(axis=1)
     # the balanced centroids of iterations 1..T from the updated assignments
     # 0..T-1 and the stored centers 0..T-1
-    prev = s.C[:-1]
-    c, den = _balanced_centroids(sums[:-1], counts[:-1], n_new, k, gamma, prev)
-    lo, sure = _q_cells(c, den, counts[:-1], prev, p.phases[:T, None, :], s.eps, s.quantum,
-                        s.maxabs)
-    same = sure & (lo == s.cells)
+    # (_balanced_centroids and _q_cells in one kernel, the same operations)
     update = (sums, counts, loss, gone)
-    if not same.all():
+    if _lloyd.qcells(sums[:-1], counts[:-1], s.C[:-1], p.phases[:T], gamma * n_new / k, s.eps,
+                     s.quantum, s.maxabs, s.cells):
         return "centroid", update
     # |grid loss - exact| <= n q / 2; a fresh fit's float loss is within
-    # 4 (n + 2) u of the exact one (n nonnegative terms, any order)
-    half = 0.5 * n_new * s.loss_quantum
-    err = half + 4.0 * (n_new + 2) * _U * (loss + half)
-    diff = loss[1:] - loss[:-1]
-    stopped = ~(diff < 0)
-    expected = np.zeros(T, dtype=bool)
-    expected[-1] = T > s.n_iter  # the last iteration was rejected
-    if (np.abs(diff) <= 2.0 * (err[1:] + err[:-1]) + 1e-300).any() or \
-            (stopped != expected).any():
-        return "early stop", update
+    # 4 (n + 2) u of the exact one (n nonnegative terms, any order); Python
+    # floats, the same operations as on arrays (a few iterations)
+    err = [_q_loss_err(lt, lq, n_new) for lt, lq in zip(loss.tolist(), s.loss_quantum.tolist())]
+    ls = loss.tolist()
+    for t in range(T):
+        diff = ls[t + 1] - ls[t]
+        # a sure decision, the one of the stored run (the last iteration
+        # rejected when T > n_iter)
+        if abs(diff) <= 2.0 * (err[t + 1] + err[t]) + 1e-300 or \
+                (not diff < 0) != (t == T - 1 and T > s.n_iter):
+            return "early stop", update
     return "", update
 
 
@@ -443,33 +450,30 @@ def _q_loss_err(loss, loss_quantum, n):
 
 
 
-def _q_relabeled(X, centers, moved, ref_labels, ref_mind, e, copy=True):
-    """The assignment of the rows of ``X`` to ``centers`` (k, d) from the
-    known assignment ``ref_labels``/``ref_mind`` (n,) of the same rows to
-    centers equal to ``centers`` but in the rows ``moved`` (dead rows:
-    label -1, distance 0, kept so): (labels, mind, rows computed again,
-    their previous labels and distances), bit for bit what QAssign
-    computes; ``copy=False`` writes into ``ref_labels``/``ref_mind``.
+def _q_relabeled(X, centers, moved, ref_labels, ref_mind, e, keep=None):
+    """The rows of ``X`` whose assignment to ``centers`` (k, d) may differ
+    from the known assignment ``ref_labels``/``ref_mind`` (n,) of the same
+    rows to centers equal to ``centers`` but in the rows ``moved``, assigned
+    again: (rows, their labels, their distances, their previous labels,
+    their previous distances, the largest distance of a row after the
+    change), bit for bit what QAssign computes.  Dead rows (label -1) and
+    the rows without ``keep`` (bool (n,), default all) are skipped (not in
+    ``rows``, not in the largest distance).  Nothing is written.
 
-    The rows of a moved center are assigned again (fkm_qlloyd_relabel_f64);
+    The rows of a moved center are assigned again (fkm_qlloyd_rescan_f64);
     a row of an unmoved center ``a`` keeps its label and distance when
     every moved center is farther from ``centers[a]`` than twice the row's
     distance to it, with the relative margin ``e`` that covers the rounding
     of every computed distance (as the kernel's bounds): its computed
     distance to a moved center is then strictly larger, and the unmoved
     centers lost to ``a`` before; the other rows are assigned again."""
-    k = centers.shape[0]
-    far = np.full(k + 1, np.inf)  # the threshold on the squared distance; -1 -> inf
     D = np.sqrt(((centers[:, None, :] - centers[None, moved, :]) ** 2).sum(axis=2)).min(axis=1)
     thr = D * (1.0 - e) / ((1.0 + e) * (2.0 + 2.0 * e))
-    far[:k] = thr * thr * (1.0 - 2.0 * e)
+    far = thr * thr * (1.0 - 2.0 * e)  # the threshold on the squared distance
     far[moved] = -np.inf
-    rows = np.flatnonzero(ref_mind >= far[ref_labels])
-    old, old_mind = ref_labels[rows], ref_mind[rows]
-    lab, mnd = _lloyd.qrelabel(X, rows, old, centers)
-    labels, mind = (ref_labels.copy(), ref_mind.copy()) if copy else (ref_labels, ref_mind)
-    labels[rows], mind[rows] = lab, mnd
-    return labels, mind, rows, old, old_mind
+    if keep is None:
+        keep = np.ones(X.shape[0], dtype=bool)
+    return _lloyd.qrelabel(X, None, ref_labels, centers, scan=(ref_mind, keep, far))
 
 
 def _q_replayed(s, pos, update):
@@ -490,9 +494,11 @@ def _q_replayed(s, pos, update):
     row depends on the row and the centers alone).  The sums, counts and
     losses are updated by the rows that changed, exactly on their grids,
     and each stop decision must be sure (_q_loss_err).  An iteration whose
-    centers did not move costs O(k d).  The memo up to the first moved cell
-    is kept as it is; the result is what a fresh fit on the remaining rows
-    computes, bit for bit, as for a certified deletion."""
+    centers did not move costs O(k d); one within the memo's run is kept
+    as the rows assigned again (no copy of the memo's row).  The memo up to
+    the first moved cell is kept as it is; the result is what a fresh fit
+    on the remaining rows computes, bit for bit, as for a certified
+    deletion."""
     p = s.p
     k, gamma, T, eps = p.k, p.gamma, s.n_run, s.eps
     sums_u, counts_u, loss_u, gone = update
@@ -502,21 +508,18 @@ def _q_replayed(s, pos, update):
     e = 4.0 * (s.X.shape[1] + 8.0) * _U + 2.0 ** -40  # as csrc/fkm_qlloyd.c
     inv = 1.0 / s.quantum
 
-    def old_row(t):  # the memo's assignment t without the deleted rows
-        lab, mnd = s.labels[t].copy(), s.mind[t].copy()
-        lab[pos], mnd[pos] = -1, 0.0
-        return lab, mnd
-
     def grid_loss(mnd, lq):
         return _q_grid_loss(mnd[None, :], np.array([lq]))[0]
 
-    # the replayed memo; L/M hold None for the memo's row, unchanged
-    C, cells, L, M, S, N = [s.C[0]], [], [None], [None], [sums_u[0]], [counts_u[0]]
-    R = [None]  # the rows assigned again, where L/M hold a replayed row
+    # the replayed memo: assignment t is the memo's row t (D[t] and F[t]
+    # None), the memo's row t but the rows D[t] = (rows, labels, distances),
+    # or the fresh arrays F[t] (past the memo's run); the deleted rows dead
+    C, cells, D, F, S, N = [s.C[0]], [], [None], [None], [sums_u[0]], [counts_u[0]]
     mx = [s.maxmind[0] if gone[0].max() < s.maxmind[0] else
           np.compress(keep, s.mind[0]).max()]
     LQ = [float(_q_grid(mx[0], n_new))]
-    LS = [loss_u[0] if LQ[0] == s.loss_quantum[0] else grid_loss(old_row(0)[1], LQ[0])]
+    LS = [loss_u[0] if LQ[0] == s.loss_quantum[0] else
+          grid_loss(_q_row(s, pos, 0, D, F)[1], LQ[0])]
     n_iter = 0
     for t in range(1, p.max_iter + 1):
         phase = p.phases[t - 1]
@@ -531,43 +534,46 @@ def _q_replayed(s, pos, update):
         ref_c = s.C[t] if old else C[-1]
         moved = np.flatnonzero((ct != ref_c).any(axis=1))
         if old and not moved.size:  # the memo's row
-            lab = mnd = None
+            D.append(None)
+            F.append(None)
             st, nt = sums_u[t], counts_u[t]
             m = s.maxmind[t] if gone[t].max() < s.maxmind[t] else \
                 np.compress(keep, s.mind[t]).max()
             lq = float(_q_grid(m, n_new))
-            lt = loss_u[t] if lq == s.loss_quantum[t] else grid_loss(old_row(t)[1], lq)
+            lt = loss_u[t] if lq == s.loss_quantum[t] else \
+                grid_loss(_q_row(s, pos, t, D, F)[1], lq)
         else:
-            if old:
-                ref_l, ref_m = old_row(t)
+            if old:  # the memo's row t (the deleted rows skipped by keep)
+                ref_l, ref_m = s.labels[t], s.mind[t]
                 ref_s, ref_n = sums_u[t], counts_u[t]
             else:
-                ref_l = L[-1] if L[-1] is not None else old_row(t - 1)[0]
-                ref_m = M[-1] if M[-1] is not None else old_row(t - 1)[1]
+                ref_l, ref_m = _q_row(s, pos, t - 1, D, F)
                 ref_s, ref_n = S[-1], N[-1]
-            if moved.size:  # the memo's row is a fresh copy: written in place
-                lab, mnd, rows, prev, prev_m = _q_relabeled(s.X, ct, moved, ref_l, ref_m, e,
-                                                            copy=not old)
+            if moved.size:
+                rows, now, mnd, prev, prev_m, m = _q_relabeled(s.X, ct, moved, ref_l, ref_m, e,
+                                                               keep)
+            else:  # past the memo's run, the same centers: the same assignment
+                rows, now, mnd = np.zeros(0, np.intp), np.zeros(0, np.int32), np.zeros(0)
+                prev, prev_m, m = now, mnd, ref_m.max()
+            if old:
+                D.append((rows, now, mnd))
+                F.append(None)
             else:
-                lab, mnd, rows = ref_l, ref_m, np.zeros(0, np.intp)
-                prev, prev_m = np.zeros(0, np.int32), np.zeros(0)
-            now = lab[rows]
+                lab_f, mnd_f = ref_l.copy(), ref_m.copy()
+                lab_f[rows], mnd_f[rows] = now, mnd
+                D.append(None)
+                F.append((lab_f, mnd_f))
             ch = now != prev
             st = ref_s + _label_sums(s.X[rows[ch]], inv, now[ch], prev[ch], k) * s.quantum
             st += 0.0  # no -0.0, as _q_grid_sums
             nt = ref_n + np.bincount(now[ch], minlength=k) - np.bincount(prev[ch], minlength=k)
-            m = mnd.max()
             lq = float(_q_grid(m, n_new))
             if old and lq == s.loss_quantum[t]:  # the memo's loss and the changed terms
-                lt = loss_u[t] + (np.rint(mnd[rows] / lq).sum() -
-                                  np.rint(prev_m / lq).sum()) * lq
+                lt = loss_u[t] + (np.rint(mnd / lq).sum() - np.rint(prev_m / lq).sum()) * lq
             else:
-                lt = grid_loss(mnd, lq)
+                lt = grid_loss(_q_row(s, pos, t, D, F)[1], lq)
         C.append(ct)
         cells.append(cell)
-        L.append(lab)
-        R.append(None if lab is None else rows)
-        M.append(mnd)
         S.append(st)
         N.append(nt)
         mx.append(m)
@@ -583,14 +589,26 @@ def _q_replayed(s, pos, update):
         if not lt < LS[-2]:
             break
         n_iter = t
-    return _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS)
+    return _q_assemble(s, pos, keep, n_iter, C, cells, D, F, S, N, mx, LQ, LS)
 
 
-def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS):
+def _q_row(s, pos, t, D, F):
+    """The replayed assignment ``t`` of _q_replayed as fresh arrays
+    (labels, distances), the deleted rows dead (-1, 0)."""
+    if F[t] is not None:
+        return F[t]
+    lab, mnd = s.labels[t].copy(), s.mind[t].copy()
+    lab[pos], mnd[pos] = -1, 0.0
+    if D[t] is not None:
+        rows, now, m = D[t]
+        lab[rows], mnd[rows] = now, m
+    return lab, mnd
+
+
+def _q_assemble(s, pos, keep, n_iter, C, cells, D, F, S, N, mx, LQ, LS):
     """The new _QState of _q_replayed from its replayed memo (lists over
-    the iterations; None in L/M: the memo's row; R: the rows of L/M that
-    differ from the memo's, but ``pos``).  When the run keeps its length,
-    the memo's arrays are shared and those entries written in place as the
+    the iterations, see there).  When the run keeps its length, the memo's
+    arrays are shared and the rows assigned again written in place as the
     last step (as _q_certified); otherwise fresh arrays of labels and
     distances (X and alive shared and overwritten at ``pos``), or compacted
     ones."""
@@ -601,16 +619,12 @@ def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS):
     new.n_iter, new.n_run = n_iter, T1 - 1
     new.C, new.cells, new.counts = np.stack(C), np.stack(cells), np.stack(N)
     compact = n_new * 4 < 3 * s.X.shape[0]
-    if T1 == s.n_run + 1 and not compact:  # the replayed rows written in place, last
-        changed = [t for t in range(T1) if L[t] is not None]
-        labels = mind = None
-    else:
+    labels = mind = None
+    if not (T1 == s.n_run + 1 and not compact):  # fresh arrays
         labels = np.empty((T1, s.X.shape[0]), dtype=np.int32)
         mind = np.empty((T1, s.X.shape[0]))
         for t in range(T1):
-            labels[t] = s.labels[t] if L[t] is None else L[t]
-            mind[t] = s.mind[t] if M[t] is None else M[t]
-        labels[:, pos], mind[:, pos] = -1, 0.0
+            labels[t], mind[t] = _q_row(s, pos, t, D, F)
     new.maxmind = np.array(mx, dtype=np.float64)
     new.maxabs = _q_maxabs(new.C[0], new.maxmind[0])
     new.quantum = _q_grid(new.maxabs, n_new)
@@ -619,7 +633,7 @@ def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS):
         new.sums = np.stack(S)
     else:  # the grid of a fresh fit changed: summed again on it
         lab = labels if labels is not None else np.stack(
-            [s.labels[t] if L[t] is None else L[t] for t in range(T1)])
+            [_q_row(s, pos, t, D, F)[0] for t in range(T1)])
         new.sums = _q_grid_sums(s.X[keep], np.compress(keep, lab, axis=1), s.p.k,
                                 new.quantum)
     new.loss = np.array(LS, dtype=np.float64)
@@ -640,12 +654,13 @@ def _q_assemble(s, pos, keep, n_iter, C, cells, L, M, S, N, R, mx, LQ, LS):
         _writable(new, ("X", "alive"))
         _overwrite([(new.X, pos, 0.0), (new.alive, pos, False)])
         return new
-    # as _q_certified: the memo's arrays shared, the replayed rows and the
-    # deleted rows written as the last step, all or nothing; ``s`` is stale
+    # as _q_certified: the memo's arrays shared, the rows assigned again and
+    # the deleted rows written as the last step, all or nothing; ``s`` is
+    # stale
     _writable(new, ("X", "alive", "labels", "mind"))
     every = (slice(None), pos)
-    rows = [(a, (t, R[t]), b[t][R[t]]) for t in changed for a, b in ((new.labels, L),
-                                                                     (new.mind, M))]
+    rows = [(a, (t, D[t][0]), D[t][j]) for t in range(T1) if D[t] is not None
+            for a, j in ((new.labels, 1), (new.mind, 2))]
     _overwrite(rows + [(new.X, pos, 0.0), (new.alive, pos, False), (new.labels, every, -1),
                        (new.mind, every, 0.0)])
     return new

@@ -574,14 +574,25 @@ def test_q_relabeled_is_a_fresh_assignment():
         C2 = C.copy()
         C2[moved] += rng.normal(size=(len(moved), 4)) * [[0.01], [1.0], [4.0], [0.1],
                                                          [2.0]][:len(moved)]
-        lab, mind, rows, old, old_m = _qlloyd._q_relabeled(X, C2, np.array(moved), ref_l, ref_m,
-                                                    2.0 ** -40)
+        keep = np.ones(500, bool)
+        keep[[7, 30, 31]] = False  # rows being deleted: skipped, as dead ones
+        rows, now, mnd, old, old_m, top = _qlloyd._q_relabeled(X, C2, np.array(moved), ref_l,
+                                                                 ref_m, 2.0 ** -40, keep)
+        lab, mind = ref_l.copy(), ref_m.copy()
+        lab[rows], mind[rows] = now, mnd
         full_l, full_m, _, _, _ = _lloyd.QAssign(X, 5).step(C2)
-        assert (lab[:7] == -1).all() and (mind[:7] == 0).all()
-        assert lab[7:].tobytes() == full_l[7:].tobytes()
-        assert mind[7:].tobytes() == full_m[7:].tobytes()
-        assert np.array_equal(old, ref_l[rows])
-        assert np.isin(np.flatnonzero(np.isin(ref_l, moved)), rows).all()
+        live = np.flatnonzero(keep & (ref_l >= 0))
+        assert not np.isin(rows, np.flatnonzero(~keep | (ref_l < 0))).any()
+        assert (np.diff(rows) > 0).all()
+        assert lab[live].tobytes() == full_l[live].tobytes()
+        assert mind[live].tobytes() == full_m[live].tobytes()
+        assert top == full_m[live].max()
+        assert np.array_equal(old, ref_l[rows]) and np.array_equal(old_m, ref_m[rows])
+        assert np.isin(np.flatnonzero(np.isin(ref_l, moved) & keep), rows).all()
+        # keep defaults to every row
+        rows2 = _qlloyd._q_relabeled(X, C2, np.array(moved), ref_l, ref_m, 2.0 ** -40)[0]
+        assert np.isin(rows, rows2).all()
+        assert np.isin(np.flatnonzero(np.isin(ref_l, moved)), rows2).all()
 
 
 def _replay_stream(monkeypatch, cases, batch=(1,)):
