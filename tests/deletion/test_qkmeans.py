@@ -687,3 +687,95 @@ def test_q_replay_centroid_on_a_cell_boundary(monkeypatch):
         assert_same_q(q, q_replay(q, X, np.arange(65), seed, n_clusters=1, epsilon=eps,
                                   max_iter=4))
     assert sum(seen.values()) > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_qcells_is_the_numpy_twin(seed):
+    """qcells (the certification's cells check in C) gives bit for bit the
+    cells and sure flags of _balanced_centroids + _q_cells (numpy), with
+    small clusters (balance), empty ones, and centroids on cell
+    boundaries; its count mode counts the entries not sure or moved."""
+    from pyfkm._core import _lloyd
+    rng = np.random.default_rng(seed)
+    T, k, d = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(1, 9))
+    n = int(rng.integers(k, 500))
+    gamma = [0.0, 0.2, 0.9, 1.0, 0.5, 0.0][seed]
+    eps = float(2.0 ** rng.integers(-6, 2))
+    quantum = 2.0 ** rng.integers(-50, -30, size=d).astype(np.float64)
+    maxabs = rng.uniform(0.5, 20, size=d)
+    counts = rng.integers(0, n // k + 2, size=(T, k)).astype(np.int64)
+    counts[rng.random((T, k)) < 0.2] = 0
+    prev = rng.normal(size=(T, k, d)) * 4
+    phases = rng.random((T, d)) - 0.5
+    means = rng.normal(size=(T, k, d)) * 4
+    # some means right on a cell boundary: (j + phase) eps
+    edge = rng.random((T, k, d)) < 0.3
+    means[edge] = ((np.floor(means / eps) + phases[:, None, :]) * eps)[edge]
+    sums = np.rint(means * np.maximum(counts, 1)[..., None] / quantum) * quantum
+    c, den = _qlloyd._balanced_centroids(sums, counts, n, k, gamma, prev)
+    lo, sure = _qlloyd._q_cells(c, den, counts, prev, phases[:, None, :], eps, quantum, maxabs)
+    g = gamma * n / k
+    lo2, sure2 = _lloyd.qcells(sums, counts, prev, phases, g, eps, quantum, maxabs)
+    assert lo2.tobytes() == lo.tobytes() and np.array_equal(sure2, sure)
+    cells = lo.astype(np.int64)
+    cells[rng.random((T, k, d)) < 0.1] += 1
+    expect = int((~(sure & (lo == cells))).sum())
+    assert _lloyd.qcells(sums, counts, prev, phases, g, eps, quantum, maxabs, cells) == expect
+
+
+def test_qcells_errors():
+    from pyfkm._core import _lloyd
+    T, k, d = 2, 3, 4
+    args = dict(sums=np.zeros((T, k, d)), counts=np.ones((T, k), np.int64),
+                prev=np.zeros((T, k, d)), phases=np.zeros((T, d)), g=0.0, eps=1.0,
+                quantum=np.ones(d), maxabs=np.ones(d), cells=None)
+    for bad in (dict(counts=np.ones((T, k + 1), np.int64)), dict(prev=np.zeros((T, k, d + 1))),
+                dict(phases=np.zeros((T + 1, d))), dict(quantum=np.ones(d + 1)),
+                dict(maxabs=np.ones(d - 1)), dict(cells=np.zeros((T, k, d + 1), np.int64)),
+                dict(counts=np.ones((T, k), np.int32)), dict(sums=np.zeros((T, k, d), np.float32)),
+                dict(sums=np.zeros((0, k, d)), counts=np.ones((0, k), np.int64),
+                     prev=np.zeros((0, k, d)), phases=np.zeros((0, d)))):
+        a = dict(args, **bad)
+        with pytest.raises(ValueError):
+            _lloyd.qcells(*a.values())
+
+
+def test_qrelabel_scan_errors():
+    from pyfkm._core import _lloyd
+    from pyfkm.exceptions import InvalidInputError
+    X, C = np.zeros((4, 2)), np.ones((3, 2))
+    mind, keep, far = np.zeros(4), np.ones(4, bool), np.zeros(3)
+    for lab in ([0, 1, 2, -2], [0, 3, 0, 0]):
+        with pytest.raises(InvalidInputError):
+            _lloyd.qrelabel(X, None, np.array(lab, np.int32), C, scan=(mind, keep, far))
+    good = dict(rows=None, labels=np.zeros(4, np.int32), mind=mind, keep=keep, far=far)
+    for bad in (dict(rows=np.zeros(4, np.int64)), dict(labels=np.zeros(4, np.int64)),
+                dict(labels=np.zeros(3, np.int32)), dict(mind=np.zeros(5)),
+                dict(keep=np.ones(4, np.uint8)), dict(far=np.zeros(2)),
+                dict(mind=np.zeros(8)[::2])):
+        a = dict(good, **bad)
+        with pytest.raises(ValueError):
+            _lloyd.qrelabel(X, a["rows"], a["labels"], C, scan=(a["mind"], a["keep"], a["far"]))
+    rows, lab, mnd, prev, prev_m, top = _lloyd.qrelabel(X, None, good["labels"], C,
+                                                        scan=(mind, np.zeros(4, bool), far))
+    assert rows.size == lab.size == mnd.size == prev.size == prev_m.size == 0 and top == 0.0
+
+
+def test_q_replay_stream_larger_instances(monkeypatch):
+    """Streams on larger instances (hundreds of rows per cluster, fine
+    lattices: many replays that move a cell, some batches), each deletion
+    compared with the fresh fit bit for bit."""
+    cases = []
+    for seed in range(2):
+        X, _ = blobs(40 + seed, n=1200, d=[6, 3][seed], k=5, spread=5)
+        cases.append((X, seed, dict(n_clusters=5, epsilon=[0.02, 0.05][seed],
+                                    gamma=[0.2, 0.0][seed], max_iter=10)))
+    seen = _count_replays(monkeypatch)
+    for X, seed, params in cases:
+        rng = np.random.default_rng(seed)
+        q = QKMeans(random_state=seed, **params).fit(X)
+        for step in range(80):
+            size = 1 if step % 4 else 3
+            q.remove(rng.choice(q.sample_ids_, size=size, replace=False))
+            assert_same_q(q, q_replay(q, X, np.arange(X.shape[0]), seed, **params))
+    assert seen["replayed"] > 20
