@@ -659,8 +659,8 @@ def _q_assemble(s, pos, keep, n_iter, C, cells, D, F, S, N, mx, LQ, LS):
     # stale
     _writable(new, ("X", "alive", "labels", "mind"))
     every = (slice(None), pos)
-    rows = [(a, (t, D[t][0]), D[t][j]) for t in range(T1) if D[t] is not None
-            for a, j in ((new.labels, 1), (new.mind, 2))]
+    rows = [(a[t], D[t][0], D[t][j]) for t in range(T1) if D[t] is not None
+            for a, j in ((new.labels, 1), (new.mind, 2))]  # row views: written through
     _overwrite(rows + [(new.X, pos, 0.0), (new.alive, pos, False), (new.labels, every, -1),
                        (new.mind, every, 0.0)])
     return new
