@@ -110,7 +110,7 @@ class QKMeans(FitPredictMixin, _LockedEstimator):
     and the points not provably farther from every moved center than from
     their own (triangle inequality, with a margin covering the rounding of
     the distances), are assigned again, by a full scan's arithmetic
-    (csrc/fkm_qlloyd.h, ``fkm_qlloyd_relabel_f64``); sums, counts and losses
+    (csrc/fkm_qlloyd.h, ``fkm_qlloyd_rescan_f64``); sums, counts and losses
     change by the points whose label or distance changed, exactly on their
     grids; every stop decision must be sure as in 4.  Iterations before the
     first moved cell, and those whose centers do not move, cost ``O(k d)``.
