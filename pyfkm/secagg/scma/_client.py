@@ -347,10 +347,11 @@ class ScmaClient:
         # tagged ahead (no data involved).  It stays with the client: unmask
         # sends it only after its checks pass and only when the request asks
         # for exactly these shares; otherwise it is dropped unsent
-        cols = self._m.reveal_all(bundle.round)
-        self._unmask_body = (cols[2], unmask_body(*cols))
+        owners, kinds, shares = self._m.reveal_all(bundle.round)
+        body = unmask_body(owners, kinds, shares)
+        self._unmask_body = (shares, body)
         self._unmask_msg = UnmaskMessage._signed_by(self._run_id, bundle.round, self.client_id,
-                                                    *cols, self._m.tag, self._unmask_body[1])
+                                                    owners, kinds, shares, self._m.tag, body)
 
     def mask(self, round_: int, n_words: int | None = None) -> NDArray[np.uint64]:
         """This client's mask of its open round (after :meth:`receive_shares`):
