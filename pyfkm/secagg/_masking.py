@@ -92,7 +92,7 @@ class MaskingClient:
         self._mac_key = None
         self._last = 0                 # last round shared (rounds only increase)
         self._round = None             # state of the round in progress
-        self._revealed = {}            # round -> {peer: kind}: the consistency rule
+        self._revealed = {}            # round -> (peers, kinds) revealed: the consistency rule
 
     # -- run set-up
     def open_run(self, run_id):
@@ -272,21 +272,27 @@ class MaskingClient:
         st["held"].update((owner, plain) for owner, (pk, plain) in got.items())
         st["keys"], st["u2"] = keys, u2
         # what step 3 may reveal, laid out ahead (no data involved): the
-        # owners in order and each one's two shares; which one goes out is
-        # decided only by the unmask request
-        held, off = st["held"], SHARE_PLAIN.size
+        # held owners in order, and the answer when every one of them
+        # survives (the usual case): the self-seed share of each, as columns
+        # (owners, kinds, shares).  Which shares go out is decided only by
+        # the unmask request (:meth:`_held_share` serves any other answer)
+        held = st["held"]
         order = tuple(sorted(o for o in held if o in u2))
-        pieces = {o: (p[off:off + _shamir.SHARE_BYTES],
-                      p[off + _shamir.SHARE_BYTES:off + 2 * _shamir.SHARE_BYTES])
-                  for o, p in held.items()}
-        st["reveal"] = (order, pieces)
-        # the answer when every held owner survives (the usual case): the
-        # self-seed share of each, as columns (owners, kinds, shares)
+        st["reveal"] = order
         st["reveal_all"] = (order, (B_SHARE,) * len(order),
-                            tuple(pieces[o][B_SHARE] for o in order))
+                            tuple(self._held_share(st, o, B_SHARE) for o in order))
+        st["participants"] = None      # checked against U2: no longer needed
         st["view"] = round_view(round_, u2)
         st["sk"] = None                # the pair keys are derived: drop the round key
         return keys
+
+    @staticmethod
+    def _held_share(st, owner, kind):
+        """The encoded share of kind ``kind`` (:data:`B_SHARE` or
+        :data:`SK_SHARE`) of ``owner``'s secrets that this client holds in
+        round state ``st`` (sliced from the decrypted plaintext)."""
+        at = SHARE_PLAIN.size + kind * _shamir.SHARE_BYTES
+        return st["held"][owner][at:at + _shamir.SHARE_BYTES]
 
     def view(self, round_, request=b""):
         """Bytes binding what this client saw of the round (the sharers and
@@ -347,26 +353,32 @@ class MaskingClient:
                     f"round {round_}: the same data was summed over other survivors in an "
                     "earlier round of this run; two such sums would reveal the difference: "
                     "refused")
-        revealed = self._revealed.setdefault(round_, {})
-        order, pieces = st["reveal"]           # the held owners in U2, sorted
+        order = st["reveal"]                   # the held owners in U2, sorted
         if u3.issuperset(order):               # all survived: laid out in step 2
             out = st["reveal_all"]
             kinds = out[1]
         else:
             kinds = tuple(B_SHARE if owner in u3 else SK_SHARE for owner in order)
-            out = (order, kinds, tuple(pieces[owner][kind]
+            out = (order, kinds, tuple(self._held_share(st, owner, kind)
                                        for owner, kind in zip(order, kinds)))
-        if revealed:           # (nothing revealed yet in this round: no conflict)
+        # what was revealed earlier in this round, as (owners, kinds) columns
+        # (none in the usual case: the round closes after one answer)
+        before = self._revealed.get(round_)
+        if before is not None:
+            revealed = dict(zip(*before))
             for owner, kind in zip(order, kinds):
                 if revealed.get(owner, kind) != kind:
                     raise ProtocolError(f"round {round_}: client {owner} was a survivor and "
                                         "a dropout in two requests; nothing revealed")
-        revealed.update(zip(order, kinds))
+            revealed.update(zip(order, kinds))
+            record = (tuple(revealed), tuple(revealed.values()))
+        else:
+            record = (order, kinds)
         if data_digest is not None:
             self._summed[data_digest] = over
         # the round is over for this client: its secrets and held shares go
         self._round = None
-        self._revealed = {round_: revealed}
+        self._revealed = {round_: record}
         return out
 
 
@@ -586,10 +598,10 @@ class MaskingServer:
                 if len(xs_of) > 4 * len(self.ids):
                     xs_of.clear()
                 xs = xs_of[hs] = tuple(h + 1 for h in hs)
-            groups.append((xs, [(by_sender[h][owner],) for h in hs]))  # one share per row
-        # every secret at once: the work that depends on the holders only
-        # (Lagrange weights) is shared by the secrets with the same holders
-        secrets = {o: r[0] for o, r in zip(owners, _shamir.reconstruct_many(groups, need))}
+            groups.append((xs, [by_sender[h][owner] for h in hs]))
+        # every secret at once: the Lagrange weights depend on the holders
+        # only (cached), so each secret is one dot product
+        secrets = dict(zip(owners, _shamir.reconstruct_each(groups, need)))
         commits = st["commits"]
         for owner in u3:
             if self_commitment(secrets[owner]) != commits[owner]:

@@ -13,6 +13,7 @@ subpackage (:mod:`.scma`, :mod:`.msa`).
 """
 from __future__ import annotations
 
+import functools
 import operator
 import struct
 from dataclasses import dataclass, field
@@ -765,6 +766,27 @@ class UnmaskRequest:
 _UNMASK_ITEM = struct.Struct("<IB33s")
 
 
+_BULK_ITEMS = 1024        # answers up to this many items are unpacked in one call
+
+
+@functools.lru_cache(maxsize=64)
+def _unmask_items_struct(n: int) -> struct.Struct:
+    """The layout of ``n`` unmask items in a row (one unpack for all)."""
+    return struct.Struct("<" + "IB33s" * n)
+
+
+def _unmask_items(signed: bytes, n: int) -> tuple[tuple, tuple, tuple]:
+    """``(owners, kinds, shares)`` of the ``n`` items of an unmask answer's
+    signed bytes (whose length the caller checked)."""
+    if not n:
+        return (), (), ()
+    if n > _BULK_ITEMS:       # (no layout cached for a huge count)
+        items = _UNMASK_ITEM.iter_unpack(memoryview(signed)[HEADER_BYTES + 4:])
+        return tuple(tuple(c) for c in zip(*items))  # type: ignore[return-value]
+    flat = _unmask_items_struct(n).unpack_from(signed, HEADER_BYTES + 4)
+    return flat[0::3], flat[1::3], flat[2::3]
+
+
 @dataclass(frozen=True)
 class UnmaskMessage:
     """Client -> server (step 4): the shares the client reveals -- of the
@@ -910,8 +932,7 @@ class UnmaskMessage:
         (n,) = struct.unpack_from("<I", data, HEADER_BYTES)
         _expect_len(data, HEADER_BYTES + 4 + n * _UNMASK_ITEM.size + TAG_BYTES)
         signed = data[:-TAG_BYTES]
-        items = _UNMASK_ITEM.iter_unpack(memoryview(signed)[HEADER_BYTES + 4:])
-        owners, kinds, shares = (tuple(c) for c in zip(*items)) if n else ((), (), ())
+        owners, kinds, shares = _unmask_items(signed, n)
         # the constructor's checks, in its order, on fields the format already
         # typed (run id 16 bytes, sender an id, kinds u8, shares 33 bytes, one
         # kind and share per owner, a 16-byte tag)
@@ -958,8 +979,7 @@ def parse_unmask_answers(datas: list, run_id: bytes, round_: int) -> list | None
         if sender == SERVER_ID or len(x) != low + n * _UNMASK_ITEM.size:
             return None
         signed = x[:-TAG_BYTES]
-        owners, kinds, shares = zip(*_UNMASK_ITEM.iter_unpack(
-            memoryview(signed)[HEADER_BYTES + 4:]))
+        owners, kinds, shares = _unmask_items(signed, n)
         if not _KINDS.issuperset(kinds) or owners[-1] >= SERVER_ID \
                 or not all(map(operator.lt, owners, owners[1:])):
             return None

@@ -153,6 +153,7 @@ class ScmaClient:
         self._input_round = None   # the round whose shares were received
         self._last_change = None
         self._unmask_body = None   # (shares, body) of step 4's usual answer, laid out ahead
+        self._unmask_msg = None    # that answer as a message, tagged ahead (sent only by unmask)
 
     @property
     def public_key(self) -> bytes:
@@ -342,10 +343,15 @@ class ScmaClient:
             .reshape(len(others) + 1, 32).copy(),
             np.array([0] + [int(me > o) for o in others], dtype=np.uint8))
         self._input_round = bundle.round
-        # step 4's answer when every held owner survives, serialized ahead
-        # (no data involved; the tag is computed when it is sent)
-        cols = self._m.reveal_all(bundle.round)
-        self._unmask_body = (cols[2], unmask_body(*cols))
+        # step 4's answer when every held owner survives, serialized and
+        # tagged ahead (no data involved).  It stays with the client: unmask
+        # sends it only after its checks pass and only when the request asks
+        # for exactly these shares; otherwise it is dropped unsent
+        owners, kinds, shares = self._m.reveal_all(bundle.round)
+        body = unmask_body(owners, kinds, shares)
+        self._unmask_body = (shares, body)
+        self._unmask_msg = UnmaskMessage._signed_by(self._run_id, bundle.round, self.client_id,
+                                                    owners, kinds, shares, self._m.tag, body)
 
     def mask(self, round_: int, n_words: int | None = None) -> NDArray[np.uint64]:
         """This client's mask of its open round (after :meth:`receive_shares`):
@@ -510,19 +516,20 @@ class ScmaClient:
         self._answered = {}
         self._sent = None
 
-    def _delta_message(self, req: InputRequest) -> tuple[Any, Any]:
+    def _delta_message(self, req: InputRequest) -> tuple[Any, Any, Any]:
         """(codec, encoding of (data now) - (data summed in round
-        ``base_round``)); the encoding is None when nothing changed."""
-        base = self._base(req.base_round)[0]
+        ``base_round``), the clients whose data that round's aggregate
+        holds); the encoding is None when nothing changed."""
+        base, included = self._base(req.base_round)
         codec = self._delta_codec(req.delta_nonzeros)
         bins, dq = self._change(base)
         if dq.size == 0:
-            return codec, None                # nothing changed: the mask alone
+            return codec, None, included      # nothing changed: the mask alone
         if dq.size > codec.params.max_nonzeros:
             raise CapacityError(
                 f"client {self.client_id}: {dq.size} changed bins exceed "
                 f"delta_nonzeros = {codec.params.max_nonzeros}: a full round is needed")
-        return codec, codec.encode(bins, dq)
+        return codec, codec.encode(bins, dq), included
 
     # -- step 3
     def respond(self, req: InputRequest) -> SyndromeMessage:
@@ -563,11 +570,11 @@ class ScmaClient:
             raise ProtocolError("set_data before responding")
         dn = req.delta_nonzeros
         if dn:
-            codec, encoded = self._delta_message(req)
+            codec, encoded, included = self._delta_message(req)
         else:
             if self._encoded is None:
                 self._encoded = self._codec.encode(*self._data)
-            codec, encoded = self._codec, self._encoded
+            codec, encoded, included = self._codec, self._encoded, None
         W = codec.params.message_words
         cache = self._mask_cache
         self._mask_cache = None
@@ -579,7 +586,7 @@ class ScmaClient:
         masked = mask if encoded is None else add_mod(mask, encoded, self.params.modulus)
         # the clients whose data the round's aggregate will hold: the
         # survivors (a full round) or the base's (a difference round)
-        self._sent = (req.round, self._data, None if dn == 0 else self._base(req.base_round)[1])
+        self._sent = (req.round, self._data, included)
         self._input_round = None
         self._round_keys = None
         msg = SyndromeMessage._trusted(self._run_id, req.round, self.client_id,
@@ -643,9 +650,11 @@ class ScmaClient:
         if len(answered) > _KEEP_ANSWERED:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
         ahead, self._unmask_body = self._unmask_body, None
-        body = ahead[1] if ahead is not None and ahead[0] is shares else None
+        msg, self._unmask_msg = self._unmask_msg, None
+        if ahead is not None and ahead[0] is shares:
+            return msg                # every held owner survived: laid out in step 2
         return UnmaskMessage._signed_by(self._run_id, rnd, self.client_id, owners, kinds,
-                                        shares, self._m.tag, body)
+                                        shares, self._m.tag)
 
 
 def _check_run_id_arg(run_id: object) -> bytes:

@@ -513,8 +513,7 @@ class ScmaServer(RoundSteps):
         dn = req.delta_nonzeros
         survivors = st["u3"]
         got = o["got"]
-        cols = np.ascontiguousarray(
-            np.array([got[i] for i in survivors], dtype=np.uint64).T)
+        cols = np.stack([got[i] for i in survivors], axis=1)     # (words, survivors)
         agg = _field.affine_rows(cols, np.ones(cols.shape[1], dtype=np.uint64), 0, P.modulus)
         nonce = np.frombuffer(struct.pack("<Q", rnd) + SCMA_TAG, np.uint8)
         lim = _stream_limit(P.modulus)
