@@ -455,7 +455,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
             return FKM_ENOMEM;
         }
         fkm_index_t best[4];
-        if (!need && i + 4 * (FKM_LLOYD_PREFETCH + 1) <= hi)
+        if (!need && d <= FKM_LLOYD_JBLOCK && i + 4 * (FKM_LLOYD_PREFETCH + 1) <= hi)
             fkm_lloyd_prefetch(X + (i + 4 * FKM_LLOYD_PREFETCH) * d,
                                (size_t)(4 * d) * sizeof(FKM_REAL));
         if (!need || FKM_NAME(any_need)(need + i, (int)m)) {
@@ -561,7 +561,7 @@ FKM_HOT int FKM_NAME(fkm_lloyd_label)(
         fkm_index_t m = hi - i < 4 ? hi - i : 4;
         if (need && !FKM_NAME(any_need)(need + i, (int)m))
             continue;
-        if (!need && i + 4 * (FKM_LLOYD_PREFETCH + 1) <= hi)
+        if (!need && d <= FKM_LLOYD_JBLOCK && i + 4 * (FKM_LLOYD_PREFETCH + 1) <= hi)
             fkm_lloyd_prefetch(X + (i + 4 * FKM_LLOYD_PREFETCH) * d,
                                (size_t)(4 * d) * sizeof(FKM_REAL));
         if (FKM_NAME(row_group)(rows, &pad, X, i, hi, d) != FKM_OK) {
