@@ -420,6 +420,9 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
          * deliberate specialization: groups of 8, then of 4, each with its
          * own tile (group_packed8, group_packed) and a constant d. */
         for (; i + 8 <= n4; i += 8) {
+            if (!need && i + 8 * (FKM_LLOYD_PREFETCH + 1) <= n4)
+                fkm_lloyd_prefetch(P + (i + 8 * FKM_LLOYD_PREFETCH) * d,
+                                   (size_t)(8 * d) * sizeof(double));
 #define FKM_PCASE(D)                                                          \
     FKM_NAME(group_packed8)(labels, &nchg, mind, sums, wsums, &inert,         \
                             P + i * (D), w, i, D, ct, hnorm, centers, k, need)
@@ -452,6 +455,9 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
             return FKM_ENOMEM;
         }
         fkm_index_t best[4];
+        if (!need && d <= FKM_LLOYD_JBLOCK && i + 4 * (FKM_LLOYD_PREFETCH + 1) <= hi)
+            fkm_lloyd_prefetch(X + (i + 4 * FKM_LLOYD_PREFETCH) * d,
+                               (size_t)(4 * d) * sizeof(FKM_REAL));
         if (!need || FKM_NAME(any_need)(need + i, (int)m)) {
             FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm,
                             k, accbuf);
@@ -525,6 +531,9 @@ FKM_HOT int FKM_NAME(fkm_lloyd_label)(
         for (; i + 8 <= n4; i += 8) {
             if (need && !FKM_NAME(any_need)(need + i, 8))
                 continue;
+            if (!need && i + 8 * (FKM_LLOYD_PREFETCH + 1) <= n4)
+                fkm_lloyd_prefetch(P + (i + 8 * FKM_LLOYD_PREFETCH) * d,
+                                   (size_t)(8 * d) * sizeof(double));
 #define FKM_PCASE(D) FKM_NAME(panel8)(best, P + i * (D), P + i * (D) + 4 * (D), D, ct, hnorm, k)
             FKM_WITH_CONST_D(d, FKM_PCASE)
 #undef FKM_PCASE
@@ -552,6 +561,9 @@ FKM_HOT int FKM_NAME(fkm_lloyd_label)(
         fkm_index_t m = hi - i < 4 ? hi - i : 4;
         if (need && !FKM_NAME(any_need)(need + i, (int)m))
             continue;
+        if (!need && d <= FKM_LLOYD_JBLOCK && i + 4 * (FKM_LLOYD_PREFETCH + 1) <= hi)
+            fkm_lloyd_prefetch(X + (i + 4 * FKM_LLOYD_PREFETCH) * d,
+                               (size_t)(4 * d) * sizeof(FKM_REAL));
         if (FKM_NAME(row_group)(rows, &pad, X, i, hi, d) != FKM_OK) {
             free(accbuf);
             return FKM_ENOMEM;

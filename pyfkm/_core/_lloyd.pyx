@@ -27,6 +27,23 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
 from libc.string cimport memset
 from pyfkm._core._common cimport check_status, in_ptr, out_ptr
 
+# Not yet in _csrc.pxd (owned elsewhere; to move there): csrc/fkm_lloyd.h.
+cdef extern from "fkm_lloyd.h" nogil:
+    int fkm_lloyd_assign_masked_f64(int32_t *labels, fkm_index_t *n_changed,
+                                    double *mind, double *sums, double *wsums,
+                                    double *inertia, const double *X, const double *P,
+                                    const double *w, fkm_index_t lo, fkm_index_t hi,
+                                    fkm_index_t d, const double *ct, const double *hnorm,
+                                    const double *centers, fkm_index_t k,
+                                    const unsigned char *need)
+    int fkm_lloyd_assign_masked_f32(int32_t *labels, fkm_index_t *n_changed,
+                                    double *mind, double *sums, double *wsums,
+                                    double *inertia, const float *X, const double *P,
+                                    const double *w, fkm_index_t lo, fkm_index_t hi,
+                                    fkm_index_t d, const double *ct, const double *hnorm,
+                                    const double *centers, fkm_index_t k,
+                                    const unsigned char *need)
+
 
 def part_bounds(fkm_index_t n, fkm_index_t k, fkm_index_t d):
     """Fixed partition of [0, n) into contiguous parts (depends on n, k, d only).
@@ -102,13 +119,18 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
                  const int64_t[::1] bounds, fkm_index_t part_lo,
                  fkm_index_t part_hi, int32_t[::1] labels, object mind,
                  double[:, :, ::1] part_sums, double[:, ::1] part_wsums,
-                 double[::1] part_inertia, int64_t[::1] part_changed):
+                 double[::1] part_inertia, int64_t[::1] part_changed,
+                 const unsigned char[::1] need=None):
     """Assign points and accumulate partial sums for parts [part_lo, part_hi).
 
     ``labels`` is INOUT: ``part_changed[p]`` counts the points of part p
     whose label differs from its value on entry.
     ``w_or_empty`` of length 0 means unit weights; ``P`` is pack_points(X)
-    (or None); ``mind`` None skips distances and inertia.  Releases the GIL.
+    (or None); ``mind`` None skips distances and inertia.  ``need`` (uint8
+    per point, or None: all) is the mask of fkm_lloyd_assign_masked: groups
+    with no flagged point keep their labels (which must lie in [0, k):
+    checked, ValueError) and are accumulated as if assigned; all zeros
+    accumulates the given labels without scoring.  Releases the GIL.
     """
     cdef double[::1] mv = mind
     cdef const double[::1] Pv = P
@@ -130,13 +152,34 @@ def assign_parts(X, P, const double[::1] w_or_empty, const double[::1] ct,
     cdef const float[:, ::1] X32
     cdef int status = 0
     cdef bint is64 = X.dtype == np.float64
+    cdef const unsigned char *np_ = NULL
+    cdef fkm_index_t i, bad = 0
+    if need is not None:
+        if need.shape[0] != n:
+            raise ValueError("assign_parts: need has the wrong length")
+        np_ = &need[0]
+        with nogil:
+            for i in range(bounds[part_lo], bounds[part_hi]):
+                bad |= need[i] == 0 and not 0 <= labels[i] < k
+        if bad:
+            raise ValueError("assign_parts: a kept label is outside [0, k)")
     if is64:
         X64 = X
     else:
         X32 = X
     with nogil:
         for p in range(part_lo, part_hi):
-            if is64:
+            if np_ != NULL and is64:
+                status = fkm_lloyd_assign_masked_f64(
+                    &labels[0], &part_changed[p], mp, &part_sums[p, 0, 0],
+                    &part_wsums[p, 0], &part_inertia[p], &X64[0, 0], Pp, wp, bounds[p],
+                    bounds[p + 1], d, &ct[0], &hn[0], &centers[0, 0], k, np_)
+            elif np_ != NULL:
+                status = fkm_lloyd_assign_masked_f32(
+                    &labels[0], &part_changed[p], mp, &part_sums[p, 0, 0],
+                    &part_wsums[p, 0], &part_inertia[p], &X32[0, 0], Pp, wp, bounds[p],
+                    bounds[p + 1], d, &ct[0], &hn[0], &centers[0, 0], k, np_)
+            elif is64:
                 status = fkm_lloyd_assign_f64(
                     &labels[0], &part_changed[p], mp, &part_sums[p, 0, 0],
                     &part_wsums[p, 0], &part_inertia[p], &X64[0, 0], Pp, wp, bounds[p], bounds[p + 1], d,

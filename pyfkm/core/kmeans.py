@@ -141,6 +141,7 @@ class LloydWorkspace:
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
         self.n_changed = n
         self.n_scored = n  # points of the last step not proven by the moved bounds
+        self._keep = None  # all-zero mask of step(keep_labels=True), made on first use
         # Hamerly bounds (float64 X, k >= 2, the blocked path): the same
         # results bit for bit, fewer points scored once labels settle
         self._bnd = None
@@ -149,18 +150,22 @@ class LloydWorkspace:
                 and lo_d < d <= hi_d):
             self._bnd = {"U": np.empty(n), "L": np.empty(n),
                          "need": np.empty(n, dtype=np.uint8),
-                         "xn": _lloyd.bounds_norms(X),
+                         "xn": None,  # the point norms, on the bounds' first use
                          "scored": np.zeros(P, dtype=np.int64), "centers": None}
 
     def close(self):
         if self._pool is not None:
             self._pool.shutdown()
 
-    def step(self, centers, distances=True):
+    def step(self, centers, distances=True, keep_labels=False):
         """Assign to ``centers``; return (sums, wsums, inertia) merged in part order.
 
         With ``distances=False`` the per-point squared distances (``mind``)
         and the inertia are not computed (inertia is returned as nan).
+        ``keep_labels=True`` (the labels must be the last step's assignment
+        to these same centers) skips the scoring: the same results bit for
+        bit (the masked kernel accumulates the kept labels with the same
+        code), at the cost of the accumulation alone.
         """
         # Scores are computed relative to a shift near the data (the mean of
         # the centers), else they lose all precision far from the origin.
@@ -177,10 +182,14 @@ class LloydWorkspace:
                 self.part_wsums, self.part_inertia, self.part_changed)
         b = self._bnd
         move = None
-        if b is not None and b["centers"] is not None:
+        if keep_labels:
+            b = None  # the bounds stay as the last step left them
+        elif b is not None and b["centers"] is not None:
             move = _lloyd.bounds_moves(b["centers"], centers)
         if b is not None and (move is not None or self.n_changed <= self._BOUNDS_START * n):
             kernel = _lloyd.assign_parts_bounded
+            if b["xn"] is None:  # a pass over X: only for runs that use the bounds
+                b["xn"] = _lloyd.bounds_norms(self.X)
             args = (self.X, self.P, self.w, ct, hn, shift, centers, self.bounds)
             mv = (None, -1, 0.0, 0.0) if move is None else move
             outs = outs + (b["scored"], b["U"], b["L"], b["need"], b["xn"]) + mv
@@ -188,6 +197,10 @@ class LloydWorkspace:
             kernel = _lloyd.assign_parts
             args = (self.X, self.P, self.w, ct, hn, centers, self.bounds)
             b = None
+            if keep_labels:
+                if self._keep is None:
+                    self._keep = np.zeros(n, dtype=np.uint8)  # no point flagged
+                outs = outs + (self._keep,)
         if self._pool is None:
             kernel(*args, 0, P, *outs)
         else:
@@ -199,7 +212,7 @@ class LloydWorkspace:
         sums, wsums, inertia = _lloyd.merge(self.part_sums, self.part_wsums,
                                             self.part_inertia)
         self.n_changed = int(self.part_changed.sum())
-        self.n_scored = n
+        self.n_scored = 0 if keep_labels else n
         if b is not None:
             self.n_scored = int(b["scored"].sum())
             keep = move is None or self.n_scored <= self._BOUNDS_STOP * n
@@ -211,6 +224,19 @@ class LloydWorkspace:
         :meth:`step`, e.g. by the relocation of an empty cluster)."""
         if self._bnd is not None:
             self._bnd["centers"] = None
+
+
+def _farthest(mind, m):
+    """The m indices of largest ``mind``, ties to the lowest index: the first
+    m of ``np.argsort(-mind, kind="stable")``, without sorting all of it."""
+    neg = -mind
+    if m >= neg.size:
+        return np.argsort(neg, kind="stable")[:m]
+    thr = np.partition(neg, m - 1)[m - 1]  # the m-th smallest of -mind
+    if np.isnan(thr):
+        return np.argsort(neg, kind="stable")[:m]
+    cand = np.flatnonzero(neg <= thr)  # increasing: the stable sort keeps ties in index order
+    return cand[np.argsort(neg[cand], kind="stable")][:m]
 
 
 def _new_centers(ws, centers, sums, wsums):
@@ -226,7 +252,7 @@ def _new_centers(ws, centers, sums, wsums):
     empty = np.flatnonzero(wsums <= 0)
     new = centers.copy()
     if empty.size:
-        order = np.argsort(-ws.mind, kind="stable")[:empty.size]
+        order = _farthest(ws.mind, empty.size)
         X = ws.X
         lost = set()
         for e, i in zip(empty, order):
@@ -334,7 +360,9 @@ def lloyd(X: NDArray[np.floating], centers: ArrayLike, *,
             sums, wsums, inertia = ws.step(centers, distances=bool(verbose))
             n_changed = ws.n_changed  # labels that differ from the last iteration's
             if not verbose and (wsums <= 0).any():
-                sums, wsums, inertia = ws.step(centers, distances=True)
+                # the relocation needs the distances: those of these labels,
+                # accumulated again without scoring (the same results)
+                sums, wsums, inertia = ws.step(centers, distances=True, keep_labels=True)
             new, n_reloc = _new_centers(ws, centers, sums, wsums)
             if n_reloc:
                 ws.forget_bounds()
