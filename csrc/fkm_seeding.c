@@ -19,6 +19,24 @@
 #define FKM_PACK_MAX_D 16
 #endif
 #define FKM_PRUNE_MIN_D (FKM_PACK_MAX_D + 1)
+/* Up to FKM_PACK_MAX_D, X is read in place unless its packed copy fits in
+ * FKM_PACK_MAX_BYTES (cache-resident: packing pays) and FKM_PACK_MIN_PASSES
+ * passes or more remain. */
+#ifndef FKM_PACK_MAX_BYTES
+#define FKM_PACK_MAX_BYTES (16u << 20)
+#endif
+#ifndef FKM_PACK_MIN_PASSES
+#define FKM_PACK_MIN_PASSES 4
+#endif
+/* The pruned path computes only the rows left when they are at most one in
+ * FKM_PRUNE_SPARSE of a block, else all of them in order. */
+#ifndef FKM_PRUNE_SPARSE
+#define FKM_PRUNE_SPARSE 8
+#endif
+/* Rows prefetched ahead of the pruned (scattered) distance loop. */
+#ifndef FKM_PREFETCH_AHEAD
+#define FKM_PREFETCH_AHEAD 8
+#endif
 
 /* Four doubles; GCC/clang vector extensions lower this to AVX2, SSE2 pairs or
  * scalars depending on the clone being compiled. */

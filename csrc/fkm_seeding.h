@@ -12,10 +12,12 @@
  * drawn proportionally to weight among the active points not chosen yet; the
  * rule depends only on the prefix, so removal stays exact.
  *
- * Arithmetic is double precision for both input types.  Distances to a new
- * center are skipped for points that the triangle inequality proves cannot
- * get closer (||c_new - c_l||^2 >= 4 D_i^2, c_l the point's nearest center),
- * which leaves results unchanged and makes later centers cheap.
+ * Arithmetic is double precision for both input types.  Up to d = 16 every
+ * distance is computed, reading X in place (or a packed copy when it fits in
+ * cache); above, distances to a new center are skipped for points that the
+ * triangle inequality proves cannot get closer (||c_new - c_l||^2 >=
+ * 4 D_i^2, c_l the point's nearest center) when few are left in a block of
+ * points.  Neither changes a result.
  */
 #ifndef FKM_SEEDING_H
 #define FKM_SEEDING_H
@@ -73,5 +75,21 @@ int fkm_seeding_resume_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
                            int32_t *labels, const float *X, const double *w,
                            const uint8_t *removed, fkm_index_t n,
                            fkm_index_t d, fkm_index_t k, fkm_index_t n_prefix);
+
+/* fkm_seeding_run_ex_{f64,f32}: fkm_seeding_run (warm = 0) or
+ * fkm_seeding_resume (warm != 0) with the layout of X chosen by the caller
+ * (pack < 0: by size, as those two do; 0: read X in place; > 0: pack it when
+ * d <= 16).  Results are bit-identical whatever pack is: it exists so that
+ * tests reach both paths on small data. */
+int fkm_seeding_run_ex_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                           int32_t *labels, const double *X, const double *w,
+                           const uint8_t *removed, fkm_index_t n,
+                           fkm_index_t d, fkm_index_t k, fkm_index_t n_prefix,
+                           int warm, int pack);
+int fkm_seeding_run_ex_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                           int32_t *labels, const float *X, const double *w,
+                           const uint8_t *removed, fkm_index_t n,
+                           fkm_index_t d, fkm_index_t k, fkm_index_t n_prefix,
+                           int warm, int pack);
 
 #endif /* FKM_SEEDING_H */

@@ -73,8 +73,33 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
             /* Removed points and centers (mind = 0) never pass. */
             cnt += !(dcc[labels[i] < 0 ? 0 : labels[i]] >= FKM_PRUNE_FACTOR * mind[i]);
         }
+        /* Scattered rows cost more than streaming all of them (the
+         * hardware prefetcher does not see them coming): unless few are
+         * left, compute every distance of the block (a distance the bound
+         * rules out never moves a point, so results are the same). */
+        if (cnt * FKM_PRUNE_SPARSE > hi - lo) {
+            for (fkm_index_t i = lo; i < hi; ++i) {
+                const double m = mind[i];
+                const double dd = FKM_NAME(dist2)(X + i * d, xc, d);
+                const int lt = dd < m;
+                mind[i] = lt ? dd : m;
+                labels[i] = lt ? p32 : labels[i];
+                changed |= lt;
+            }
+            return changed;
+        }
+        /* The rows left are scattered: the hardware prefetcher does not
+         * see them coming, so ask for the row FKM_PREFETCH_AHEAD ahead. */
+        const size_t row_bytes = (size_t)d * sizeof(FKM_REAL);
         for (fkm_index_t t = 0; t < cnt; ++t) {
             const fkm_index_t i = lo + idx[t];
+            if (t + FKM_PREFETCH_AHEAD < cnt) {
+                const char *pr =
+                    (const char *)(X + (lo + idx[t + FKM_PREFETCH_AHEAD]) * d);
+                for (size_t off = 0; off < row_bytes; off += 64)
+                    __builtin_prefetch(pr + off);
+                __builtin_prefetch(pr + row_bytes - 1);
+            }
             const double m = mind[i];
             const double dd = FKM_NAME(dist2)(X + i * d, xc, d);
             const int lt = dd < m;
@@ -97,8 +122,96 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
     return changed;
 }
 
-/* Same as update_block (branch-free path) on points [lo, hi), lo and hi
- * multiples of 4, read from the packed copy P (panels of 4 points, coordinate
+/* Same as update_block (branch-free path, d <= FKM_PACK_MAX_D) on points
+ * [lo, hi), hi - lo a multiple of 4, read in place from the row-major X.
+ * Four points at a time: each point's partial sums V_0..V_3 (coordinate j to
+ * V_{j mod 4}) accumulate in one vector, a 4 x 4 transpose-and-add gives
+ * (V_0 + V_1) + (V_2 + V_3) for the four points in one vector, and the tail
+ * coordinates are summed four points per vector: the per-point summation
+ * order is that of dist2, so both paths give bit-identical distances.
+ * mind and labels are written only where a point moved. */
+static inline __attribute__((always_inline)) int FKM_NAME(update_rows)(
+    double *restrict mind, int32_t *restrict labels, const FKM_REAL *restrict X,
+    fkm_index_t lo, fkm_index_t hi, fkm_index_t d, fkm_index_t pos,
+    const FKM_REAL *restrict xc)
+{
+    const int32_t p32 = (int32_t)pos;
+    const fkm_index_t q = d / 4; /* full groups of 4 coordinates (<= 4) */
+    fkm_v4d cv[FKM_PACK_MAX_D / 4];
+    for (fkm_index_t b = 0; b < q; ++b)
+        cv[b] = FKM_NAME(load4)(xc + 4 * b);
+    int changed = 0;
+    for (fkm_index_t i = lo; i < hi; i += 4) {
+        const FKM_REAL *x = X + i * d;
+        fkm_v4d dd = {0.0, 0.0, 0.0, 0.0};
+        if (q > 0) {
+            fkm_v4d v[4];
+            for (int p = 0; p < 4; ++p) {
+                /* 0 + t*t is t*t: the first group needs no addition */
+                fkm_v4d t = FKM_NAME(load4)(x + p * d) - cv[0];
+                fkm_v4d a = t * t;
+                for (fkm_index_t b = 1; b < q; ++b) {
+                    t = FKM_NAME(load4)(x + p * d + 4 * b) - cv[b];
+                    a += t * t;
+                }
+                v[p] = a;
+            }
+            fkm_v4d s01 = __builtin_shufflevector(v[0], v[1], 0, 4, 2, 6) +
+                          __builtin_shufflevector(v[0], v[1], 1, 5, 3, 7);
+            fkm_v4d s23 = __builtin_shufflevector(v[2], v[3], 0, 4, 2, 6) +
+                          __builtin_shufflevector(v[2], v[3], 1, 5, 3, 7);
+            dd = __builtin_shufflevector(s01, s23, 0, 1, 4, 5) +
+                 __builtin_shufflevector(s01, s23, 2, 3, 6, 7);
+        }
+        const fkm_index_t j = 4 * q;
+        if (d - j >= 2) {
+            /* Coordinates j, j+1 of points (0, 1) and (2, 3) in two vectors;
+             * r = (0 + t_j^2) + t_{j+1}^2 = t_j^2 + t_{j+1}^2. */
+            const fkm_v4d c2 = {(double)xc[j], (double)xc[j + 1],
+                                (double)xc[j], (double)xc[j + 1]};
+            const fkm_v4d x01 = {(double)x[j], (double)x[j + 1],
+                                 (double)x[d + j], (double)x[d + j + 1]};
+            const fkm_v4d x23 = {(double)x[2 * d + j], (double)x[2 * d + j + 1],
+                                 (double)x[3 * d + j], (double)x[3 * d + j + 1]};
+            fkm_v4d t01 = x01 - c2, t23 = x23 - c2;
+            t01 *= t01;
+            t23 *= t23;
+            fkm_v4d r = __builtin_shufflevector(t01, t23, 0, 2, 4, 6) +
+                        __builtin_shufflevector(t01, t23, 1, 3, 5, 7);
+            if (d - j == 3) {
+                const fkm_v4d xv = {(double)x[j + 2], (double)x[d + j + 2],
+                                    (double)x[2 * d + j + 2],
+                                    (double)x[3 * d + j + 2]};
+                fkm_v4d t = xv - (double)xc[j + 2];
+                r += t * t;
+            }
+            dd = q > 0 ? dd + r : r;
+        } else if (d - j == 1) {
+            const fkm_v4d xv = {(double)x[j], (double)x[d + j],
+                                (double)x[2 * d + j], (double)x[3 * d + j]};
+            fkm_v4d t = xv - (double)xc[j];
+            dd = q > 0 ? dd + t * t : t * t;
+        }
+        fkm_v4d m = load4_f64(mind + i);
+        fkm_v4i lt = dd < m;
+        if (lt[0] | lt[1] | lt[2] | lt[3]) {
+            /* Branch-free blend of distances and labels (which points move
+             * is unpredictable). */
+            fkm_v4d nm = (fkm_v4d)(((fkm_v4i)dd & lt) | ((fkm_v4i)m & ~lt));
+            memcpy(mind + i, &nm, sizeof nm);
+            const fkm_v4s pv = {p32, p32, p32, p32};
+            fkm_v4s lab, m32 = __builtin_convertvector(lt, fkm_v4s);
+            memcpy(&lab, labels + i, sizeof lab);
+            lab = (pv & m32) | (lab & ~m32);
+            memcpy(labels + i, &lab, sizeof lab);
+            changed = 1;
+        }
+    }
+    return changed;
+}
+
+/* Same as update_rows on points [lo, hi), lo and hi multiples of 4, read
+ * from the packed copy P (panels of 4 points, coordinate
  * major).  Four points per vector; the per-point summation order is that of
  * dist2, so both paths give bit-identical distances. */
 static inline __attribute__((always_inline)) int FKM_NAME(update_packed)(
@@ -141,6 +254,7 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_packed)(
     return (any[0] | any[1] | any[2] | any[3]) != 0;
 }
 
+
 /* One pass for center number `pos` (row id c): update mind/labels of active
  * points and the block sums of w_i * mind_i.  Low-dimensional data take a
  * branch-free path with the distance unrolled for the exact d (distances are
@@ -152,9 +266,9 @@ FKM_HOT static void FKM_NAME(update_pass)(
     double *restrict mind, int32_t *restrict labels, double *restrict bsum,
     const FKM_REAL *X, const double *P, const double *w,
     const uint8_t *removed, fkm_index_t n, fkm_index_t d, fkm_index_t pos,
-    fkm_index_t c, const double *dcc, int pack_now)
+    fkm_index_t c, const double *dcc, int first)
 {
-    const fkm_index_t n4 = P ? n - n % 4 : 0; /* points covered by P */
+    const fkm_index_t n4 = d <= FKM_PACK_MAX_D ? n - n % 4 : 0;
     const FKM_REAL *xc = X + c * d;
     const int prune = pos > 0 && d >= FKM_PRUNE_MIN_D;
     fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
@@ -163,16 +277,18 @@ FKM_HOT static void FKM_NAME(update_pass)(
         fkm_index_t hi = lo + FKM_SEED_BLOCK < n ? lo + FKM_SEED_BLOCK : n;
         int changed = 0;
         fkm_index_t mid = lo;
-        if (P && lo < n4) {
+        if (lo < n4) {
             mid = hi < n4 ? hi : n4;
-            if (pack_now) /* pack while the block is read for the first time */
+            if (P && first) /* pack while the block is read the first time */
                 for (fkm_index_t i = lo; i < mid; i += 4)
                     for (fkm_index_t j = 0; j < d; ++j)
                         for (fkm_index_t l = 0; l < 4; ++l)
                             ((double *)P)[i * d + 4 * j + l] =
                                 (double)X[(i + l) * d + j];
 #define FKM_PCASE(D)                                                          \
-    changed = FKM_NAME(update_packed)(mind, labels, P, lo, mid, D, pos, xc)
+    changed = P ? FKM_NAME(update_packed)(mind, labels, P, lo, mid, D, pos,   \
+                                          xc)                                 \
+              : FKM_NAME(update_rows)(mind, labels, X, lo, mid, D, pos, xc)
             FKM_WITH_CONST_D(d, FKM_PCASE)
 #undef FKM_PCASE
         }
@@ -185,7 +301,7 @@ FKM_HOT static void FKM_NAME(update_pass)(
          * block whose points all failed "dd < HUGE_VAL" (an infinite or NaN
          * distance) must still get its (now infinite) mass: the caller's
          * finiteness check reads the block sums. */
-        if (changed || pack_now)
+        if (changed || first)
             bsum[b] = seeding_block_mass(mind, w, lo, hi);
     }
 }
@@ -227,7 +343,7 @@ static int FKM_NAME(seeding_body)(fkm_rng_t *rng, fkm_index_t *centers,
                                   const FKM_REAL *X, const double *w,
                                   const uint8_t *removed, fkm_index_t n,
                                   fkm_index_t d, fkm_index_t k,
-                                  fkm_index_t n_prefix, int warm)
+                                  fkm_index_t n_prefix, int warm, int pack)
 {
     fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
     double *bsum = calloc((size_t)(nb > 0 ? nb : 1), sizeof(double));
@@ -239,18 +355,20 @@ static int FKM_NAME(seeding_body)(fkm_rng_t *rng, fkm_index_t *centers,
         status = FKM_ENOMEM;
         goto done;
     }
-    /* From a warm prefix only k - n_prefix passes remain: packing pays when
-     * they are several. */
-    if (d <= FKM_PACK_MAX_D && n >= 4 && k - (warm ? n_prefix : 0) >= (warm ? 4 : 2)) {
-        /* Panels of 4 points, coordinate major: P[4*(p*d + j) + l] holds
-         * X[4p + l, j].  One pass here saves instructions on all k passes. */
-        fkm_index_t n4 = n - n % 4;
-        P = fkm_alloc_large((size_t)n4 * (size_t)d * sizeof(double));
+    /* Packing X (panels of 4 points, coordinate major: P[4*(p*d + j) + l]
+     * holds X[4p + l, j]) saves the transposes of update_rows on every pass,
+     * but costs a copy and its page faults: it pays only when the copy stays
+     * in cache and the passes are several (from a warm prefix only
+     * k - n_prefix remain). */
+    if (pack < 0)
+        pack = (size_t)n * (size_t)d * sizeof(double) <= FKM_PACK_MAX_BYTES &&
+               k - (warm ? n_prefix : 0) >= FKM_PACK_MIN_PASSES;
+    if (pack && d <= FKM_PACK_MAX_D && n >= 4) {
+        P = fkm_alloc_large((size_t)(n - n % 4) * (size_t)d * sizeof(double));
         if (!P) {
             status = FKM_ENOMEM;
             goto done;
         }
-        (void)n4; /* filled block by block during the first pass */
     }
     fkm_index_t first_pass = 0;
     if (warm && n_prefix > 0) {
@@ -325,7 +443,7 @@ int FKM_NAME(fkm_seeding_run)(fkm_rng_t *rng, fkm_index_t *centers,
     seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
                         n_prefix, 0);
     return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
-                                  d, k, n_prefix, 0);
+                                  d, k, n_prefix, 0, -1);
 }
 
 int FKM_NAME(fkm_seeding_resume)(fkm_rng_t *rng, fkm_index_t *centers,
@@ -340,7 +458,23 @@ int FKM_NAME(fkm_seeding_resume)(fkm_rng_t *rng, fkm_index_t *centers,
     seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
                         n_prefix, 1);
     return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
-                                  d, k, n_prefix, 1);
+                                  d, k, n_prefix, 1, -1);
+}
+
+int FKM_NAME(fkm_seeding_run_ex)(fkm_rng_t *rng, fkm_index_t *centers,
+                                 double *mind, int32_t *labels,
+                                 const FKM_REAL *X, const double *w,
+                                 const uint8_t *removed, fkm_index_t n,
+                                 fkm_index_t d, fkm_index_t k,
+                                 fkm_index_t n_prefix, int warm, int pack)
+{
+    if (warm && (n_prefix < 1 || n_prefix > k))
+        return FKM_EDOM;
+    seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
+                        n_prefix, warm != 0);
+    return FKM_NAME(seeding_body)(rng, centers, mind, labels, X, w, removed, n,
+                                  d, k, n_prefix, warm != 0,
+                                  pack < 0 ? -1 : pack != 0);
 }
 
 #undef FKM_NAME

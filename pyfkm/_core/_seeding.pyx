@@ -8,9 +8,7 @@ import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from numpy.random cimport bitgen_t
-from pyfkm._core._csrc cimport (fkm_rng_t, fkm_index_t, fkm_seeding_run_f64,
-                                fkm_seeding_run_f32, fkm_seeding_resume_f64,
-                                fkm_seeding_resume_f32, fkm_race_seeding_f64,
+from pyfkm._core._csrc cimport (fkm_rng_t, fkm_index_t, fkm_race_seeding_f64,
                                 fkm_race_seeding_f32, fkm_race_seeding_trace_f64,
                                 fkm_race_seeding_dist_f64)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen, in_ptr
@@ -19,6 +17,20 @@ from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen, in_pt
 # "auto" picks warm or cold resumption by cost; "always"/"never" force one
 # (both give bit-identical results; tests compare them).
 resume_mode = "auto"
+# Layout of X for d <= 16: "auto" (a packed copy when it fits in cache),
+# "packed" or "in_place" (bit-identical results; tests force each).
+pack_mode = "auto"
+_PACK = {"auto": -1, "in_place": 0, "packed": 1}
+
+cdef extern from "fkm_seeding.h" nogil:
+    int fkm_seeding_run_ex_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                               int32_t *labels, const double *X, const double *w,
+                               const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+                               fkm_index_t k, fkm_index_t n_prefix, int warm, int pack)
+    int fkm_seeding_run_ex_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
+                               int32_t *labels, const float *X, const double *w,
+                               const uint8_t *removed, fkm_index_t n, fkm_index_t d,
+                               fkm_index_t k, fkm_index_t n_prefix, int warm, int pack)
 
 
 cdef int _run(object generator, fkm_index_t[::1] centers, double[::1] mind,
@@ -31,30 +43,22 @@ cdef int _run(object generator, fkm_index_t[::1] centers, double[::1] mind,
     cdef bitgen_t *bg = bitgen_of(generator)
     cdef fkm_rng_t rng
     cdef int status = 0
+    cdef int pack = _PACK[pack_mode]
+    cdef int iwarm = 1 if warm else 0
     rng_from_bitgen(&rng, bg)
     with generator.bit_generator.lock:
         if X.dtype == np.float64:
             X64 = X
             with nogil:
-                if warm:
-                    status = fkm_seeding_resume_f64(
-                        &rng, &centers[0], &mind[0], &labels[0], &X64[0, 0], w,
-                        removed, n, d, k, n_prefix)
-                else:
-                    status = fkm_seeding_run_f64(
-                        &rng, &centers[0], &mind[0], &labels[0], &X64[0, 0], w,
-                        removed, n, d, k, n_prefix)
+                status = fkm_seeding_run_ex_f64(
+                    &rng, &centers[0], &mind[0], &labels[0], &X64[0, 0], w,
+                    removed, n, d, k, n_prefix, iwarm, pack)
         else:
             X32 = X
             with nogil:
-                if warm:
-                    status = fkm_seeding_resume_f32(
-                        &rng, &centers[0], &mind[0], &labels[0], &X32[0, 0], w,
-                        removed, n, d, k, n_prefix)
-                else:
-                    status = fkm_seeding_run_f32(
-                        &rng, &centers[0], &mind[0], &labels[0], &X32[0, 0], w,
-                        removed, n, d, k, n_prefix)
+                status = fkm_seeding_run_ex_f32(
+                    &rng, &centers[0], &mind[0], &labels[0], &X32[0, 0], w,
+                    removed, n, d, k, n_prefix, iwarm, pack)
     check_status(status, "k-means++ seeding")
     return 0
 
