@@ -129,7 +129,8 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
  * (V_0 + V_1) + (V_2 + V_3) for the four points in one vector, and the tail
  * coordinates are summed four points per vector: the per-point summation
  * order is that of dist2, so both paths give bit-identical distances.
- * mind and labels are written only where a point moved. */
+ * mind and labels are written only for a group of four points of which one
+ * moved (the others keep their values). */
 static inline __attribute__((always_inline)) int FKM_NAME(update_rows)(
     double *restrict mind, int32_t *restrict labels, const FKM_REAL *restrict X,
     fkm_index_t lo, fkm_index_t hi, fkm_index_t d, fkm_index_t pos,
@@ -137,6 +138,7 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_rows)(
 {
     const int32_t p32 = (int32_t)pos;
     const fkm_index_t q = d / 4; /* full groups of 4 coordinates (<= 4) */
+    FKM_ASSERT(d <= FKM_PACK_MAX_D); /* cv holds FKM_PACK_MAX_D / 4 groups */
     fkm_v4d cv[FKM_PACK_MAX_D / 4];
     for (fkm_index_t b = 0; b < q; ++b)
         cv[b] = FKM_NAME(load4)(xc + 4 * b);

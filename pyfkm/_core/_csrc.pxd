@@ -227,6 +227,20 @@ cdef extern from "fkm_lloyd.h" nogil:
                             const double *P, fkm_index_t lo, fkm_index_t hi, fkm_index_t d,
                             const double *ct, const double *hnorm, fkm_index_t k,
                             const unsigned char *need)
+    int fkm_lloyd_assign_masked_f64(int32_t *labels, fkm_index_t *n_changed,
+                                    double *mind, double *sums, double *wsums,
+                                    double *inertia, const double *X, const double *P,
+                                    const double *w, fkm_index_t lo, fkm_index_t hi,
+                                    fkm_index_t d, const double *ct, const double *hnorm,
+                                    const double *centers, fkm_index_t k,
+                                    const unsigned char *need)
+    int fkm_lloyd_assign_masked_f32(int32_t *labels, fkm_index_t *n_changed,
+                                    double *mind, double *sums, double *wsums,
+                                    double *inertia, const float *X, const double *P,
+                                    const double *w, fkm_index_t lo, fkm_index_t hi,
+                                    fkm_index_t d, const double *ct, const double *hnorm,
+                                    const double *centers, fkm_index_t k,
+                                    const unsigned char *need)
 
 cdef extern from "fkm_lloyd_acc.h" nogil:
     fkm_index_t fkm_lloyd_acc_scratch(fkm_index_t k, fkm_index_t d)
@@ -345,3 +359,14 @@ cdef extern from "fkm_qlloyd.h" nogil:
     int fkm_qlloyd_relabel_f64(int32_t *labels, double *mind, double *cc,
                                const double *X, const int64_t *rows, const double *C,
                                fkm_index_t m, fkm_index_t n, fkm_index_t d, fkm_index_t k)
+    int fkm_qlloyd_rescan_f64(int64_t *rows, int32_t *labels, double *mind, int32_t *prev,
+                              double *prev_mind, fkm_index_t *m_out, double *max_mind,
+                              double *cc, const double *X, const int32_t *ref_labels,
+                              const double *ref_mind, const unsigned char *keep,
+                              const double *far, const double *C, fkm_index_t n,
+                              fkm_index_t d, fkm_index_t k)
+    int fkm_qlloyd_cells_f64(double *lo, unsigned char *sure, fkm_index_t *n_moved,
+                             const double *sums, const int64_t *counts, const double *prev,
+                             const double *phases, const int64_t *cells, double g, double eps,
+                             const double *quantum, const double *maxabs, fkm_index_t T,
+                             fkm_index_t k, fkm_index_t d)

@@ -23,26 +23,12 @@ from pyfkm._core._csrc cimport (fkm_index_t, fkm_lloyd_packed_size,
                                 fkm_lloyd_loop_traced_packed_f64, fkm_lloyd_label_f64,
                                 fkm_lloyd_acc_scratch, fkm_lloyd_accumulate_f64,
                                 fkm_lloyd_distances_f64, fkm_lloyd_bounds_norms_f64,
-                                fkm_lloyd_bounds_moves_f64, fkm_lloyd_assign_bounded_f64)
+                                fkm_lloyd_bounds_moves_f64, fkm_lloyd_assign_bounded_f64,
+                                fkm_lloyd_assign_masked_f64, fkm_lloyd_assign_masked_f32,
+                                fkm_qlloyd_rescan_f64, fkm_qlloyd_cells_f64)
 from libc.string cimport memset
 from pyfkm._core._common cimport check_status, in_ptr, out_ptr
 
-# Not yet in _csrc.pxd (owned elsewhere; to move there): csrc/fkm_lloyd.h.
-cdef extern from "fkm_lloyd.h" nogil:
-    int fkm_lloyd_assign_masked_f64(int32_t *labels, fkm_index_t *n_changed,
-                                    double *mind, double *sums, double *wsums,
-                                    double *inertia, const double *X, const double *P,
-                                    const double *w, fkm_index_t lo, fkm_index_t hi,
-                                    fkm_index_t d, const double *ct, const double *hnorm,
-                                    const double *centers, fkm_index_t k,
-                                    const unsigned char *need)
-    int fkm_lloyd_assign_masked_f32(int32_t *labels, fkm_index_t *n_changed,
-                                    double *mind, double *sums, double *wsums,
-                                    double *inertia, const float *X, const double *P,
-                                    const double *w, fkm_index_t lo, fkm_index_t hi,
-                                    fkm_index_t d, const double *ct, const double *hnorm,
-                                    const double *centers, fkm_index_t k,
-                                    const unsigned char *need)
 
 
 def part_bounds(fkm_index_t n, fkm_index_t k, fkm_index_t d):
@@ -510,15 +496,6 @@ cdef class QAssign:
         return labels, mind, sums, counts, float(loss)
 
 
-cdef extern from "fkm_qlloyd.h" nogil:
-    int fkm_qlloyd_rescan_f64(int64_t *rows, int32_t *labels, double *mind, int32_t *prev,
-                              double *prev_mind, fkm_index_t *m_out, double *max_mind,
-                              double *cc, const double *X, const int32_t *ref_labels,
-                              const double *ref_mind, const unsigned char *keep,
-                              const double *far, const double *C, fkm_index_t n,
-                              fkm_index_t d, fkm_index_t k)
-
-
 def qrelabel(X, rows, hints, centers, *, scan=None):
     """The labels (int32) and squared distances (float64) that a full
     QAssign scan gives the rows ``rows`` (int64) of ``X`` for ``centers``,
@@ -609,15 +586,9 @@ def _qrescan(X, rows, ref_labels, C, ref_mind, keep, far):
                                        &ccv[0], &xv[0, 0], &rlv[0], &rmv[0], &kv[0], &fv[0],
                                        &cv[0, 0], n, d, k)
     check_status(status, "Q-Lloyd rescan")
-    return out_rows[:m], out_lab[:m], out_mind[:m], out_prev[:m], out_prev_mind[:m], mx
-
-
-cdef extern from "fkm_qlloyd.h" nogil:
-    int fkm_qlloyd_cells_f64(double *lo, unsigned char *sure, fkm_index_t *n_moved,
-                             const double *sums, const int64_t *counts, const double *prev,
-                             const double *phases, const int64_t *cells, double g, double eps,
-                             const double *quantum, const double *maxabs, fkm_index_t T,
-                             fkm_index_t k, fkm_index_t d)
+    # copies: views would keep the n-row buffers alive while the replay holds them
+    return (out_rows[:m].copy(), out_lab[:m].copy(), out_mind[:m].copy(), out_prev[:m].copy(),
+            out_prev_mind[:m].copy(), mx)
 
 
 def qcells(const double[:, :, ::1] sums, const int64_t[:, ::1] counts,

@@ -344,6 +344,9 @@ def reconstruct_each(groups, threshold):
     groups = _as_list(groups, "groups", ProtocolError)
     out = _each_fast(groups, t)
     if out is None:      # some group is not of the usual form or fails: one by one
+        for i, g in enumerate(groups):   # reconstruct_many's own first check and error
+            if not isinstance(g, (tuple, list)) or len(g) != 2:
+                raise ProtocolError(f"group {i} must be a pair (xs, shares)")
         out = [r[0] for r in reconstruct_many(
             [(xs, [(s,) for s in _as_list(shares, "shares", ProtocolError)])
              for xs, shares in groups], t)]

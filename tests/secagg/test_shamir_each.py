@@ -11,7 +11,8 @@ import random
 import pytest
 
 from pyfkm.secagg import ProtocolError
-from pyfkm.secagg._shamir import PRIME, reconstruct, reconstruct_each, share_to_bytes, split
+from pyfkm.secagg._shamir import (PRIME, reconstruct, reconstruct_each, reconstruct_many,
+                                  share_to_bytes, split)
 
 
 def lagrange_secret(xs, values):
@@ -135,3 +136,13 @@ def test_lists_and_empty_input():
     secrets, groups = sharings(6)
     assert reconstruct_each([[list(xs), list(sh)] for xs, sh in groups], 5) == secrets
     assert reconstruct_each([], 5) == []
+
+
+@pytest.mark.parametrize("group", [(), ([1, 2],), ([1, 2], [b"x"], [b"y"]), 7, None])
+def test_group_not_a_pair_gives_reconstruct_manys_error(group):
+    a = bytes(range(32))
+    good = ([1, 2], [s[0] for s in split([a], 2, [1, 2, 3])[:2]])
+    with pytest.raises(ProtocolError, match="group 1 must be a pair"):
+        reconstruct_many([good, group], 2)
+    with pytest.raises(ProtocolError, match="group 1 must be a pair"):
+        reconstruct_each([good, group], 2)

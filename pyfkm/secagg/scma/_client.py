@@ -349,9 +349,11 @@ class ScmaClient:
         # for exactly these shares; otherwise it is dropped unsent
         owners, kinds, shares = self._m.reveal_all(bundle.round)
         body = unmask_body(owners, kinds, shares)
-        self._unmask_body = (shares, body)
-        self._unmask_msg = UnmaskMessage._signed_by(self._run_id, bundle.round, self.client_id,
-                                                    owners, kinds, shares, self._m.tag, body)
+        msg = UnmaskMessage._signed_by(self._run_id, bundle.round, self.client_id,
+                                       owners, kinds, shares, self._m.tag, body)
+        # both or neither: a failed signature leaves no body paired with an
+        # older round's message
+        self._unmask_body, self._unmask_msg = (shares, body), msg
 
     def mask(self, round_: int, n_words: int | None = None) -> NDArray[np.uint64]:
         """This client's mask of its open round (after :meth:`receive_shares`):
@@ -651,7 +653,7 @@ class ScmaClient:
             del answered[next(iter(answered))]     # the oldest: rounds only increase
         ahead, self._unmask_body = self._unmask_body, None
         msg, self._unmask_msg = self._unmask_msg, None
-        if ahead is not None and ahead[0] is shares:
+        if ahead is not None and ahead[0] is shares and msg is not None and msg.round == rnd:
             return msg                # every held owner survived: laid out in step 2
         return UnmaskMessage._signed_by(self._run_id, rnd, self.client_id, owners, kinds,
                                         shares, self._m.tag)
