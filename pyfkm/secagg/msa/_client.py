@@ -173,7 +173,7 @@ class MsaClient:
         self.leader = leader
         # the output mask is carried by a few clients (the lowest ids): a
         # client removes those of the surviving bearers, O(1) streams
-        self._bearers = frozenset(roster.client_ids[:OUTPUT_BEARERS])
+        self._bearers: frozenset[int] = frozenset(roster.client_ids[:OUTPUT_BEARERS])
         self._limit = encoding_limit(2 * len(self.participants))
         self._output_keys: dict[int, bytes] = {}
         if self.leader == self.client_id:

@@ -129,4 +129,4 @@ PLUS, MINUS = b"\x01", b"\xff"      # signs of add_streams (int8 +1, -1)
 try:  # the C keystream and ring kernels of the noise module
     from ...core.kernels import noise as _ring
 except ImportError:  # pragma: no cover - module not built
-    _ring = None
+    _ring = None  # type: ignore[assignment]
