@@ -1,12 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Cython wrappers of csrc/fkm_chacha.c and csrc/fkm_noise.c.
+"""Cython wrappers of csrc/fkm_chacha.c, csrc/fkm_noise.c and csrc/fkm_ring.c.
 
 No input validation beyond memory safety: pyfkm.core.noise validates sigma,
 key, nonce and sizes.  Every sampler writes into a caller-allocated array.
 """
 import numpy as np
 
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (FKM_OK, FKM_EOVERFLOW, fkm_index_t, fkm_rng_t, fkm_chacha_t,
                                 fkm_chacha_block, fkm_chacha_init, fkm_chacha_rng,
@@ -16,6 +16,19 @@ from pyfkm._core._csrc cimport (FKM_OK, FKM_EOVERFLOW, fkm_index_t, fkm_rng_t, f
                                 fkm_noise_discrete_laplace,
                                 fkm_noise_bernoulli_exp)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
+
+cdef extern from "fkm_ring.h" nogil:
+    int FKM_RING_ELIMIT
+    int fkm_ring_encode(const double *x, fkm_index_t n, int scale_bits, uint64_t limit,
+                        uint64_t *out)
+    int fkm_ring_add_streams(uint64_t *acc, fkm_index_t n, const uint8_t *keys,
+                             const uint8_t *nonces, const int8_t *signs, fkm_index_t m)
+    int fkm_ring_add_dgauss(uint64_t *acc, int64_t *scratch, fkm_index_t n,
+                            const uint8_t *key, const uint8_t *nonces,
+                            const fkm_index_t *lengths, const uint64_t *P,
+                            const uint64_t *Q, fkm_index_t nseg, uint64_t limit)
+
+RING_ELIMIT = FKM_RING_ELIMIT
 
 cdef enum:
     K_GAUSS = 0
@@ -134,3 +147,57 @@ def sample_generator(generator, int kind, out, double x=0.0, uint64_t a=0,
     with generator.bit_generator.lock:
         _run(&rng, NULL, kind, out, x, a, b)
     return out
+
+
+# ------------------------------------------------------------------ ring words
+
+def ring_encode(const double[::1] x, int scale_bits, uint64_t limit):
+    """``(status, words)``: fkm_ring_encode of ``x`` (status 0: ``words``, a
+    new uint64 array; else the fkm status, the caller raises)."""
+    cdef fkm_index_t n = x.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] ov = out
+    cdef int status = 0
+    with nogil:
+        status = fkm_ring_encode(&x[0] if n else NULL, n, scale_bits, limit,
+                                 &ov[0] if n else NULL)
+    return status, out
+
+
+def ring_add_streams(uint64_t[::1] acc, const uint8_t[::1] keys, const uint8_t[::1] nonces,
+                     const int8_t[::1] signs):
+    """acc += sum_j signs[j] * keystream(key j, nonce j) modulo 2^64, in place
+    (keys: 32 bytes per stream, nonces 12; fkm_ring_add_streams)."""
+    cdef fkm_index_t m = signs.shape[0]
+    cdef fkm_index_t n = acc.shape[0]
+    if keys.shape[0] != 32 * m or nonces.shape[0] != 12 * m:
+        raise ValueError("keys must hold 32 bytes and nonces 12 per sign")
+    cdef int status = 0
+    if m == 0 or n == 0:
+        return
+    with nogil:
+        status = fkm_ring_add_streams(&acc[0], n, &keys[0], &nonces[0], &signs[0], m)
+    check_status(status, "ring streams")
+
+
+def ring_add_dgauss(uint64_t[::1] acc, const uint8_t[::1] key, const uint8_t[::1] nonces,
+                    const fkm_index_t[::1] lengths, const uint64_t[::1] P,
+                    const uint64_t[::1] Q, uint64_t limit):
+    """acc += the discrete Gaussian segments (fkm_ring_add_dgauss), in place;
+    returns the fkm status (0, or the code the caller raises for; acc is then
+    unchanged)."""
+    cdef fkm_index_t nseg = lengths.shape[0]
+    cdef fkm_index_t n = acc.shape[0]
+    if key.shape[0] != 32 or nonces.shape[0] != 12 * nseg or P.shape[0] != nseg \
+            or Q.shape[0] != nseg:
+        raise ValueError("key must be 32 bytes, nonces 12 per segment, P and Q one each")
+    scratch = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] sv = scratch
+    cdef int status = 0
+    if nseg == 0:
+        return 0 if n == 0 else 2
+    with nogil:
+        status = fkm_ring_add_dgauss(&acc[0] if n else NULL, &sv[0] if n else NULL, n,
+                                     &key[0], &nonces[0], &lengths[0], &P[0], &Q[0], nseg,
+                                     limit)
+    return status

@@ -65,7 +65,8 @@ from ..exceptions import InvalidInputError
 if TYPE_CHECKING:
     from ..rng import SeedLike
 
-__all__ = ["NoiseStream", "discrete_gaussian_variance", "new_noise_key"]
+__all__ = ["NoiseStream", "discrete_gaussian_parameters", "discrete_gaussian_variance",
+           "new_noise_key", "secure_nonce"]
 
 
 def _float_scale(x: float, name: str) -> float:
@@ -127,6 +128,71 @@ def _sigma2_rational(sigma: float) -> tuple[int, int]:
         if 2 * P * Q * t * t < 1 << 127 and Q * t < 1 << 64:
             return P, Q
     raise InvalidInputError(f"sigma={sigma} is too large for the discrete Gaussian sampler")
+
+
+def secure_nonce(iteration: int, tag: bytes) -> bytes:
+    """The 12-byte ChaCha20 nonce of :meth:`NoiseStream.secure` for
+    ``(iteration, tag)``: ``tag`` zero-padded to 4 bytes, then ``iteration``
+    as 8 little-endian bytes.
+
+    Parameters
+    ----------
+    iteration : int
+        0 <= iteration < 2**64.
+    tag : bytes
+        1 to 4 bytes without NUL.
+
+    Returns
+    -------
+    nonce : bytes
+        12 bytes.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``iteration`` or ``tag`` is invalid.
+
+    Examples
+    --------
+    >>> secure_nonce(3, b"SUM").hex()
+    '53554d000300000000000000'
+    """
+    iteration = check_int(iteration, "iteration", 0)
+    if iteration >= 1 << 64:
+        raise InvalidInputError(f"iteration={iteration} must be < 2**64")
+    if (not isinstance(tag, (bytes, bytearray)) or not 1 <= len(tag) <= 4
+            or b"\0" in tag):
+        raise InvalidInputError(f"tag={tag!r} must be 1 to 4 bytes without NUL, e.g. b'SUM'")
+    return bytes(tag).ljust(4, b"\0") + iteration.to_bytes(8, "little")
+
+
+def discrete_gaussian_parameters(sigma: float) -> tuple[int, int]:
+    """``(P, Q)``: the exact variance ``P / Q`` that
+    :meth:`NoiseStream.discrete_gaussian` samples with for ``sigma`` (see
+    :func:`discrete_gaussian_variance`, which returns it reduced), as the
+    sampler kernel takes it.
+
+    Parameters
+    ----------
+    sigma : float
+        The requested standard deviation, in ``[2**-10, 2**30]``.
+
+    Returns
+    -------
+    P, Q : int
+        ``sigma'^2 = P / Q`` with ``Q`` a power of two.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``sigma`` is out of range.
+
+    Examples
+    --------
+    >>> discrete_gaussian_parameters(2.0) == (4 << 58, 1 << 58)
+    True
+    """
+    return _sigma2_rational(_check_sigma(sigma))
 
 
 def _check_sigma(sigma: float, name: str = "sigma") -> float:
@@ -256,17 +322,11 @@ class NoiseStream:
         """
         if not isinstance(key, (bytes, bytearray)) or len(key) != 32:
             raise InvalidInputError("key must be 32 bytes (use pyfkm.dp.new_noise_key())")
-        iteration = check_int(iteration, "iteration", 0)
-        if iteration >= 1 << 64:
-            raise InvalidInputError(f"iteration={iteration} must be < 2**64")
-        if (not isinstance(tag, (bytes, bytearray)) or not 1 <= len(tag) <= 4
-                or b"\0" in tag):
-            raise InvalidInputError(f"tag={tag!r} must be 1 to 4 bytes without NUL, e.g. b'SUM'")
+        nonce = secure_nonce(iteration, tag)
         from .._core import _noise
-        nonce = bytes(tag).ljust(4, b"\0") + iteration.to_bytes(8, "little")
         impl = _noise.ChaChaStream(np.frombuffer(bytes(key), np.uint8),
                                    np.frombuffer(nonce, np.uint8), 0)
-        return cls._make(impl, None, f"secure(iteration={iteration}, tag={bytes(tag)!r})")
+        return cls._make(impl, None, f"secure(iteration={int(iteration)}, tag={bytes(tag)!r})")
 
     @classmethod
     def from_generator(cls, random_state: SeedLike = None) -> NoiseStream:

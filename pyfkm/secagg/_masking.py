@@ -50,7 +50,8 @@ from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 from ..exceptions import ProtocolError
 from . import _shamir
-from ._keys import (channel_key, check_graph_params, check_mac, exchange, mac, neighbour_graph,
+from ._keys import (DATA_PREFIX, KeyedMac, channel_key, check_graph_params, check_mac,
+                    exchange, mac, neighbour_graph,
                     new_key, pair_mask_key, raw_private, raw_public, ring_neighbours, ring_seed,
                     round_view, roster_digest, self_commitment, server_mac_key, share_threshold)
 
@@ -89,7 +90,7 @@ class MaskingClient:
         self._aead = {}
         self._extra = {}
         self._summed = {}
-        self._mac_key = None
+        self._mac_key = self._mac = self._data_mac = None
         self._last = 0                 # last round shared (rounds only increase)
         self._round = None             # state of the round in progress
         self._revealed = {}            # round -> (peers, kinds) revealed: the consistency rule
@@ -146,8 +147,10 @@ class MaskingClient:
         self._id_set = frozenset(ids)
         self._neighbours = frozenset(nbrs)
         self._aead, self._extra, self._mac_key, self.digest = aead, extra, mac_key, digest
+        self._mac = KeyedMac(mac_key)  # the key schedule once per run
         self._summed = {}              # data digest -> survivors it was summed over
         self.data_key = os.urandom(32)
+        self._data_mac = KeyedMac(self.data_key, DATA_PREFIX)
         self._channel = None           # the channel secrets are derived: drop the key
 
     def neighbours(self):
@@ -162,7 +165,13 @@ class MaskingClient:
         return self._extra[other]
 
     def tag(self, data):
-        return mac(self._mac_key, data)
+        """``mac(MAC key, data)``: the tag of a message to the server."""
+        return self._mac.tag(data)
+
+    def data_digest(self, part):
+        """``data_digest(data_key, part)``: the keyed digest of this
+        client's data (one part) for the same-data rule."""
+        return self._data_mac.digest(part)
 
     # -- step 1: share keys
     def share(self, round_, participants):

@@ -23,12 +23,11 @@ from cryptography.exceptions import InvalidTag
 
 from ...exceptions import InvalidInputError, ProtocolError
 from .._framing import _built, _check_id, _check_run_id
-from .._keys import data_digest
 from .._masking import MaskingClient
 from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
                          UnmaskMessage, UnmaskRequest)
-from ._fixed import (MSA_TAG, OUTPUT_TAG, SELF_TAG, decode_fixed, encode_fixed, encoding_limit,
-                     mask_stream)
+from ._fixed import (MINUS, MSA_TAG, OUTPUT_TAG, PLUS, SELF_TAG, add_streams, decode_fixed,
+                     encode_fixed, encoding_limit)
 from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
 from ._noise import client_noise
 
@@ -174,7 +173,9 @@ class MsaClient:
         self.leader = leader
         # the output mask is carried by a few clients (the lowest ids): a
         # client removes those of the surviving bearers, O(1) streams
-        self._bearers = frozenset(roster.client_ids[:OUTPUT_BEARERS])
+        self._bearers: frozenset[int] = frozenset(roster.client_ids[:OUTPUT_BEARERS])
+        self._limit = encoding_limit(2 * len(self.participants))
+        self._output_keys: dict[int, bytes] = {}
         if self.leader == self.client_id:
             self._group_key = os.urandom(32)
 
@@ -238,6 +239,7 @@ class MsaClient:
         except InvalidTag:
             raise ProtocolError("group key message fails authentication") from None
         self._group_key = key
+        self._output_keys = {}
 
     def _check_ready(self) -> None:
         if self.n_words is None:
@@ -329,22 +331,35 @@ class MsaClient:
         """
         if self._input_round is None or int(round_) != self._input_round:
             raise ProtocolError(f"round {round_}: shares not received")
-        b, keys = self._m.mask_keys(round_)
-        acc = mask_stream(b, round_, SELF_TAG, self.n_words).copy()
-        for other, key in keys.items():
-            s = mask_stream(key, round_, MSA_TAG, self.n_words)
-            if self.client_id < other:
-                acc += s
-            else:
-                acc -= s
-        if self.client_id in self._bearers:
-            acc += self._output_mask(round_, self.client_id)
-        return acc
+        return self._add_mask(np.zeros(self.n_words, np.uint64), int(round_))
 
-    def _output_mask(self, round_: int, client_id: int) -> NDArray[np.uint64]:
-        key = hashlib.sha256(b"pyfkm/msa/output/v3" + self._group_key  # type: ignore[operator]
-                             + struct.pack("<I", client_id)).digest()
-        return mask_stream(key, round_, OUTPUT_TAG, self.n_words)
+    def _add_mask(self, acc: NDArray[np.uint64], round_: int) -> NDArray[np.uint64]:
+        """``acc += mask(round_)`` in place: every stream of the mask (self,
+        signed pairs, output) in one kernel call."""
+        b, keys = self._m.mask_keys(round_)
+        me = self.client_id
+        ks, tags, signs = [b], [SELF_TAG], [PLUS]
+        for other, key in keys.items():
+            ks.append(key)
+            tags.append(MSA_TAG)
+            signs.append(PLUS if me < other else MINUS)
+        if me in self._bearers:
+            ks.append(self._output_key(me))
+            tags.append(OUTPUT_TAG)
+            signs.append(PLUS)
+        r = struct.pack("<Q", round_)
+        return add_streams(acc, b"".join(ks), b"".join([r + t for t in tags]), b"".join(signs))
+
+    def _output_key(self, client_id: int) -> bytes:
+        """The key of bearer ``client_id``'s output masks, ``H(group key,
+        id)`` (a function of the run's group key: derived once per run; the
+        masks differ every round by the stream's nonce)."""
+        key = self._output_keys.get(client_id)
+        if key is None:
+            key = self._output_keys[client_id] = hashlib.sha256(
+                b"pyfkm/msa/output/v3" + self._group_key  # type: ignore[operator]
+                + struct.pack("<I", client_id)).digest()
+        return key
 
     def respond(self, req: InputRequest, x: ArrayLike,
                 noise: Sequence[tuple[int, float, bytes]] = ()) -> MaskedVectorMessage:
@@ -389,16 +404,15 @@ class MsaClient:
         x = np.asarray(x, dtype=np.float64).ravel()
         if x.size != self.n_words:
             raise InvalidInputError(f"vector has {x.size} entries, the run uses {self.n_words}")
-        limit = encoding_limit(2 * len(self.participants))
+        limit = self._limit
         enc = encode_fixed(x, self.scale_bits, limit)
-        digest = data_digest(self._m.data_key, enc.tobytes())
+        digest = self._m.data_digest(enc.tobytes())
         noise = tuple(noise)
         if noise:
-            enc = enc + client_noise(noise, self.n_words, self.threshold, self.scale_bits,
-                                     req.round, limit)
-        mask = self.mask(req.round)
+            enc += client_noise(noise, self.n_words, self.threshold, self.scale_bits,
+                                req.round, limit)
+        self._add_mask(enc, int(req.round))
         self._m.mark_sent(req.round)
-        enc += mask
         self._sent = (req.round, digest)
         self._input_round = None
         # built from this client's own state (enc: a fresh contiguous uint64
@@ -489,6 +503,8 @@ class MsaClient:
         if ans is None and agg.round != self._m._last:
             raise ProtocolError("aggregate of another round than this client's last")
         w = agg.payload.copy()
-        for u in self._bearers.intersection(agg.survivors):
-            w -= self._output_mask(agg.round, u)
+        bearers = sorted(self._bearers.intersection(agg.survivors))
+        nonce = struct.pack("<Q", int(agg.round)) + OUTPUT_TAG
+        add_streams(w, b"".join([self._output_key(u) for u in bearers]), nonce * len(bearers),
+                    MINUS * len(bearers))
         return decode_fixed(w, self.scale_bits)

@@ -11,12 +11,13 @@ server's own noise modes (``noise="gaussian"`` or ``"laplace"`` of
 from __future__ import annotations
 
 import functools
-import os
 from typing import Iterable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ...core import kernels as _kernels
+from ...core.noise import discrete_gaussian_parameters, new_noise_key, secure_nonce
 from ...exceptions import CapacityError, InvalidInputError
 from ._fixed import DEFAULT_SCALE_BITS
 
@@ -62,30 +63,76 @@ def check_discrete_sigma(scales: Iterable[float], scale_bits: int = DEFAULT_SCAL
 
 
 def client_noise(segments: Iterable[tuple[int, float, bytes]], n_words: int, threshold: int,
-                 scale_bits: int, round_: int, limit: int) -> NDArray[np.int64]:
+                 scale_bits: int, round_: int, limit: int) -> NDArray[np.uint64]:
     """One client's share of distributed discrete Gaussian noise: for each
     ``(length, sigma, tag)`` segment, ``length`` samples of the discrete
     Gaussian of scale ``sigma * 2**scale_bits / sqrt(threshold)`` (fixed-point
     units), from a ChaCha20 stream under a fresh OS key.  As int64 words of
-    Z_2^64; raises :class:`CapacityError` if a sample reaches ``limit``."""
-    from ...core.noise import NoiseStream
+    Z_2^64 (uint64, two's complement); raises :class:`CapacityError` if a
+    sample reaches ``limit``."""
+    return add_client_noise(np.zeros(int(n_words), np.uint64), segments, n_words, threshold,
+                            scale_bits, round_, limit)
+
+
+def add_client_noise(acc: NDArray[np.uint64], segments: Iterable[tuple[int, float, bytes]],
+                     n_words: int, threshold: int, scale_bits: int, round_: int,
+                     limit: int) -> NDArray[np.uint64]:
+    """``acc += client_noise(...)`` in place (modulo 2**64; ``acc``: a
+    writable contiguous uint64 vector of ``n_words``), every segment's stream
+    ``NoiseStream.secure(key, round_, tag)`` under one fresh OS key, drawn
+    and checked in one C call (``fkm_ring_add_dgauss``); ``acc`` is unchanged
+    when it raises."""
     segments = tuple(segments)
+    args = (segments, int(n_words), int(threshold), int(scale_bits))
+    try:
+        plan = _kernel_plan(*args)
+    except TypeError:             # unhashable segments (a bytearray tag): not cached
+        plan = _kernel_plan.__wrapped__(*args)
+    tags, lengths, P, Q = plan
+    if acc.shape != (int(n_words),):
+        raise InvalidInputError(f"the vector has {acc.shape} words, expected {n_words}")
+    r = int(round_)
+    if not 0 <= r < 1 << 64:
+        raise InvalidInputError(f"round {round_} must be in [0, 2**64)")
+    r8 = r.to_bytes(8, "little")
+    nonces = b"".join([t + r8 for t in tags])       # secure_nonce(round_, tag) each
+    key = new_noise_key()         # 32 bytes from the OS, fresh every call
+    status = _kernels.noise.ring_add_dgauss(acc, np.frombuffer(key, np.uint8),
+                                            np.frombuffer(nonces, np.uint8), lengths, P, Q,
+                                            int(limit))
+    if status == _kernels.noise.RING_ELIMIT:
+        raise CapacityError("a noise sample reaches the capacity of one share")
+    if status:
+        raise CapacityError("noise stream exhausted or the sampler overflowed (probability "
+                            "below exp(-2**30)); use a new round")
+    return acc
+
+
+@functools.lru_cache(maxsize=64)
+def _kernel_plan(segments: tuple[tuple[int, float, bytes], ...], n_words: int, threshold: int,
+                 scale_bits: int) -> tuple[tuple[bytes, ...], NDArray[np.int64],
+                                           NDArray[np.uint64], NDArray[np.uint64]]:
+    """:func:`_noise_plan` as the kernel's arrays: the tags (zero-padded to
+    4 bytes, the nonce's prefix), the lengths and
+    each segment's exact variance ``P / Q`` (``P = 0``: no noise), read-only
+    (public parameters, checked once; a failing check raises every time)."""
     try:
         plan = _noise_plan(segments, n_words, threshold, scale_bits)
-    except TypeError:             # unhashable segments (a bytearray tag): not cached
+    except TypeError:             # unhashable segments: not cached either
         plan = _noise_plan.__wrapped__(segments, n_words, threshold, scale_bits)
-    key = os.urandom(32)
-    parts = []
+    tags, lengths, P, Q = [], [], [], []
     for length, tag, units in plan:
-        if units == 0:
-            parts.append(np.zeros(length, dtype=np.int64))
-            continue
-        ns = NoiseStream.secure(key, round_, tag)
-        v = np.asarray(ns.discrete_gaussian(length, units), dtype=np.int64)
-        if v.size and int(np.abs(v).max()) >= limit:
-            raise CapacityError("a noise sample reaches the capacity of one share")
-        parts.append(v)
-    return np.concatenate(parts).view(np.uint64)
+        # NoiseStream.secure's check of the tag (no NUL), its padded nonce prefix
+        pad = secure_nonce(0, tag)[:4]
+        p, q = (0, 1) if units == 0 else discrete_gaussian_parameters(units)
+        tags.append(pad)
+        lengths.append(length)
+        P.append(p)
+        Q.append(q)
+    arrays = (np.array(lengths, np.int64), np.array(P, np.uint64), np.array(Q, np.uint64))
+    for a in arrays:
+        a.setflags(write=False)
+    return (tuple(tags),) + arrays
 
 
 @functools.lru_cache(maxsize=64)

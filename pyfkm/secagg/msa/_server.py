@@ -7,6 +7,7 @@ removed (and, for the trusted-curator baselines only, the server's noise).
 """
 from __future__ import annotations
 
+import struct
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ from .._framing import _check_run_id
 from .._masking import MaskingServer
 from .._messages import InputRequest, RoundMessage
 from .._steps import RoundSteps
-from ._fixed import _RING_HALF, DEFAULT_SCALE_BITS, MSA_TAG, SELF_TAG, mask_stream
+from ._fixed import _RING_HALF, DEFAULT_SCALE_BITS, MINUS, MSA_TAG, PLUS, SELF_TAG, add_streams
 from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
 from ._noise import SERVER_NOISE_MODES
 
@@ -344,14 +345,12 @@ class MsaServer(RoundSteps):
         agg = np.zeros(self._n_words, dtype=np.uint64)
         for u in st["u3"]:
             agg += o["got"][u]
-        for key in selfs:
-            agg -= mask_stream(key.tobytes(), rnd, SELF_TAG, self._n_words)
-        for key, ng in zip(pair_keys, neg):
-            s = mask_stream(key.tobytes(), rnd, MSA_TAG, self._n_words)
-            if ng:
-                agg -= s
-            else:
-                agg += s
+        # every self stream subtracted, each pair stream with the dropped
+        # added back or removed, in one kernel call
+        r = struct.pack("<Q", rnd)
+        add_streams(agg, selfs.tobytes() + pair_keys.tobytes(),
+                    (r + SELF_TAG) * len(selfs) + (r + MSA_TAG) * len(pair_keys),
+                    MINUS * len(selfs) + b"".join([MINUS if ng else PLUS for ng in neg]))
         if segments:
             agg += self._noise_words(rnd, segments)
         self._open = None

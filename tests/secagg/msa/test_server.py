@@ -14,6 +14,7 @@ from pyfkm.exceptions import ProtocolError
 from pyfkm.secagg import _masking
 from pyfkm.secagg._keys import mac, raw_private, raw_public
 from pyfkm.secagg.msa import MaskedVectorMessage, msa_round, setup_msa
+from pyfkm.secagg.msa import _noise
 from pyfkm.secagg.msa._fixed import MSA_TAG, OUTPUT_TAG, SELF_TAG, encode_fixed
 from _helpers.msa import (M64, RUN, server_bytes, close_round, fixed, grid, open_round,
                           oracle_stream, send)
@@ -290,7 +291,6 @@ def test_server_state_holds_no_client_secret(monkeypatch, silent):
     # survivors): those are left out of the final check only.
     secrets, channel = {}, []
     orig_new, orig_channel = _masking.new_key, _masking.channel_key
-    orig_secure = privacy.NoiseStream.secure.__func__
 
     def new_key():
         k = orig_new()
@@ -302,13 +302,14 @@ def test_server_state_holds_no_client_secret(monkeypatch, silent):
         channel.append(k)
         return k
 
-    def secure(cls, key, iteration, tag):
-        secrets.setdefault("noise", []).append(bytes(key))
-        return orig_secure(cls, key, iteration, tag)
+    def new_noise_key():
+        k = privacy.new_noise_key()
+        secrets.setdefault("noise", []).append(k)
+        return k
 
     monkeypatch.setattr(_masking, "new_key", new_key)
     monkeypatch.setattr(_masking, "channel_key", channel_key)
-    monkeypatch.setattr(privacy.NoiseStream, "secure", classmethod(secure))
+    monkeypatch.setattr(_noise, "new_noise_key", new_noise_key)
 
     server, clients = setup_msa(4, 5, threshold=3)
     # the clients' X25519 keys: their channel keys now, their round keys below
