@@ -202,7 +202,13 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         Runs the clients' local fits (e.g. a ``ThreadPoolExecutor``, a
         ``ProcessPoolExecutor`` or Dask's ``Client.get_executor()``); the
         model is identical to the in-process one.  Each task returns the
-        client's state as plain arrays (no live objects cross the executor).
+        client's state as plain arrays (no live objects cross the executor),
+        except on a ``ThreadPoolExecutor``, whose tasks build the clients
+        in this process.  Meanwhile the driver runs the secure round's key
+        agreement and key shares (no data involved).  The round's roles
+        hold live keys and stay in this process: a ``ThreadPoolExecutor``
+        also computes the clients' masked inputs (kernels that release the
+        GIL); with other executors the driver does.
     threshold : int, optional
         Fewest clients any secure round may have; clients refuse rounds
         below it, and a round completes when at most ``L - threshold``
@@ -550,12 +556,6 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                 "fit_seconds_": {"clients": t1 - t0, "aggregation": t2 - t1,
                                  "server": t3 - t2}}, commit_rng
 
-    def _fit_clients(self, arrs, K, kw, gens, first=0):
-        """The clients' local fits (``MufcClient`` per array, or None for a
-        client whose task raised or timed out) and the failures."""
-        return self._collect_fits(arrs, self._submit_fits(arrs, K, kw, gens, first), K, kw,
-                                  gens, first, stacklevel=5)
-
     def _submit_fits(self, arrs, K, kw, gens, first=0):
         """Check every client's data against the box, then submit their
         local fits to the executor (one task a client, in order; None
@@ -851,21 +851,38 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                 self._agg_rng.bit_generator.state = twin.bit_generator.state
             t0 = time.perf_counter()
             L0 = len(self._clients)
-            fresh, failed = self._fit_clients(arrs, int(self.n_clusters), kw, gens, first=L0)
-            t_client = time.perf_counter() - t0
-            clients = list(self._clients) + fresh
             new_ids = list(range(L0, L0 + len(arrs)))
             participants = list(self._participants) + new_ids
             sizes = [None if c is None else c.X.shape[0] for c in self._clients] + \
                 [a.shape[0] for a in arrs]
-            agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
+            K = int(self.n_clusters)
+            futures = self._submit_fits(arrs, K, kw, gens, first=L0)
+            if futures is None:
+                fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
+                                                   stacklevel=3)
+                t_client = time.perf_counter() - t0
+                agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
+            else:
+                # as in fit: the new run's keys and key shares while the new
+                # clients fit on the executor
+                try:
+                    agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
+                    agg.open_round(participants)
+                except BaseException:
+                    for fut in futures:
+                        fut.cancel()
+                    raise
+                fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
+                                                   stacklevel=3)
+                t_client = time.perf_counter() - t0
+            clients = list(self._clients) + fresh
             failed_set = set(failed)
             try:
                 for i in new_ids:
                     agg.mark(i)
                 bins, counts, nbytes, inc, t_agg, dropped = agg.round(
                     clients, participants, silent=sorted(failed_set), prepare_next=False,
-                    first=True)
+                    first=True, executor=self._thread_pool())
                 old_gone = sorted(set(dropped) - set(new_ids))
                 if old_gone:
                     raise ProtocolError(

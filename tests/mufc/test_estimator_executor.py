@@ -148,3 +148,19 @@ def test_a_failed_fit_on_a_thread_pool_drops_its_client():
     for i in range(len(data)):
         if i != 2:
             np.testing.assert_array_equal(m.client_centers_[i], ref.client_centers_[i])
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_clients_joining_on_an_executor_join_as_in_process(pool):
+    data = _clients(5, L=10)
+    ref = FederatedKMeans(4, random_state=2).fit(data[:6])
+    ref.add_clients(data[6:])
+    cls = ThreadPoolExecutor if pool == "threads" else ProcessPoolExecutor
+    with cls(2) as ex:
+        m = FederatedKMeans(4, random_state=2, executor=ex).fit(data[:6])
+        rep = m.add_clients(data[6:])
+    assert rep.clients == (6, 7, 8, 9) and rep.dropped == ()
+    assert_same_fit(ref, m, server=True)
+    bins, counts = _plain_aggregate(m)
+    np.testing.assert_array_equal(m.aggregate_bins_, bins)
+    np.testing.assert_array_equal(m.aggregate_counts_, counts)
