@@ -574,7 +574,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         if isinstance(self.executor, ThreadPoolExecutor):
             # same process: the task builds the client in place (its
             # generator is used by that task only), nothing is copied back
-            return [self.executor.submit(MufcClient, X, K, random_state=gens[i], **kw)
+            return [self.executor.submit(_fit_client_task, X, K, kw, gens[i], live=True)
                     for i, X in enumerate(arrs)]
         return [self.executor.submit(_fit_client_task, X, K, kw, _rng_state(gens[i]))
                 for i, X in enumerate(arrs)]
