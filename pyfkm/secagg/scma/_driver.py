@@ -312,9 +312,10 @@ class RoundTrip:
             bar.close()
 
 
-# clients per task of RoundTrip.inputs on an executor: few enough tasks that
-# their overhead stays small, enough to balance a pool of a few workers
-_ANSWER_TASKS_PER_WORKER = 4
+# tasks of RoundTrip.inputs on an executor (batches of clients): few enough
+# that their overhead stays small (tens of microseconds each), enough to
+# balance a pool of up to that many workers
+_ANSWER_TASKS = 16
 
 
 def _answer_batch(roles: Mapping[int, ScmaClient], ids: Sequence[int], msg: InputRequest
@@ -335,8 +336,7 @@ def _answer_all(roles: Mapping[int, ScmaClient], ids: Sequence[int], msg: InputR
     """The answers of clients ``ids`` in their order, computed in batches on
     ``executor``; every task is waited for before anything is returned or
     raised, so no task still uses a role afterwards."""
-    workers = max(1, int(getattr(executor, "_max_workers", 2)))
-    n = max(1, min(len(ids), workers * _ANSWER_TASKS_PER_WORKER))
+    n = max(1, min(len(ids), _ANSWER_TASKS))
     step, extra = divmod(len(ids), n)
     chunks, at = [], 0
     for k in range(n):
