@@ -119,35 +119,49 @@ def breakdown(clients, K, seed, repeats, workers):
             finally:
                 acc[_label] += time.thread_time() - t
         setattr(owners[cls], name, functools.wraps(f)(timed))
+    # the driver's CPU before the round's masked inputs (its key agreement and
+    # key shares: what a thread pool's fits run beside) and after them
+    from pyfkm.secagg import RoundTrip
+    real_inputs = RoundTrip.inputs
+
+    def inputs(self, *a, **k):
+        acc["t_inputs"] = time.thread_time()
+        return real_inputs(self, *a, **k)
+    RoundTrip.inputs = functools.wraps(real_inputs)(inputs)
     runs = []
     try:
         for _ in range(repeats):
             acc.clear()
             t = time.thread_time()
             pyfkm.FederatedKMeans(K, random_state=seed).fit(clients)
-            runs.append((time.thread_time() - t, dict(acc)))
+            end = time.thread_time()
+            acc["before"] = acc.pop("t_inputs") - t
+            acc["after"] = end - t - acc["before"]
+            runs.append((end - t, dict(acc)))
     finally:
         for owner, name, f in saved:
             setattr(owner, name, f)
+        RoundTrip.inputs = real_inputs
     total = statistics.median(r[0] for r in runs)
     med = {label: statistics.median(r[1].get(label, 0.0) for r in runs)
-           for label, *_ in _PHASES}
+           for label in [p[0] for p in _PHASES] + ["before", "after"]}
     print(f"  CPU time of the in-process fit (thread_time, median of {repeats}): "
           f"{fmt(total)}; load {os.getloadavg()[0]:.1f}")
     for label, *_, where in _PHASES:
         print(f"    {label:38s} {fmt(med[label]):>9s} {100 * med[label] / total:5.1f}%"
               + {"beside": "  (thread pool, beside the key agreement)",
                  "pool": "  (thread pool)"}.get(where, ""))
-    other = total - sum(med.values())
+    other = total - sum(med[p[0]] for p in _PHASES)
     print(f"    {'other (driver, messages)':38s} {fmt(other):>9s} {100 * other / total:5.1f}%")
     seeding = med["client seeding"]
     pool = med["client: masked input (encode, mask)"]
-    first = sum(med[k] for k in ("client: key agreement", "client: key shares",
-                                 "client: receive shares"))
-    rest = total - seeding - pool - first
-    # seeding beside the key agreement and shares, then the masked inputs on
-    # the pool, then the rest (unmask, decode, clustering, driver) serially
+    first = med["before"] - seeding           # key agreement, key shares, messages
+    rest = med["after"] - pool                 # unmask, decode, clustering, messages
+    # with a thread pool: the seeding beside the driver's key agreement and
+    # shares, then the masked inputs on the pool, then the rest serially
     proj = max(first, (first + seeding) / workers) + pool / workers + rest
+    print(f"    driver before the masked inputs (seeding excluded): {fmt(first)}; after "
+          f"them: {fmt(rest)}")
     print(f"    parallel on a pool: {fmt(seeding + pool)} ({100 * (seeding + pool) / total:.0f}%); "
           f"serial in the driver: {fmt(total - seeding - pool)}; projected with {workers} free "
           f"cores: {fmt(proj)} ({total / proj:.2f}x)")
