@@ -23,16 +23,29 @@ For each removal the script records
 and prints, per workload, the fit (wall and CPU) and the mean and median of each, with the
 ratio fit / mean removal (the issue's measure: "mean random removal at least 100x faster
 than the fit").  ``--workers N`` also fits with a ``ThreadPoolExecutor`` and a
-``ProcessPoolExecutor`` of N workers and prints the speed-up over the in-process fit.
+``ProcessPoolExecutor`` of N workers, ``--repeats`` times interleaved with in-process fits,
+and prints the medians of the wall times, the speed-ups over the in-process fit and the
+load average (the ratio means something only with N free cores).  ``--breakdown`` prints
+the CPU time (``time.thread_time``, medians of ``--repeats`` in-process fits) of each
+phase of the fit -- the clients' seeding, the secure round's client steps (key agreement,
+key shares, masked inputs, unmasking), its server steps (decode included), the server's
+clustering -- and what part a thread pool runs beside the driver: the seeding (beside
+the key agreement and key shares, which need no data) and the masked inputs; with it the
+projected wall time on N free cores.
 
 Commands (label M9 in ``benchmarks/README.md``)::
 
     python benchmarks/unlearning_defaults.py                        # all three, 100 removals
     python benchmarks/unlearning_defaults.py --data gaussian,digits --removals 200
     python benchmarks/unlearning_defaults.py --data federation --workers 2
+    python benchmarks/unlearning_defaults.py --data federation --removals 0 --workers 2 \
+        --repeats 5 --breakdown
     python benchmarks/unlearning_defaults.py --quick                # smoke run, seconds
 """
 import argparse
+import collections
+import functools
+import os
 import statistics
 import sys
 import time
@@ -72,6 +85,88 @@ def timed_fit(clients, K, seed, executor=None):
     return time.perf_counter() - w0, time.process_time() - c0, model
 
 
+# the fit's phases: (label, class, method, runs beside the driver on a thread pool)
+_PHASES = (
+    ("client seeding", "MufcClient", "__init__", "beside"),
+    ("client: key agreement", "ScmaClient", "receive_roster", ""),
+    ("client: key shares", "ScmaClient", "share_keys", ""),
+    ("client: receive shares", "ScmaClient", "receive_shares", ""),
+    ("client: masked input (encode, mask)", "ScmaClient", "respond", "pool"),
+    ("client: unmask", "ScmaClient", "unmask", ""),
+    ("server: decode (finish_round)", "ScmaServer", "finish_round", ""),
+    ("server clustering", "MufcServer", "update", ""),
+)
+
+
+def breakdown(clients, K, seed, repeats, workers):
+    """Print the CPU time of each phase of in-process fits (medians) and the
+    projected wall time with ``workers`` free cores and a thread pool."""
+    from pyfkm.mufc.client import MufcClient
+    from pyfkm.mufc.server import MufcServer
+    from pyfkm.secagg import ScmaClient, ScmaServer
+    owners = {"MufcClient": MufcClient, "MufcServer": MufcServer, "ScmaClient": ScmaClient,
+              "ScmaServer": ScmaServer}
+    acc = collections.Counter()
+    saved = []
+    for label, cls, name, _ in _PHASES:
+        f = getattr(owners[cls], name)
+        saved.append((owners[cls], name, f))
+
+        def timed(*a, _f=f, _label=label, **k):
+            t = time.thread_time()
+            try:
+                return _f(*a, **k)
+            finally:
+                acc[_label] += time.thread_time() - t
+        setattr(owners[cls], name, functools.wraps(f)(timed))
+    # the driver's CPU before the round's masked inputs (its key agreement and
+    # key shares: what a thread pool's fits run beside) and after them
+    from pyfkm.secagg import RoundTrip
+    real_inputs = RoundTrip.inputs
+
+    def inputs(self, *a, **k):
+        acc["t_inputs"] = time.thread_time()
+        return real_inputs(self, *a, **k)
+    RoundTrip.inputs = functools.wraps(real_inputs)(inputs)
+    runs = []
+    try:
+        for _ in range(repeats):
+            acc.clear()
+            t = time.thread_time()
+            pyfkm.FederatedKMeans(K, random_state=seed).fit(clients)
+            end = time.thread_time()
+            acc["before"] = acc.pop("t_inputs") - t
+            acc["after"] = end - t - acc["before"]
+            runs.append((end - t, dict(acc)))
+    finally:
+        for owner, name, f in saved:
+            setattr(owner, name, f)
+        RoundTrip.inputs = real_inputs
+    total = statistics.median(r[0] for r in runs)
+    med = {label: statistics.median(r[1].get(label, 0.0) for r in runs)
+           for label in [p[0] for p in _PHASES] + ["before", "after"]}
+    print(f"  CPU time of the in-process fit (thread_time, median of {repeats}): "
+          f"{fmt(total)}; load {os.getloadavg()[0]:.1f}")
+    for label, *_, where in _PHASES:
+        print(f"    {label:38s} {fmt(med[label]):>9s} {100 * med[label] / total:5.1f}%"
+              + {"beside": "  (thread pool, beside the key agreement)",
+                 "pool": "  (thread pool)"}.get(where, ""))
+    other = total - sum(med[p[0]] for p in _PHASES)
+    print(f"    {'other (driver, messages)':38s} {fmt(other):>9s} {100 * other / total:5.1f}%")
+    seeding = med["client seeding"]
+    pool = med["client: masked input (encode, mask)"]
+    first = med["before"] - seeding           # key agreement, key shares, messages
+    rest = med["after"] - pool                 # unmask, decode, clustering, messages
+    # with a thread pool: the seeding beside the driver's key agreement and
+    # shares, then the masked inputs on the pool, then the rest serially
+    proj = max(first, (first + seeding) / workers) + pool / workers + rest
+    print(f"    driver before the masked inputs (seeding excluded): {fmt(first)}; after "
+          f"them: {fmt(rest)}")
+    print(f"    parallel on a pool: {fmt(seeding + pool)} ({100 * (seeding + pool) / total:.0f}%); "
+          f"serial in the driver: {fmt(total - seeding - pool)}; projected with {workers} free "
+          f"cores: {fmt(proj)} ({total / proj:.2f}x)")
+
+
 def removals(model, n, seed, show):
     rng = np.random.default_rng(seed + 1)
     rec = {"online": [], "model": [], "offline": [], "cpu": [], "wall": [], "reseeded": 0}
@@ -97,6 +192,11 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=0,
                     help="also fit with executors of this many workers (0: no)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="interleaved fits per executor with --workers, and fits of "
+                         "--breakdown (medians)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="print the CPU time of each phase of the fit")
     ap.add_argument("--quick", action="store_true",
                     help="smaller federation/gaussian (n / 20) and 10 removals")
     a = ap.parse_args()
@@ -115,22 +215,40 @@ def main():
     for name in names:
         clients, K = load(name, a.seed, a.quick)
         fw, fc, model = timed_fit(clients, K, a.seed)
-        r = removals(model, n_rem, a.seed, show)
-        mean = {k: statistics.mean(v) for k, v in r.items() if k != "reseeded"}
-        print(f"| {name} (n = {sum(c.shape[0] for c in clients):,}, L = {len(clients)}) | "
-              f"{fmt(fw)} ({fmt(fc)}) | {fmt(mean['online'])} / "
-              f"{fmt(statistics.median(r['online']))} | {fmt(mean['model'])} | "
-              f"{fmt(mean['offline'])} | {fmt(mean['wall'])} ({fmt(mean['cpu'])}) | "
-              f"**{fw / mean['online']:.0f}x** | {fw / mean['model']:.0f}x | "
-              f"{fw / mean['wall']:.1f}x | {r['reseeded']} of {n_rem} |", flush=True)
+        fitted = model.cluster_centers_.copy()
+        if not n_rem:
+            print(f"| {name} (n = {sum(c.shape[0] for c in clients):,}, L = {len(clients)}) | "
+                  f"{fmt(fw)} ({fmt(fc)}) | no removals |||||||| ", flush=True)
+        else:
+            r = removals(model, n_rem, a.seed, show)
+            mean = {k: statistics.mean(v) for k, v in r.items() if k != "reseeded"}
+            print(f"| {name} (n = {sum(c.shape[0] for c in clients):,}, L = {len(clients)}) | "
+                  f"{fmt(fw)} ({fmt(fc)}) | {fmt(mean['online'])} / "
+                  f"{fmt(statistics.median(r['online']))} | {fmt(mean['model'])} | "
+                  f"{fmt(mean['offline'])} | {fmt(mean['wall'])} ({fmt(mean['cpu'])}) | "
+                  f"**{fw / mean['online']:.0f}x** | {fw / mean['model']:.0f}x | "
+                  f"{fw / mean['wall']:.1f}x | {r['reseeded']} of {n_rem} |", flush=True)
+        if a.breakdown:
+            breakdown(clients, K, a.seed, max(a.repeats, 1), max(a.workers, 2))
         if a.workers:
-            line = [f"fit of {name} with {a.workers} workers (wall):"]
-            base = fw
-            for label, cls in (("threads", ThreadPoolExecutor), ("processes", ProcessPoolExecutor)):
-                with cls(a.workers) as ex:
-                    w, _, _ = timed_fit(clients, K, a.seed, executor=ex)
-                line.append(f"{label} {fmt(w)} ({base / w:.2f}x over {fmt(base)} in process)")
-            print("  " + "; ".join(line), flush=True)
+            walls = {"in process": [], "threads": [], "processes": []}
+            with ThreadPoolExecutor(a.workers) as te, ProcessPoolExecutor(a.workers) as pe:
+                list(pe.map(abs, range(a.workers)))          # start the processes
+                for _ in range(max(a.repeats, 1)):           # interleaved
+                    for label, ex in (("in process", None), ("threads", te),
+                                      ("processes", pe)):
+                        w, _, m = timed_fit(clients, K, a.seed, executor=ex)
+                        walls[label].append(w)
+                        if not np.array_equal(m.cluster_centers_, fitted):
+                            raise AssertionError(f"the fit with {label} differs")
+            med = {k: statistics.median(v) for k, v in walls.items()}
+            base = med["in process"]
+            print(f"  fit of {name} with {a.workers} workers (wall, median of "
+                  f"{max(a.repeats, 1)} interleaved; load {os.getloadavg()[0]:.1f}): "
+                  f"in process {fmt(base)}; " + "; ".join(
+                      f"{k} {fmt(med[k])} ({base / med[k]:.2f}x)" for k in ("threads",
+                                                                             "processes")),
+                  flush=True)
 
 
 if __name__ == "__main__":

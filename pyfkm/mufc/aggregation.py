@@ -108,7 +108,11 @@ class _ClearAggregator:
     def forget(self, changed, departed=()):
         pass
 
-    def round(self, clients, participants, silent=(), prepare_next=True, first=False):
+    def open_round(self, participants):
+        pass
+
+    def round(self, clients, participants, silent=(), prepare_next=True, first=False,
+              executor=None):
         t0 = time.perf_counter()
         parts = [i for i in participants if i not in set(silent)]
         if len(parts) < self.threshold:
@@ -242,15 +246,27 @@ class _SecureAggregator:
         words = self.secagg.scma.delta_params(self.params, m).message_words
         return m if 2 * words <= self.params.message_words else 0
 
+    def open_round(self, participants):
+        """Steps 1-2 of the next round over ``participants`` now (key
+        shares: no data involved), e.g. while the clients still fit; the
+        next :meth:`round` over the same participants continues it."""
+        self._prepared = self._RoundTrip(self.server, self.roles, tuple(sorted(participants)),
+                                         progress=self.progress).share()
+
     def _trip(self, parts, silent):
         trip = self._prepared
         self._prepared = None
-        if trip is None or trip.parts != parts or silent:
+        if trip is None or trip.parts != parts:
             trip = self._RoundTrip(self.server, self.roles, parts, silent=silent,
                                    progress=self.progress).share()
+        else:
+            # the silent clients shared keys in the prepared steps 1-2 and
+            # send nothing from now on: as if named silent from the start
+            trip.silent = set(silent)
         return trip
 
-    def round(self, clients, participants, silent=(), prepare_next=True, first=False):
+    def round(self, clients, participants, silent=(), prepare_next=True, first=False,
+              executor=None):
         """Run one round over ``participants`` (``silent``: clients that go
         silent after sharing keys); returns (bins, counts, bytes, incremental
         decode, online seconds, dropped).  ``prepare_next``: run the next
@@ -258,7 +274,9 @@ class _SecureAggregator:
         a removal's, prepared when the first removal asks).  ``first``: the
         run's first round (a fit or a join), whose dropped clients leave the
         model; in any later full round a dropout would drop a client's whole
-        vector from a model that still lists it, so it raises."""
+        vector from a model that still lists it, so it raises.
+        ``executor``: a ``ThreadPoolExecutor`` that computes the clients'
+        masked inputs (:meth:`RoundTrip.inputs`), or None (serially)."""
         t0 = time.perf_counter()
         self.offline_seconds = 0.0
         parts0 = tuple(sorted(participants))
@@ -276,7 +294,7 @@ class _SecureAggregator:
         if dn:
             trip = self._trip(parts, silent)
             try:
-                res = trip.inputs(dn).finish()
+                res = trip.inputs(dn, executor).finish()
                 if set(changed) & set(res.dropped):
                     raise ProtocolError(
                         f"clients {sorted(set(changed) & set(res.dropped))} changed their "
@@ -286,7 +304,7 @@ class _SecureAggregator:
             nbytes += trip.bytes_up + trip.bytes_down
         if res is None:
             trip = self._trip(parts, silent)
-            res = trip.inputs(0).finish()
+            res = trip.inputs(0, executor).finish()
             nbytes += trip.bytes_up + trip.bytes_down
             if res.dropped and not first:
                 self.invalidate(parts)

@@ -352,10 +352,14 @@ def _n_bins(lower, upper, gamma):
     return max(1, int(np.ceil((upper - lower) / gamma - 1e-12)))
 
 
-def _fit_client_task(X, n_clusters, kw, rng_state):
+def _fit_client_task(X, n_clusters, kw, rng_state, live=False):
     """A client's local fit, runnable on any executor (threads, processes,
     Dask): returns the client's state as plain arrays and a JSON-able dict,
-    which the driver turns back into a :class:`MufcClient`."""
+    which the driver turns back into a :class:`MufcClient`.  ``live``: a
+    task run in the driver's process (a thread pool), whose ``rng_state`` is
+    the client's Generator itself and which returns the client."""
+    if live:
+        return MufcClient(X, n_clusters, random_state=rng_state, **kw)
     c = MufcClient(X, n_clusters, random_state=_rng_from_state(rng_state), **kw)
     arrays = {}
     head = c._export("", arrays)

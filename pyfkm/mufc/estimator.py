@@ -59,7 +59,7 @@ import os
 import threading
 import time
 import warnings
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -202,7 +202,13 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         Runs the clients' local fits (e.g. a ``ThreadPoolExecutor``, a
         ``ProcessPoolExecutor`` or Dask's ``Client.get_executor()``); the
         model is identical to the in-process one.  Each task returns the
-        client's state as plain arrays (no live objects cross the executor).
+        client's state as plain arrays (no live objects cross the executor),
+        except on a ``ThreadPoolExecutor``, whose tasks build the clients
+        in this process.  Meanwhile the driver runs the secure round's key
+        agreement and key shares (no data involved).  The round's roles
+        hold live keys and stay in this process: a ``ThreadPoolExecutor``
+        also computes the clients' masked inputs (kernels that release the
+        GIL); with other executors the driver does.
     threshold : int, optional
         Fewest clients any secure round may have; clients refuse rounds
         below it, and a round completes when at most ``L - threshold``
@@ -503,18 +509,33 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         t0 = time.perf_counter()
         kw = dict(gamma=g, lower=lo, upper=hi, client_init=self.client_init,
                   max_iter=self.max_iter, tol=self.tol)
-        clients_, failed = self._fit_clients(arrs, K, kw, gens)
-        t1 = time.perf_counter()
         B = _n_bins(lo, hi, g)
         L = len(arrs)
         agg_rng = gens[L + 1]
         participants = list(range(L))
-        agg = self._make_aggregator(d, B, [a.shape[0] for a in arrs], participants)
+        futures = self._submit_fits(arrs, K, kw, gens)
+        if futures is None:
+            clients_, failed = self._collect_fits(arrs, futures, K, kw, gens)
+            t1 = time.perf_counter()
+            agg = self._make_aggregator(d, B, [a.shape[0] for a in arrs], participants)
+        else:
+            # while the executor runs the clients' fits, this thread runs what
+            # needs no data: the key agreement and the round's key shares
+            try:
+                agg = self._make_aggregator(d, B, [a.shape[0] for a in arrs], participants)
+                agg.open_round(participants)
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+            clients_, failed = self._collect_fits(arrs, futures, K, kw, gens)
+            t1 = time.perf_counter()
         server = MufcServer(K, gamma=g, n_features=d, lower=lo,
                             server_points=self.server_points, n_init=self.n_init,
                             max_iter=self.max_iter, tol=self.tol, random_state=gens[L])
         bins, counts, nbytes, _, t_agg, dropped = agg.round(
-            clients_, participants, silent=sorted(failed), prepare_next=False, first=True)
+            clients_, participants, silent=sorted(failed), prepare_next=False, first=True,
+            executor=self._thread_pool())
         t2 = time.perf_counter()
         server.update(bins, counts)
         t3 = time.perf_counter()
@@ -535,12 +556,12 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                 "fit_seconds_": {"clients": t1 - t0, "aggregation": t2 - t1,
                                  "server": t3 - t2}}, commit_rng
 
-    def _fit_clients(self, arrs, K, kw, gens, first=0):
-        """The clients' local fits (``MufcClient`` per array, or None for a
-        client whose task raised or timed out) and the failures.  Data the
-        driver can check (the box) is checked here, for every client, before
-        any task runs: bad input raises, only a failing task drops."""
-        from .._progress import progress_bar
+    def _submit_fits(self, arrs, K, kw, gens, first=0):
+        """Check every client's data against the box, then submit their
+        local fits to the executor (one task a client, in order; None
+        without an executor: :meth:`_collect_fits` fits in process).  Data
+        the driver can check (the box) is checked here, for every client,
+        before any task runs: bad input raises, only a failing task drops."""
         lo, hi = kw["lower"], kw["upper"]
         for i, X in enumerate(arrs):
             if X.size and (float(X.min()) < lo or float(X.max()) > hi):
@@ -548,37 +569,61 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                     f"clients[{first + i}] has values outside bounds=({lo}, {hi}); scale the "
                     "features into the box first from public ranges (pyfkm.scale_to_box(X, "
                     f"lower, upper, box=({lo}, {hi})))")
+        if self.executor is None:
+            return None
+        if isinstance(self.executor, ThreadPoolExecutor):
+            # same process: the task builds the client in place (its
+            # generator is used by that task only), nothing is copied back
+            return [self.executor.submit(_fit_client_task, X, K, kw, gens[i], live=True)
+                    for i, X in enumerate(arrs)]
+        return [self.executor.submit(_fit_client_task, X, K, kw, _rng_state(gens[i]))
+                for i, X in enumerate(arrs)]
+
+    def _collect_fits(self, arrs, futures, K, kw, gens, first=0, stacklevel=4):
+        """The fits of :meth:`_submit_fits`: ``(clients, failed)``, a
+        ``MufcClient`` per array or None for a client whose task raised or
+        timed out (``failed``: its error by client index)."""
+        from .._progress import progress_bar
         bar = progress_bar(self.progress, len(arrs), "client fits")
         clients_, failed = [], {}
         try:
-            if self.executor is None:
+            if futures is None:
                 for i, X in enumerate(arrs):
                     clients_.append(MufcClient(X, K, random_state=gens[i], **kw))
                     bar.update()
                 return clients_, failed
-            futures = [self.executor.submit(_fit_client_task, X, K, kw, _rng_state(gens[i]))
-                       for i, X in enumerate(arrs)]
             deadline = None if self.client_timeout is None else \
                 time.monotonic() + float(self.client_timeout)
             for i, (X, fut) in enumerate(zip(arrs, futures)):
                 try:
                     wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-                    head, arrays = fut.result(timeout=wait)
+                    res = fut.result(timeout=wait)
                 except Exception as e:            # noqa: BLE001 - a failed client drops
                     fut.cancel()
                     failed[first + i] = e
                     clients_.append(None)
                     warnings.warn(f"client {first + i} dropped from the round: its local fit "
                                   f"failed ({type(e).__name__}: {e})", RuntimeWarning,
-                                  stacklevel=4)
+                                  stacklevel=stacklevel)
                     bar.update()
                     continue
-                arrays["X"] = X
-                clients_.append(MufcClient._restore(head, "", arrays))
+                if isinstance(res, MufcClient):   # built in place (a thread pool)
+                    clients_.append(res)
+                else:
+                    head, arrays = res
+                    arrays["X"] = X
+                    clients_.append(MufcClient._restore(head, "", arrays))
                 bar.update()
             return clients_, failed
         finally:
             bar.close()
+
+    def _thread_pool(self):
+        """The executor when its tasks run in this process (a
+        ``ThreadPoolExecutor``: it may run the clients' steps of the secure
+        round, whose roles hold live keys and never leave the process),
+        else None."""
+        return self.executor if isinstance(self.executor, ThreadPoolExecutor) else None
 
     def _publish(self):
         self.__dict__.update(self._published(self._server, self._clients,
@@ -806,21 +851,38 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                 self._agg_rng.bit_generator.state = twin.bit_generator.state
             t0 = time.perf_counter()
             L0 = len(self._clients)
-            fresh, failed = self._fit_clients(arrs, int(self.n_clusters), kw, gens, first=L0)
-            t_client = time.perf_counter() - t0
-            clients = list(self._clients) + fresh
             new_ids = list(range(L0, L0 + len(arrs)))
             participants = list(self._participants) + new_ids
             sizes = [None if c is None else c.X.shape[0] for c in self._clients] + \
                 [a.shape[0] for a in arrs]
-            agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
+            K = int(self.n_clusters)
+            futures = self._submit_fits(arrs, K, kw, gens, first=L0)
+            if futures is None:
+                fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
+                                                   stacklevel=3)
+                t_client = time.perf_counter() - t0
+                agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
+            else:
+                # as in fit: the new run's keys and key shares while the new
+                # clients fit on the executor
+                try:
+                    agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
+                    agg.open_round(participants)
+                except BaseException:
+                    for fut in futures:
+                        fut.cancel()
+                    raise
+                fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
+                                                   stacklevel=3)
+                t_client = time.perf_counter() - t0
+            clients = list(self._clients) + fresh
             failed_set = set(failed)
             try:
                 for i in new_ids:
                     agg.mark(i)
                 bins, counts, nbytes, inc, t_agg, dropped = agg.round(
                     clients, participants, silent=sorted(failed_set), prepare_next=False,
-                    first=True)
+                    first=True, executor=self._thread_pool())
                 old_gone = sorted(set(dropped) - set(new_ids))
                 if old_gone:
                     raise ProtocolError(

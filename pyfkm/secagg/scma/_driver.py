@@ -1,6 +1,7 @@
 """In-process drivers of the SCMA roles: every message through its bytes."""
 from __future__ import annotations
 
+from concurrent.futures import Executor, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, overload
 
 import numpy as np
@@ -196,7 +197,7 @@ class RoundTrip:
         bar.close()
         return self
 
-    def inputs(self, delta_nonzeros: int = 0) -> RoundTrip:
+    def inputs(self, delta_nonzeros: int = 0, executor: Executor | None = None) -> RoundTrip:
         """Step 3: request and collect the masked inputs of the clients that
         are not silent.
 
@@ -205,6 +206,14 @@ class RoundTrip:
         delta_nonzeros : int, default=0
             0 for a full round; else a difference round for at most this many
             changed bins (see :meth:`ScmaServer.request_inputs`).
+        executor : concurrent.futures.Executor, optional
+            Runs the clients' answers (their encodings and masks, computed in
+            kernels that release the GIL) as tasks, a few clients each.  The
+            roles stay in this process (they cannot be pickled: keys), so it
+            must run tasks in this process: a ``ThreadPoolExecutor``.  Each
+            role is used by one task at a time; the server only here.  The
+            answers are identical to the serial ones and reach the server
+            in the same order.
 
         Returns
         -------
@@ -221,14 +230,24 @@ class RoundTrip:
         msg = InputRequest.from_bytes(req)
         outs = []
         bar = progress_bar(self.progress, len(self.sharers), f"round {self.round}: masked inputs")
-        for i in self.sharers:
-            if i not in self.silent and i not in self.failed:
-                self.bytes_down += len(req)
-                try:
-                    outs.append(roles[i].respond(msg).to_bytes())
-                except ProtocolError as e:
-                    self.failed[i] = e
-            bar.update()
+        if executor is None:
+            for i in self.sharers:
+                if i not in self.silent and i not in self.failed:
+                    self.bytes_down += len(req)
+                    try:
+                        outs.append(roles[i].respond(msg).to_bytes())
+                    except ProtocolError as e:
+                        self.failed[i] = e
+                bar.update()
+        else:
+            todo = [i for i in self.sharers if i not in self.silent and i not in self.failed]
+            self.bytes_down += len(req) * len(todo)
+            bar.update(len(self.sharers) - len(todo))
+            for i, out in zip(todo, _answer_all(roles, todo, msg, executor, bar)):
+                if isinstance(out, ProtocolError):
+                    self.failed[i] = out
+                else:
+                    outs.append(out)
         bar.close()
         self.bytes_up += sum(map(len, outs))
         srv.receive_many(outs)
@@ -291,6 +310,46 @@ class RoundTrip:
             raise
         finally:
             bar.close()
+
+
+# tasks of RoundTrip.inputs on an executor (batches of clients): few enough
+# that their overhead stays small (tens of microseconds each), enough to
+# balance a pool of up to that many workers
+_ANSWER_TASKS = 16
+
+
+def _answer_batch(roles: Mapping[int, ScmaClient], ids: Sequence[int], msg: InputRequest
+                  ) -> list[bytes | ProtocolError]:
+    """The wire answers of clients ``ids`` to ``msg`` (a refusal as its
+    :class:`ProtocolError`)."""
+    out: list[bytes | ProtocolError] = []
+    for i in ids:
+        try:
+            out.append(roles[i].respond(msg).to_bytes())
+        except ProtocolError as e:
+            out.append(e)
+    return out
+
+
+def _answer_all(roles: Mapping[int, ScmaClient], ids: Sequence[int], msg: InputRequest,
+                executor: Executor, bar: Any) -> list[bytes | ProtocolError]:
+    """The answers of clients ``ids`` in their order, computed in batches on
+    ``executor``; every task is waited for before anything is returned or
+    raised, so no task still uses a role afterwards."""
+    n = max(1, min(len(ids), _ANSWER_TASKS))
+    step, extra = divmod(len(ids), n)
+    chunks, at = [], 0
+    for k in range(n):
+        size = step + (k < extra)
+        chunks.append(list(ids[at:at + size]))
+        at += size
+    futures = [executor.submit(_answer_batch, roles, c, msg) for c in chunks]
+    wait(futures)
+    out: list[bytes | ProtocolError] = []
+    for c, fut in zip(chunks, futures):
+        out.extend(fut.result())            # a task's unexpected error raises here
+        bar.update(len(c))
+    return out
 
 
 def secure_sum_sparse(clients: Sequence[tuple[ArrayLike, ArrayLike]], bins_per_dim: int, *,

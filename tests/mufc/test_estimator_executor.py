@@ -1,0 +1,166 @@
+"""FederatedKMeans with an executor (issue 22): a thread pool or a process
+pool gives the model of the in-process fit for the same ``random_state``
+(same centers, aggregate, client states), removals continue identically,
+and the work the pool takes (the clients' fits; with threads, their masked
+inputs) runs there.  The aggregate is also checked against the plain sum of
+the clients' quantized vectors, recomputed here from their centers and
+sizes with numpy (``_plain_aggregate``)."""
+import threading
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from pyfkm.exceptions import ProtocolError
+from pyfkm.mufc import FederatedKMeans
+from pyfkm.secagg import ScmaClient
+from _helpers.mufc import assert_same_fit
+
+
+def _clients(seed, L=9, n_l=60, d=3, K=4):
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-0.4, 0.4, size=(K, d))
+    out = []
+    for _ in range(L):
+        lab = rng.choice(rng.choice(K, size=2, replace=False), size=n_l)
+        out.append(np.clip(centers[lab] + 0.03 * rng.normal(size=(n_l, d)), -0.5, 0.5))
+    return out
+
+
+def _plain_aggregate(m):
+    """The sum of the participants' vectors: their centers' grid cells
+    (floor((c - lower) / gamma), clipped) weighted by their sizes."""
+    tot = Counter()
+    for i in m._participants:
+        C, s = m.client_centers_[i], m.client_sizes_[i]
+        b = np.clip(np.floor((C - m.bounds[0]) / m.gamma_).astype(np.int64), 0,
+                    m.n_bins_per_dim_ - 1)
+        for row, q in zip(b.tolist(), s.tolist()):
+            if q:
+                tot[tuple(row)] += q
+    items = sorted(tot.items())
+    return (np.array([k for k, _ in items], dtype=np.int64).reshape(-1, m.n_features_in_),
+            np.array([v for _, v in items], dtype=np.int64))
+
+
+class _Counting(ThreadPoolExecutor):
+    """A thread pool that counts its tasks and the threads that ran them."""
+
+    def __init__(self, n):
+        super().__init__(n)
+        self.tasks, self.threads = 0, set()
+
+    def submit(self, fn, *args, **kw):
+        self.tasks += 1
+
+        def run(*a, **k):
+            self.threads.add(threading.get_ident())
+            return fn(*a, **k)
+        return super().submit(run, *args, **kw)
+
+
+def _non_center(m, client, k=0):
+    c = m._clients[client]
+    centers = set(c._active[c._seeding.center_ids_].tolist())
+    return [i for i in np.flatnonzero(~c.removed_).tolist() if i not in centers][k]
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+@pytest.mark.parametrize("kw", [{}, {"server_points": "uniform", "neighbors": 4},
+                                {"client_init": "means", "threshold": 5}],
+                         ids=["defaults", "uniform-sparse", "means"])
+def test_an_executor_fit_is_the_in_process_fit(pool, kw):
+    data = _clients(1)
+    ref = FederatedKMeans(4, random_state=7, **kw).fit(data)
+    cls = ThreadPoolExecutor if pool == "threads" else ProcessPoolExecutor
+    with cls(2) as ex:
+        m = FederatedKMeans(4, random_state=7, executor=ex, **kw).fit(data)
+    assert_same_fit(ref, m, server=True)
+    assert m.n_iter_ == ref.n_iter_ and m.dropped_clients_ == ()
+    for model in (ref, m):
+        bins, counts = _plain_aggregate(model)
+        np.testing.assert_array_equal(model.aggregate_bins_, bins)
+        np.testing.assert_array_equal(model.aggregate_counts_, counts)
+    # the run's roles live in this process: removals go on identically, in
+    # difference rounds, after the pool is gone
+    for model in (ref, m):
+        c = model._clients[3]
+        first = int(c._active[c._seeding.center_ids_[0]])
+        reps = [model.remove(3, [_non_center(model, 3)]), model.remove(3, [first]),
+                model.remove(6, [_non_center(model, 6, 2)])]
+        assert reps[0].incremental_decode
+    assert_same_fit(ref, m, server=True)
+    bins, counts = _plain_aggregate(m)
+    np.testing.assert_array_equal(m.aggregate_counts_, counts)
+
+
+def test_a_thread_pool_runs_the_fits_and_the_masked_inputs():
+    data = _clients(2, L=10)
+    with _Counting(2) as ex:
+        m = FederatedKMeans(4, random_state=3, executor=ex).fit(data)
+    assert ex.tasks > len(data)             # the fits, then batches of masked inputs
+    assert len(ex.threads) >= 1 and threading.get_ident() not in ex.threads
+    assert_same_fit(FederatedKMeans(4, random_state=3).fit(data), m, server=True)
+
+
+def test_a_client_refusing_its_input_on_a_thread_pool_drops_as_in_process(monkeypatch):
+    """Client 4's answer raises ProtocolError inside a pool task: it is a
+    dropout of the fit's round, the model is the in-process one without it."""
+    real = ScmaClient.respond
+
+    def respond(self, req):
+        if self.client_id == 4:
+            raise ProtocolError("client 4 is unreachable")
+        return real(self, req)
+    monkeypatch.setattr(ScmaClient, "respond", respond)
+    data = _clients(3)
+    ref = FederatedKMeans(4, random_state=5).fit(data)
+    with ThreadPoolExecutor(2) as ex:
+        m = FederatedKMeans(4, random_state=5, executor=ex).fit(data)
+    assert m.dropped_clients_ == ref.dropped_clients_ == (4,)
+    assert_same_fit(ref, m, server=True)
+    assert 4 not in m._participants and m._clients[4] is None
+
+
+def test_a_failed_fit_on_a_thread_pool_drops_its_client():
+    """A client whose fit task raises (a subclass of ThreadPoolExecutor
+    that fails the task of client 2) shares keys, goes silent and drops; the
+    others' model is the one without it (the plain sum of the others)."""
+    class Failing(ThreadPoolExecutor):
+        calls = 0
+
+        def submit(self, fn, *args, **kw):
+            i, Failing.calls = Failing.calls, Failing.calls + 1
+            if i == 2:
+                def boom(*a, **k):
+                    raise RuntimeError("client 2 crashed")
+                return super().submit(boom)
+            return super().submit(fn, *args, **kw)
+    data = _clients(4)
+    with Failing(2) as ex, pytest.warns(RuntimeWarning, match="client 2 dropped"):
+        m = FederatedKMeans(4, random_state=9, executor=ex).fit(data)
+    assert m.dropped_clients_ == (2,) and m._clients[2] is None
+    bins, counts = _plain_aggregate(m)
+    np.testing.assert_array_equal(m.aggregate_bins_, bins)
+    np.testing.assert_array_equal(m.aggregate_counts_, counts)
+    ref = FederatedKMeans(4, random_state=9).fit(data)
+    for i in range(len(data)):
+        if i != 2:
+            np.testing.assert_array_equal(m.client_centers_[i], ref.client_centers_[i])
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_clients_joining_on_an_executor_join_as_in_process(pool):
+    data = _clients(5, L=10)
+    ref = FederatedKMeans(4, random_state=2).fit(data[:6])
+    ref.add_clients(data[6:])
+    cls = ThreadPoolExecutor if pool == "threads" else ProcessPoolExecutor
+    with cls(2) as ex:
+        m = FederatedKMeans(4, random_state=2, executor=ex).fit(data[:6])
+        rep = m.add_clients(data[6:])
+    assert rep.clients == (6, 7, 8, 9) and rep.dropped == ()
+    assert_same_fit(ref, m, server=True)
+    bins, counts = _plain_aggregate(m)
+    np.testing.assert_array_equal(m.aggregate_bins_, bins)
+    np.testing.assert_array_equal(m.aggregate_counts_, counts)

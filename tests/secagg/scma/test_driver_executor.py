@@ -1,0 +1,114 @@
+"""Tests of the in-process SCMA driver's step 3 on an executor
+(``RoundTrip.inputs(executor=...)``): the clients' answers computed in
+batches on a thread pool give the plain sum (``plain_sum``: a
+``collections.Counter`` sum, tests/_helpers/scma.py), the same dropouts,
+failures and byte counts as the serial step, and no task outlives the step."""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from pyfkm.exceptions import ProtocolError
+from pyfkm.secagg import RoundTrip, ScmaClient, ScmaParams, setup_in_process
+from _helpers.scma import assert_aggregate, plain_sum, random_clients
+
+
+class _Counting(ThreadPoolExecutor):
+    """A thread pool that counts its tasks and the threads that ran them."""
+
+    def __init__(self, n):
+        super().__init__(n)
+        self.tasks, self.threads = 0, set()
+
+    def submit(self, fn, *args, **kw):
+        self.tasks += 1
+
+        def run(*a, **k):
+            self.threads.add(threading.get_ident())
+            return fn(*a, **k)
+        return super().submit(run, *args, **kw)
+
+
+def _federation(n, d=3, B=7, seed=0, neighbors=0):
+    rng = np.random.default_rng(seed)
+    data = random_clients(rng, n, d, B, max_nnz=4, pool_size=10, max_count=20)
+    M = max(sum(len(q) for _, q in data), 1)
+    server, roles = setup_in_process(ScmaParams.create(d, B, M), n, threshold=n // 2 + 1,
+                                     degree=neighbors)
+    for c, (b, q) in zip(roles, data):
+        c.set_data(b, q)
+    return server, dict(enumerate(roles)), data
+
+
+@pytest.mark.parametrize("n, workers, neighbors", [(2, 2, 0), (7, 2, 0), (13, 3, 4),
+                                                   (20, 1, 0)])
+def test_inputs_on_a_thread_pool_give_the_plain_sum(n, workers, neighbors):
+    server, roles, data = _federation(n, seed=n, neighbors=neighbors)
+    with _Counting(workers) as ex:
+        trip = RoundTrip(server, roles).share()
+        res = trip.inputs(executor=ex).finish()
+    assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
+    assert res.dropped == () and trip.failed == {}
+    assert ex.tasks >= min(2, n)              # the answers ran as tasks of the pool
+    assert threading.get_ident() not in ex.threads
+
+
+def test_inputs_on_a_pool_count_the_same_bytes_as_serially():
+    sizes = []
+    for ex in (None, ThreadPoolExecutor(2)):
+        server, roles, data = _federation(9, seed=3)
+        trip = RoundTrip(server, roles).share()
+        trip.inputs(executor=ex)
+        sizes.append((trip.bytes_up, trip.bytes_down))
+        res = trip.finish()
+        assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
+        if ex is not None:
+            ex.shutdown()
+    assert sizes[0] == sizes[1]
+
+
+def test_silent_and_refusing_clients_on_a_pool_drop_as_serially(monkeypatch):
+    """Client 2 goes silent, client 5 refuses to answer (ProtocolError in
+    its task): the sum is the others', both are dropped, 5 is in
+    ``failed`` with its error."""
+    real = ScmaClient.respond
+
+    def respond(self, req):
+        if self.client_id == 5:
+            raise ProtocolError("client 5 is unreachable")
+        return real(self, req)
+    monkeypatch.setattr(ScmaClient, "respond", respond)
+    server, roles, data = _federation(8, seed=5)
+    with ThreadPoolExecutor(2) as ex:
+        trip = RoundTrip(server, roles, silent=[2])
+        res = trip.share().inputs(executor=ex).finish()
+    keep = [c for i, c in enumerate(data) if i not in (2, 5)]
+    assert_aggregate(res.bins, res.counts, plain_sum(keep, 3), 3)
+    assert res.dropped == (2, 5)
+    assert set(trip.failed) == {5} and "unreachable" in str(trip.failed[5])
+
+
+def test_an_unexpected_error_in_a_task_raises_after_every_task_ended(monkeypatch):
+    """A client's answer that raises something other than ProtocolError
+    propagates, but only once every batch has finished (no task still
+    uses a role when inputs returns)."""
+    real = ScmaClient.respond
+    running = []
+    done = threading.Event()
+
+    def respond(self, req):
+        if self.client_id == 0:
+            raise RuntimeError("bug in client 0")
+        running.append(self.client_id)
+        if self.client_id == 11:
+            done.wait(0.2)            # the last batch is still busy when batch 0 fails
+            running.append("end")
+        return real(self, req)
+    monkeypatch.setattr(ScmaClient, "respond", respond)
+    server, roles, _ = _federation(12, seed=7)
+    with ThreadPoolExecutor(2) as ex:
+        trip = RoundTrip(server, roles).share()
+        with pytest.raises(RuntimeError, match="bug in client 0"):
+            trip.inputs(executor=ex)
+        assert running[-1] == "end"
