@@ -14,7 +14,9 @@ of 10 scikit-learn k-means++ runs).  Mixtures: k Gaussian clusters in
     PYTHONPATH=. python benchmarks/compare_dp_utility.py --seeds 20 --mix-seeds 20 --per-cluster 2000 --plot
 
 ``--only real`` / ``--only mix`` runs one half; ``--plot`` writes
-benchmarks/figures/dp_utility.png (matplotlib).
+benchmarks/figures/dp_utility.png (matplotlib).  ``--data iris --eps 0.5
+--seeds 400`` runs one cell (comma lists for several) over many seeds, with
+the bootstrap standard error of each median ("se").
 """
 import argparse
 import os
@@ -69,6 +71,27 @@ def nicvs(make, X, seeds):
 def summary(v):
     q1, med, q3 = np.percentile(v, [25, 50, 75])
     return med, q3 - q1
+
+
+def median_se(v, n_boot=500):
+    """Bootstrap standard error of the median of ``v`` (fixed resampling seed)."""
+    rng = np.random.default_rng(0)
+    return float(np.std([np.median(rng.choice(v, len(v))) for _ in range(n_boot)]))
+
+
+def run_cells(names, epsilons, n_seeds):
+    """Median NICV (and its standard error) of the default on chosen cells."""
+    seeds = range(n_seeds)
+    for name in names:
+        load, k = REAL[name]
+        X = scaled(load().data.astype(np.float64))
+        for e in epsilons:
+            v = nicvs(lambda s: DPFederatedKMeans(k, epsilon=e, random_state=s), X, seeds)
+            ref = REFERENCE.get(name, (None,) * 4)[EPSILONS.index(e)] if e in EPSILONS \
+                else None
+            print(f"{name} eps={e}: median {np.median(v):.4f} (se {median_se(v):.4f}, "
+                  f"IQR {summary(v)[1]:.3f}) over {n_seeds} seeds"
+                  + ("" if ref is None else f"; reference FastLloyd {ref:.3f}"), flush=True)
 
 
 def run_real(n_seeds):
@@ -159,7 +182,13 @@ if __name__ == "__main__":
     p.add_argument("--per-cluster", type=int, default=2000)
     p.add_argument("--only", choices=("real", "mix"))
     p.add_argument("--plot", action="store_true")
+    p.add_argument("--data", help="comma list of data sets: only these cells, default only")
+    p.add_argument("--eps", help="comma list of epsilons (with --data; default all four)")
     a = p.parse_args()
+    if a.data:
+        run_cells(a.data.split(","), [float(e) for e in a.eps.split(",")] if a.eps
+                  else list(EPSILONS), a.seeds)
+        raise SystemExit
     real = run_real(a.seeds) if a.only != "mix" else None
     if a.only != "real":
         run_mix(a.mix_seeds, a.per_cluster)

@@ -58,10 +58,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..exceptions import InvalidInputError
-from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma
+from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma, msa_round
 from ._lloyd_base import _check_max_iter, _FederatedLloydBase, _GaussianLloydBase
 from ..rng import SeedLike
-from .steps import HEAVY_CANDIDATE, plan_rounds, step_radius
+from .steps import (HEAVY_CANDIDATE, _damped_update, _relocate_empty, plan_rounds,
+                    shrink_counts, step_radius)
 
 __all__ = ["DPFederatedKMeans", "FederatedLloyd"]
 
@@ -80,7 +81,11 @@ class DPFederatedKMeans(_GaussianLloydBase):
     relocate noisy-empty centers and clip to the box.  Every round,
     the initialisation's included, is one release of sensitivity 1 with the
     same sigma, and ``accountant_`` lists the initialisation as its own
-    spend.  With an int ``max_iter`` or ``init="sphere_packing"`` the fit
+    spend.  At low signal-to-noise (no initialisation round pays, see
+    :func:`~pyfkm.dp.steps.plan_rounds`) the plan runs two damped Lloyd
+    rounds from the sphere-packing start, or three whose last two iterates
+    are averaged, with the cluster sizes estimated from the noisy counts
+    and the public ``n`` (:func:`~pyfkm.dp.steps.shrink_counts`).  With an int ``max_iter`` or ``init="sphere_packing"`` the fit
     is FastLloyd as published.
 
     Parameters
@@ -153,7 +158,8 @@ class DPFederatedKMeans(_GaussianLloydBase):
     privacy_ : dict
         epsilon, delta, iterations, per-iteration sigma, the noise standard
         deviations and radii used; in the planned pipeline also ``init``,
-        ``init_rounds`` and ``init_candidates``.
+        ``init_rounds``, ``init_candidates``, ``averaged`` (how many final
+        iterates are averaged, 0 for none) and ``shrink_counts``.
     accountant_ : pyfkm.dp.accounting.PrivacyAccountant or None
         What the fit spent (None without noise).
 
@@ -164,6 +170,14 @@ class DPFederatedKMeans(_GaussianLloydBase):
     and shares it cannot combine.  Every client of every round takes part
     in the secure aggregation with the run's default threshold (a strict
     majority of the clients).
+
+    Everything between the releases is post-processing: the damped update,
+    the relocation of noisy-empty centers, the candidates' reduction, the
+    size estimate from the noisy counts and ``n`` (public, as in
+    FastLloyd) and the averaging of the last iterates read only the
+    released noisy sums and counts, ``n``, the bounds and the public seed,
+    so ``accountant_`` (``T`` releases of sensitivity 1) is the whole
+    spend.
 
     Examples
     --------
@@ -251,6 +265,7 @@ class DPFederatedKMeans(_GaussianLloydBase):
         rule = plan_rounds(n, k, d, eps, delta, self.max_iter)
         T, r, M = rule["iterations"], rule["init_rounds"], rule["candidates"]
         sig_r, sig_c, sigma = rule["sigma_sum"], rule["sigma_count"], rule["sigma"]
+        avg, shrink = rule["averaged"], rule["shrink_counts"]
         slack = math.sqrt(d) * 2.0 ** -DEFAULT_SCALE_BITS if private else 0.0
         plan = []
         for t in range(T):
@@ -260,17 +275,72 @@ class DPFederatedKMeans(_GaussianLloydBase):
             plan.append({"eta": eta, "sum_scale": sig_r * (eta + slack), "count_scale": sig_c,
                          "sigma": sigma, "n_centers": m, "update": "damped",
                          "reduce": t == r - 1, "threshold": HEAVY_CANDIDATE * sig_c,
-                         "phase": "init" if init else "lloyd", "init_rounds": r})
+                         "phase": "init" if init else "lloyd", "init_rounds": r,
+                         "average": t >= T - avg, "shrink_counts": shrink and not init,
+                         "n_points": n})
         report = {"epsilon": eps if private else math.inf, "delta": delta, "iterations": T,
                   "sigma": sigma, "sigma_sum": sig_r, "sigma_count": sig_c,
                   "radii": [s["eta"] for s in plan], "noise": self.noise if private else None,
                   "init": "candidates" if r else "sphere_packing", "init_rounds": r,
-                  "init_candidates": M if r else 0}
+                  "init_candidates": M if r else 0, "averaged": avg,
+                  "shrink_counts": shrink}
         if not private:
             return plan, report, None, None
         if self.noise == "discrete_gaussian":
             check_discrete_sigma([s["sum_scale"] for s in plan] + [sig_c])
         return plan, report, P.PrivacyAccountant(eps, delta), self.noise
+
+    def _iterate(self, plan, local, centers, server, msa, k, d, bounds, noise_mode,
+                 distributed, reduce_gen=None):
+        """The shared loop, or, for the averaged low-SNR plan
+        (:func:`~pyfkm.dp.steps.plan_rounds`: ``averaged > 0``), the same
+        masked rounds with their post-processing: counts estimated by
+        :func:`~pyfkm.dp.steps.shrink_counts`, the damped update, and the
+        mean of the last ``averaged`` iterates as the result.  Every value
+        the post-processing reads is a released (noisy) sum or count, the
+        public ``n`` or the public seed."""
+        if not any(s.get("average") or s.get("shrink_counts") for s in plan):
+            return super()._iterate(plan, local, centers, server, msa, k, d, bounds,
+                                    noise_mode, distributed, reduce_gen)
+        averaged = []
+        for step in plan:
+            R, C = self._masked_round(step, local, centers, server, msa, noise_mode,
+                                      distributed)
+            sizes = shrink_counts(C, step["n_points"], step["count_scale"]) \
+                if step.get("shrink_counts") else C
+            new = _damped_update(centers, R, sizes, step["eta"], step["sum_scale"], bounds,
+                                 self._postprocess_mode())
+            centers = _relocate_empty(new, C, step["threshold"], reduce_gen, bounds)
+            if step.get("average"):
+                averaged.append(centers)
+        if averaged:
+            centers = np.mean(averaged, axis=0)
+        return centers, len(plan)
+
+    def _masked_round(self, step, local, centers, server, msa, noise_mode, distributed):
+        """One masked round over the ``m`` current centers (the clients'
+        relative sums and counts within ``step["eta"]``, with the step's
+        noise, as the shared loop runs it); returns the released ``(R~ (m,
+        d), C~ (m,))``."""
+        ex = self.executor
+        eta = step["eta"]
+        m, d = centers.shape
+        if ex is None:
+            vecs = [c.stats(centers, eta, self._relative) for c in local]
+        else:
+            futs = [ex.submit(c.stats, centers, eta, self._relative) for c in local]
+            vecs = [f.result() for f in futs]
+        pad = msa[0].n_words - (m * d + m)
+        if pad:
+            vecs = [np.concatenate([v, np.zeros(pad)]) for v in vecs]
+        segments = ()
+        if noise_mode is not None:
+            segments = ((m * d, step["sum_scale"], b"SUM"), (m, step["count_scale"], b"CNT"))
+            if pad:   # noise on the zero padding, discarded
+                segments += ((pad, step["count_scale"], b"PAD"),)
+        out, _ = msa_round(server, msa, vecs, noise=segments if distributed else (),
+                           server_noise=() if distributed else segments)
+        return out[:m * d].reshape(m, d), out[m * d:m * d + m]
 
     def _record(self, accountant, step, count):
         # every round is one release (R / eta_t, C) of sensitivity 1 and
