@@ -223,29 +223,11 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
                  distributed, reduce_gen=None):
         """The planned iterations (masked rounds and center updates) from
         ``centers``; returns (centers, iterations run)."""
-        ex = self.executor
         n_iter = 0
-        n_words = msa[0].n_words
         for step in plan:
             eta = step["eta"]
-            m = centers.shape[0]
-            if ex is None:
-                vecs = [c.stats(centers, eta, self._relative) for c in local]
-            else:
-                futs = [ex.submit(c.stats, centers, eta, self._relative) for c in local]
-                vecs = [f.result() for f in futs]
-            pad = n_words - (m * d + m)
-            if pad:   # one session carries the wider initialisation rounds too
-                vecs = [np.concatenate([v, np.zeros(pad)]) for v in vecs]
-            segments = ()
-            if noise_mode is not None:
-                segments = ((m * d, step["sum_scale"], b"SUM"), (m, step["count_scale"], b"CNT"))
-                if pad:   # noise on the zero padding, discarded
-                    segments += ((pad, step["count_scale"], b"PAD"),)
-            out, _ = msa_round(server, msa, vecs,
-                               noise=segments if distributed else (),
-                               server_noise=() if distributed else segments)
-            R, C = out[:m * d].reshape(m, d), out[m * d:m * d + m]
+            R, C = self._masked_round(step, local, centers, server, msa, noise_mode,
+                                      distributed)
             if step.get("update") == "damped":
                 new = _damped_update(centers, R, C, eta, step.get("sum_scale", 0.0), bounds,
                                      self._postprocess_mode())
@@ -262,6 +244,31 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
             if done:
                 break
         return centers, n_iter
+
+    def _masked_round(self, step, local, centers, server, msa, noise_mode, distributed):
+        """One masked round over the ``m`` current centers: the clients'
+        relative sums and counts within ``step["eta"]``, with the step's
+        noise (the clients' shares when ``distributed``, else the server's);
+        returns the released ``(R~ (m, d), C~ (m,))``."""
+        ex = self.executor
+        eta = step["eta"]
+        m, d = centers.shape
+        if ex is None:
+            vecs = [c.stats(centers, eta, self._relative) for c in local]
+        else:
+            futs = [ex.submit(c.stats, centers, eta, self._relative) for c in local]
+            vecs = [f.result() for f in futs]
+        pad = msa[0].n_words - (m * d + m)
+        if pad:   # one session carries the wider initialisation rounds too
+            vecs = [np.concatenate([v, np.zeros(pad)]) for v in vecs]
+        segments = ()
+        if noise_mode is not None:
+            segments = ((m * d, step["sum_scale"], b"SUM"), (m, step["count_scale"], b"CNT"))
+            if pad:   # noise on the zero padding, discarded
+                segments += ((pad, step["count_scale"], b"PAD"),)
+        out, _ = msa_round(server, msa, vecs, noise=segments if distributed else (),
+                           server_noise=() if distributed else segments)
+        return out[:m * d].reshape(m, d), out[m * d:m * d + m]
 
     def _converged(self, old, new):
         return False

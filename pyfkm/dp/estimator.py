@@ -58,7 +58,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..exceptions import InvalidInputError
-from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma, msa_round
+from ..secagg import DEFAULT_SCALE_BITS, check_discrete_sigma
 from ._lloyd_base import _check_max_iter, _FederatedLloydBase, _GaussianLloydBase
 from ..rng import SeedLike
 from .steps import (HEAVY_CANDIDATE, _damped_update, _relocate_empty, plan_rounds,
@@ -316,31 +316,6 @@ class DPFederatedKMeans(_GaussianLloydBase):
         if averaged:
             centers = np.mean(averaged, axis=0)
         return centers, len(plan)
-
-    def _masked_round(self, step, local, centers, server, msa, noise_mode, distributed):
-        """One masked round over the ``m`` current centers (the clients'
-        relative sums and counts within ``step["eta"]``, with the step's
-        noise, as the shared loop runs it); returns the released ``(R~ (m,
-        d), C~ (m,))``."""
-        ex = self.executor
-        eta = step["eta"]
-        m, d = centers.shape
-        if ex is None:
-            vecs = [c.stats(centers, eta, self._relative) for c in local]
-        else:
-            futs = [ex.submit(c.stats, centers, eta, self._relative) for c in local]
-            vecs = [f.result() for f in futs]
-        pad = msa[0].n_words - (m * d + m)
-        if pad:
-            vecs = [np.concatenate([v, np.zeros(pad)]) for v in vecs]
-        segments = ()
-        if noise_mode is not None:
-            segments = ((m * d, step["sum_scale"], b"SUM"), (m, step["count_scale"], b"CNT"))
-            if pad:   # noise on the zero padding, discarded
-                segments += ((pad, step["count_scale"], b"PAD"),)
-        out, _ = msa_round(server, msa, vecs, noise=segments if distributed else (),
-                           server_noise=() if distributed else segments)
-        return out[:m * d].reshape(m, d), out[m * d:m * d + m]
 
     def _record(self, accountant, step, count):
         # every round is one release (R / eta_t, C) of sensitivity 1 and

@@ -239,7 +239,7 @@ def test_averaged_plan_post_processes_only_released_values(monkeypatch):
     # the fit must equal the twin's post-processing of exactly those values
     # (shrunk sizes, damped update, mean of the last two iterates), whatever
     # the clients' data
-    import pyfkm.dp.estimator as est
+    import pyfkm.dp._lloyd_base as base
     from pyfkm.dp._lloyd_base import _LocalData
     rng = np.random.default_rng(11)
     released = [(rng.normal(0, 15, (3, 4)), rng.uniform(20, 80, 3)) for _ in range(3)]
@@ -256,7 +256,7 @@ def test_averaged_plan_post_processes_only_released_values(monkeypatch):
         return np.concatenate([R.ravel(), C]), None
 
     monkeypatch.setattr(_LocalData, "stats", stats)
-    monkeypatch.setattr(est, "msa_round", fake_round)
+    monkeypatch.setattr(base, "msa_round", fake_round)
     fits = []
     for data_seed in (35, 36):     # two different data sets, same n
         seen.clear()
