@@ -153,6 +153,9 @@ class LloydWorkspace:
         self.n_threads = max(1, min(int(n_threads), P))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
         self.n_changed = n
+        # labels changed by the last step that scored (a keep_labels step
+        # changes none, but says nothing about how settled the labels are)
+        self._scored_changed = n
         self.n_scored = n  # points of the last step not proven by the moved bounds
         self._keep = None  # all-zero mask of step(keep_labels=True), made on first use
         # Hamerly bounds (float64 X, k >= 2, the blocked path): the same
@@ -202,7 +205,7 @@ class LloydWorkspace:
         elif b is not None and b["centers"] is not None:
             move = _lloyd.bounds_moves(b["centers"], centers)
         if b is not None and (move is not None or (
-                self.n_changed <= self._BOUNDS_START * n
+                self._scored_changed <= self._BOUNDS_START * n
                 and (steps_left is None or steps_left >= self._bounds_min_steps()))):
             kernel = _lloyd.assign_parts_bounded
             if b["xn"] is None:  # a pass over X: only for runs that use the bounds
@@ -229,6 +232,8 @@ class LloydWorkspace:
         sums, wsums, inertia = _lloyd.merge(self.part_sums, self.part_wsums,
                                             self.part_inertia)
         self.n_changed = int(self.part_changed.sum())
+        if not keep_labels:
+            self._scored_changed = self.n_changed
         self.n_scored = 0 if keep_labels else n
         if b is not None:
             self.n_scored = int(b["scored"].sum())

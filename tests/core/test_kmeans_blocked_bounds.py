@@ -269,3 +269,36 @@ def test_bounds_start_needs_steps_to_pay_back(monkeypatch):
     del calls[:]
     lloyd(X, C0, max_iter=300, tol=0)
     assert calls  # a long run sets them up once labels settle
+
+
+def test_keep_labels_step_does_not_start_bounds(monkeypatch):
+    # a keep_labels step (the relocation of an empty cluster) changes no
+    # label but says nothing about how settled they are: the next step must
+    # not set up the bounds on its account (only on the last scoring step's)
+    monkeypatch.setattr(LloydWorkspace, "_BOUNDS_START", 0.01)
+    n, d, k = 2 * km._SMALL_N + 13, 20, 5
+    X = _blobs(n, d, k, seed=7)
+    C0 = X[:k].copy()
+    calls = []
+    real = _lloyd.assign_parts_bounded
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(km._lloyd, "assign_parts_bounded", counted)
+    ws = LloydWorkspace(X, None, k, 1, bounds=True)
+    plain = LloydWorkspace(X, None, k, 1)
+    try:
+        ws.step(C0)  # every label changes
+        ws.step(C0, keep_labels=True)
+        assert ws.n_changed == 0
+        a = ws.step(C0 + 0.25)
+        assert not calls
+        plain.step(C0)
+        b = plain.step(C0 + 0.25)
+        for u, v in zip(a[:2], b[:2]):
+            assert u.tobytes() == v.tobytes()
+    finally:
+        ws.close()
+        plain.close()
