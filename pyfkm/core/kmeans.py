@@ -119,6 +119,19 @@ class LloydWorkspace:
     _BOUNDS_START = 0.01
     _BOUNDS_STOP = 0.25
     _BOUNDS_D = (16, 256)
+    # The set-up costs about 2-4 plain steps more than a plain step, and a
+    # step on the bounds saves a part of a plain step that grows with k * d
+    # (the scores skipped; the pass that accumulates every point stays):
+    # measured on blobs (issue 22), the set-up paid back after about 3-4
+    # steps at k d >= 1280, 10 at (d, k) = (24, 32), 15 or more at (50, 10)
+    # and never at (24, 10).  So, when the caller says how many steps are left
+    # (step(steps_left=...): the rest of max_iter and the final assignment),
+    # the bounds are set up only if at least _bounds_min_steps(k, d) are.
+    _BOUNDS_PAYBACK = 8192
+
+    def _bounds_min_steps(self):
+        """Steps on the bounds needed to pay for their set-up (see above)."""
+        return max(4, -(-self._BOUNDS_PAYBACK // (self.k * self.d)))
 
     def __init__(self, X, w, k, n_threads, pack=True, explicit=False, bounds=False):
         n, d = X.shape
@@ -140,6 +153,9 @@ class LloydWorkspace:
         self.n_threads = max(1, min(int(n_threads), P))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
         self.n_changed = n
+        # labels changed by the last step that scored (a keep_labels step
+        # changes none, but says nothing about how settled the labels are)
+        self._scored_changed = n
         self.n_scored = n  # points of the last step not proven by the moved bounds
         self._keep = None  # all-zero mask of step(keep_labels=True), made on first use
         # Hamerly bounds (float64 X, k >= 2, the blocked path): the same
@@ -157,7 +173,7 @@ class LloydWorkspace:
         if self._pool is not None:
             self._pool.shutdown()
 
-    def step(self, centers, distances=True, keep_labels=False):
+    def step(self, centers, distances=True, keep_labels=False, steps_left=None):
         """Assign to ``centers``; return (sums, wsums, inertia) merged in part order.
 
         With ``distances=False`` the per-point squared distances (``mind``)
@@ -165,7 +181,9 @@ class LloydWorkspace:
         ``keep_labels=True`` (the labels must be the last step's assignment
         to these same centers) skips the scoring: the same results bit for
         bit (the masked kernel accumulates the kept labels with the same
-        code), at the cost of the accumulation alone.
+        code), at the cost of the accumulation alone.  ``steps_left`` (the
+        steps after this one, None: unknown) only decides whether distance
+        bounds are set up (``bounds=True``); results do not depend on it.
         """
         # Scores are computed relative to a shift near the data (the mean of
         # the centers), else they lose all precision far from the origin.
@@ -186,7 +204,9 @@ class LloydWorkspace:
             b = None  # the bounds stay as the last step left them
         elif b is not None and b["centers"] is not None:
             move = _lloyd.bounds_moves(b["centers"], centers)
-        if b is not None and (move is not None or self.n_changed <= self._BOUNDS_START * n):
+        if b is not None and (move is not None or (
+                self._scored_changed <= self._BOUNDS_START * n
+                and (steps_left is None or steps_left >= self._bounds_min_steps()))):
             kernel = _lloyd.assign_parts_bounded
             if b["xn"] is None:  # a pass over X: only for runs that use the bounds
                 b["xn"] = _lloyd.bounds_norms(self.X)
@@ -212,6 +232,8 @@ class LloydWorkspace:
         sums, wsums, inertia = _lloyd.merge(self.part_sums, self.part_wsums,
                                             self.part_inertia)
         self.n_changed = int(self.part_changed.sum())
+        if not keep_labels:
+            self._scored_changed = self.n_changed
         self.n_scored = 0 if keep_labels else n
         if b is not None:
             self.n_scored = int(b["scored"].sum())
@@ -357,7 +379,9 @@ def lloyd(X: NDArray[np.floating], centers: ArrayLike, *,
         for it in range(max_iter):
             # Distances are only needed to report progress or to relocate
             # empty clusters (then the step is redone with them).
-            sums, wsums, inertia = ws.step(centers, distances=bool(verbose))
+            # steps after this one: the iterations left and the final assignment
+            sums, wsums, inertia = ws.step(centers, distances=bool(verbose),
+                                           steps_left=max_iter - it)
             n_changed = ws.n_changed  # labels that differ from the last iteration's
             if not verbose and (wsums <= 0).any():
                 # the relocation needs the distances: those of these labels,
@@ -385,7 +409,7 @@ def lloyd(X: NDArray[np.floating], centers: ArrayLike, *,
         # Final assignment to the returned centers: makes labels consistent
         # with them (scikit-learn skips it on strict convergence, where the
         # labels cannot change) and gives the exact inertia.
-        _, _, inertia = ws.step(centers)
+        _, _, inertia = ws.step(centers, steps_left=0)
         if not (np.isfinite(inertia) and np.isfinite(centers).all()):
             raise NumericalError(
                 "squared distances overflow float64 (inertia is not finite); "

@@ -22,6 +22,8 @@ def _bounds_at_every_d(monkeypatch):
     monkeypatch.setattr(LloydWorkspace, "_BOUNDS_D", (0, 1 << 30))
     # and set them up from the first step on (as soon as labels exist)
     monkeypatch.setattr(LloydWorkspace, "_BOUNDS_START", 1.0)
+    # whatever the steps left to pay for them (at least 4)
+    monkeypatch.setattr(LloydWorkspace, "_BOUNDS_PAYBACK", 0)
 
 
 def _oracle_labels(X, C):
@@ -233,3 +235,70 @@ def test_bounds_policy_by_dimension(monkeypatch):
     ws = LloydWorkspace(X.astype(np.float32), None, 2, 1, bounds=True)
     assert ws._bnd is None  # float64 only
     assert LloydWorkspace(X, None, 2, 1)._bnd is None  # off by default
+
+
+def test_bounds_start_needs_steps_to_pay_back(monkeypatch):
+    # the set-up of the bounds costs a few plain steps: lloyd() sets them up
+    # only with enough iterations left to pay it back (more at small k d);
+    # results are the same either way
+    monkeypatch.undo()
+    n, d, k = 2 * km._SMALL_N + 13, 50, 10
+    ws = LloydWorkspace(np.zeros((8, d)), None, k, 1, bounds=True)
+    assert ws._bounds_min_steps() == -(-LloydWorkspace._BOUNDS_PAYBACK // (k * d)) > 10
+    assert LloydWorkspace(np.zeros((8, d)), None, 64, 1, bounds=True)._bounds_min_steps() == 4
+    X = _blobs(n, d, k, seed=5)
+    C0 = X[np.random.default_rng(3).choice(n, k, replace=False)].copy()
+    calls = []
+    real = _lloyd.assign_parts_bounded
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(km._lloyd, "assign_parts_bounded", counted)
+    short = lloyd(X, C0, max_iter=10, tol=0)
+    assert not calls  # 10 iterations do not pay for the set-up at (d, k) = (50, 10)
+    monkeypatch.setattr(LloydWorkspace, "_BOUNDS_PAYBACK", 0)
+    forced = lloyd(X, C0, max_iter=10, tol=0)
+    assert calls  # the same run on the bounds
+    assert short[0].tobytes() == forced[0].tobytes()
+    np.testing.assert_array_equal(short[1], forced[1])
+    assert float(short[2]).hex() == float(forced[2]).hex()
+    assert short[3] == forced[3]
+    monkeypatch.setattr(LloydWorkspace, "_BOUNDS_PAYBACK", 8192)
+    del calls[:]
+    lloyd(X, C0, max_iter=300, tol=0)
+    assert calls  # a long run sets them up once labels settle
+
+
+def test_keep_labels_step_does_not_start_bounds(monkeypatch):
+    # a keep_labels step (the relocation of an empty cluster) changes no
+    # label but says nothing about how settled they are: the next step must
+    # not set up the bounds on its account (only on the last scoring step's)
+    monkeypatch.setattr(LloydWorkspace, "_BOUNDS_START", 0.01)
+    n, d, k = 2 * km._SMALL_N + 13, 20, 5
+    X = _blobs(n, d, k, seed=7)
+    C0 = X[:k].copy()
+    calls = []
+    real = _lloyd.assign_parts_bounded
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(km._lloyd, "assign_parts_bounded", counted)
+    ws = LloydWorkspace(X, None, k, 1, bounds=True)
+    plain = LloydWorkspace(X, None, k, 1)
+    try:
+        ws.step(C0)  # every label changes
+        ws.step(C0, keep_labels=True)
+        assert ws.n_changed == 0
+        a = ws.step(C0 + 0.25)
+        assert not calls
+        plain.step(C0)
+        b = plain.step(C0 + 0.25)
+        for u, v in zip(a[:2], b[:2]):
+            assert u.tobytes() == v.tobytes()
+    finally:
+        ws.close()
+        plain.close()
