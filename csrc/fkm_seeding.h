@@ -33,7 +33,8 @@
  * mind       OUT, length n: squared distance of each active point to its
  *            nearest center (removed points: 0)
  * labels     OUT, length n: position (0..k-1) of the nearest center, first
- *            one on ties (removed points: -1)
+ *            one on ties (removed points: -1); or NULL when not wanted
+ *            (up to d = 16 the passes then neither read nor write labels)
  * X          IN, n x d row-major
  * w          IN, length n, nonnegative weights, or NULL for unit weights
  * removed    IN, length n, nonzero marks a removed point, or NULL
@@ -57,7 +58,8 @@ int fkm_seeding_run_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
 
 /* fkm_seeding_resume_{f64,f32}: like fkm_seeding_run, from a warm state.
  *
- * mind, labels  INOUT: on entry, the outputs of a previous run (or resume)
+ * mind, labels  INOUT (labels not NULL, else FKM_EDOM): on entry, the
+ *               outputs of a previous run (or resume)
  *               on the same X and w whose centers[0..n_prefix) are the same
  *               ids, with any number of points removed since (now marked in
  *               `removed`); on exit, as for fkm_seeding_run.
@@ -80,7 +82,8 @@ int fkm_seeding_resume_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
  * fkm_seeding_resume (warm != 0) with the layout of X chosen by the caller
  * (pack < 0: by size, as those two do; 0: read X in place; > 0: pack it when
  * d <= 16).  Results are bit-identical whatever pack is: it exists so that
- * tests reach both paths on small data. */
+ * tests reach both paths on small data.  labels may be NULL only when warm
+ * is 0 (else FKM_EDOM). */
 int fkm_seeding_run_ex_f64(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
                            int32_t *labels, const double *X, const double *w,
                            const uint8_t *removed, fkm_index_t n,

@@ -51,8 +51,26 @@ static inline double FKM_NAME(dist2)(const FKM_REAL *restrict a,
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + r;
 }
 
+/* Point i against the new center xc (number p32): keep the smaller of its
+ * squared distance and mind[i] (strict: the earlier center wins ties) and
+ * relabel it when it moved (labels NULL: no labels kept).  Branch-free (which
+ * points move is unpredictable); returns whether it moved.  Removed points
+ * and chosen centers hold mind = 0, which no distance beats. */
+static inline __attribute__((always_inline)) int FKM_NAME(update_point)(
+    double *restrict mind, int32_t *restrict labels, const FKM_REAL *X,
+    fkm_index_t i, fkm_index_t d, int32_t p32, const FKM_REAL *restrict xc)
+{
+    const double m = mind[i];
+    const double dd = FKM_NAME(dist2)(X + i * d, xc, d);
+    const int lt = dd < m;
+    mind[i] = lt ? dd : m;
+    if (labels)
+        labels[i] = lt ? p32 : labels[i];
+    return lt;
+}
+
 /* Update mind/labels of block [lo, hi) for center number `pos` (row xc);
- * returns whether any point moved.  Always inlined so that callers passing a
+ * returns whether any point moved.  labels may be NULL only without prune.  Always inlined so that callers passing a
  * constant d get a fully unrolled distance. */
 static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
     double *restrict mind, int32_t *restrict labels, const FKM_REAL *X,
@@ -78,14 +96,9 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
          * left, compute every distance of the block (a distance the bound
          * rules out never moves a point, so results are the same). */
         if (cnt * FKM_PRUNE_SPARSE > hi - lo) {
-            for (fkm_index_t i = lo; i < hi; ++i) {
-                const double m = mind[i];
-                const double dd = FKM_NAME(dist2)(X + i * d, xc, d);
-                const int lt = dd < m;
-                mind[i] = lt ? dd : m;
-                labels[i] = lt ? p32 : labels[i];
-                changed |= lt;
-            }
+            for (fkm_index_t i = lo; i < hi; ++i)
+                changed |= FKM_NAME(update_point)(mind, labels, X, i, d, p32,
+                                                  xc);
             return changed;
         }
         /* The rows left are scattered: the hardware prefetcher does not
@@ -100,26 +113,33 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
                     __builtin_prefetch(pr + off);
                 __builtin_prefetch(pr + row_bytes - 1);
             }
-            const double m = mind[i];
-            const double dd = FKM_NAME(dist2)(X + i * d, xc, d);
-            const int lt = dd < m;
-            mind[i] = lt ? dd : m;
-            labels[i] = lt ? p32 : labels[i];
-            changed |= lt;
+            changed |= FKM_NAME(update_point)(mind, labels, X, i, d, p32, xc);
         }
         return changed;
     }
-    /* Removed points and chosen centers hold mind = 0, which no distance
-     * beats: no test needed. */
-    for (fkm_index_t i = lo; i < hi; ++i) {
-        double m = mind[i];
-        double dd = FKM_NAME(dist2)(X + i * d, xc, d);
-        int lt = dd < m;
-        mind[i] = lt ? dd : m;
-        labels[i] = lt ? p32 : labels[i];
-        changed |= lt;
-    }
+    for (fkm_index_t i = lo; i < hi; ++i)
+        changed |= FKM_NAME(update_point)(mind, labels, X, i, d, p32, xc);
     return changed;
+}
+
+/* Points i..i+3 with squared distances *dd to the new center (number *pv
+ * in every lane): the four-point form of update_point, branch-free.  ORs
+ * the lanes that moved into *any.  (Vectors by pointer: no vector ABI.) */
+static inline __attribute__((always_inline)) void FKM_NAME(store4)(
+    double *restrict mind, int32_t *restrict labels, fkm_index_t i,
+    const fkm_v4d *dd, const fkm_v4s *pv, fkm_v4i *any)
+{
+    const fkm_v4d m = load4_f64(mind + i);
+    const fkm_v4i lt = *dd < m;
+    const fkm_v4d nm = (fkm_v4d)(((fkm_v4i)*dd & lt) | ((fkm_v4i)m & ~lt));
+    memcpy(mind + i, &nm, sizeof nm);
+    if (labels) {
+        fkm_v4s lab, m32 = __builtin_convertvector(lt, fkm_v4s);
+        memcpy(&lab, labels + i, sizeof lab);
+        lab = (*pv & m32) | (lab & ~m32);
+        memcpy(labels + i, &lab, sizeof lab);
+    }
+    *any |= lt;
 }
 
 /* Same as update_block (branch-free path, d <= FKM_PACK_MAX_D) on points
@@ -129,20 +149,21 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
  * (V_0 + V_1) + (V_2 + V_3) for the four points in one vector, and the tail
  * coordinates are summed four points per vector: the per-point summation
  * order is that of dist2, so both paths give bit-identical distances.
- * mind and labels are written only for a group of four points of which one
- * moved (the others keep their values). */
+ * mind (and labels unless NULL) are blended and stored for every group: a
+ * test of whether one of four points moved mispredicts too often. */
 static inline __attribute__((always_inline)) int FKM_NAME(update_rows)(
     double *restrict mind, int32_t *restrict labels, const FKM_REAL *restrict X,
     fkm_index_t lo, fkm_index_t hi, fkm_index_t d, fkm_index_t pos,
     const FKM_REAL *restrict xc)
 {
     const int32_t p32 = (int32_t)pos;
+    const fkm_v4s pv = {p32, p32, p32, p32};
+    fkm_v4i any = {0, 0, 0, 0};
     const fkm_index_t q = d / 4; /* full groups of 4 coordinates (<= 4) */
     FKM_ASSERT(d <= FKM_PACK_MAX_D); /* cv holds FKM_PACK_MAX_D / 4 groups */
     fkm_v4d cv[FKM_PACK_MAX_D / 4];
     for (fkm_index_t b = 0; b < q; ++b)
         cv[b] = FKM_NAME(load4)(xc + 4 * b);
-    int changed = 0;
     for (fkm_index_t i = lo; i < hi; i += 4) {
         const FKM_REAL *x = X + i * d;
         fkm_v4d dd = {0.0, 0.0, 0.0, 0.0};
@@ -194,22 +215,9 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_rows)(
             fkm_v4d t = xv - (double)xc[j];
             dd = q > 0 ? dd + t * t : t * t;
         }
-        fkm_v4d m = load4_f64(mind + i);
-        fkm_v4i lt = dd < m;
-        if (lt[0] | lt[1] | lt[2] | lt[3]) {
-            /* Branch-free blend of distances and labels (which points move
-             * is unpredictable). */
-            fkm_v4d nm = (fkm_v4d)(((fkm_v4i)dd & lt) | ((fkm_v4i)m & ~lt));
-            memcpy(mind + i, &nm, sizeof nm);
-            const fkm_v4s pv = {p32, p32, p32, p32};
-            fkm_v4s lab, m32 = __builtin_convertvector(lt, fkm_v4s);
-            memcpy(&lab, labels + i, sizeof lab);
-            lab = (pv & m32) | (lab & ~m32);
-            memcpy(labels + i, &lab, sizeof lab);
-            changed = 1;
-        }
+        FKM_NAME(store4)(mind, labels, i, &dd, &pv, &any);
     }
-    return changed;
+    return (any[0] | any[1] | any[2] | any[3]) != 0;
 }
 
 /* Same as update_rows on points [lo, hi), lo and hi multiples of 4, read
@@ -241,17 +249,7 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_packed)(
             r += t * t;
         }
         fkm_v4d dd = ((s[0] + s[1]) + (s[2] + s[3])) + r;
-        fkm_v4d m = load4_f64(mind + i);
-        fkm_v4i lt = dd < m;
-        /* Branch-free blend of distances and labels (whether a point moves
-         * is unpredictable). */
-        fkm_v4d nm = (fkm_v4d)(((fkm_v4i)dd & lt) | ((fkm_v4i)m & ~lt));
-        memcpy(mind + i, &nm, sizeof nm);
-        fkm_v4s lab, m32 = __builtin_convertvector(lt, fkm_v4s);
-        memcpy(&lab, labels + i, sizeof lab);
-        lab = (pv & m32) | (lab & ~m32);
-        memcpy(labels + i, &lab, sizeof lab);
-        any |= lt;
+        FKM_NAME(store4)(mind, labels, i, &dd, &pv, &any);
     }
     return (any[0] | any[1] | any[2] | any[3]) != 0;
 }
@@ -287,10 +285,17 @@ FKM_HOT static void FKM_NAME(update_pass)(
                         for (fkm_index_t l = 0; l < 4; ++l)
                             ((double *)P)[i * d + 4 * j + l] =
                                 (double)X[(i + l) * d + j];
+            /* Without labels (NULL), a copy of each kernel that never
+             * touches them. */
 #define FKM_PCASE(D)                                                          \
-    changed = P ? FKM_NAME(update_packed)(mind, labels, P, lo, mid, D, pos,   \
-                                          xc)                                 \
-              : FKM_NAME(update_rows)(mind, labels, X, lo, mid, D, pos, xc)
+    changed = P ? (labels ? FKM_NAME(update_packed)(mind, labels, P, lo, mid, \
+                                                    D, pos, xc)               \
+                          : FKM_NAME(update_packed)(mind, NULL, P, lo, mid,   \
+                                                    D, pos, xc))              \
+                : (labels ? FKM_NAME(update_rows)(mind, labels, X, lo, mid,   \
+                                                  D, pos, xc)                 \
+                          : FKM_NAME(update_rows)(mind, NULL, X, lo, mid, D,  \
+                                                  pos, xc))
             FKM_WITH_CONST_D(d, FKM_PCASE)
 #undef FKM_PCASE
         }
@@ -352,10 +357,20 @@ static int FKM_NAME(seeding_body)(fkm_rng_t *rng, fkm_index_t *centers,
     double *dcc = malloc((size_t)(k > 0 ? k : 1) * sizeof(double));
     fkm_index_t *sorted = malloc((size_t)(k > 0 ? k : 1) * sizeof(fkm_index_t));
     double *P = NULL;
+    int32_t *own_labels = NULL;
     int status = FKM_OK;
     if (!bsum || !dcc || !sorted) {
         status = FKM_ENOMEM;
         goto done;
+    }
+    /* Labels not wanted (cold runs only): the pruned path still reads them,
+     * the others never need them. */
+    if (!labels && d >= FKM_PRUNE_MIN_D && n > 0) {
+        labels = own_labels = malloc((size_t)n * sizeof(int32_t));
+        if (!labels) {
+            status = FKM_ENOMEM;
+            goto done;
+        }
     }
     /* Packing X (panels of 4 points, coordinate major: P[4*(p*d + j) + l]
      * holds X[4p + l, j]) saves the transposes of update_rows on every pass,
@@ -380,10 +395,11 @@ static int FKM_NAME(seeding_body)(fkm_rng_t *rng, fkm_index_t *centers,
         first_pass = n_prefix;
         goto passes;
     }
-    for (fkm_index_t i = 0; i < n; ++i) {
+    for (fkm_index_t i = 0; i < n; ++i)
         mind[i] = (removed && removed[i]) ? 0.0 : 1.0;
-        labels[i] = -1;
-    }
+    if (labels)
+        for (fkm_index_t i = 0; i < n; ++i)
+            labels[i] = -1;
     if (n_prefix == 0 && k > 0) {
         /* First center: probability proportional to weight. */
         seeding_block_sums(bsum, mind, w, removed, n);
@@ -432,6 +448,7 @@ done:
     free(bsum);
     free(dcc);
     free(sorted);
+    free(own_labels);
     fkm_free_large(P);
     return status;
 }
@@ -455,7 +472,7 @@ int FKM_NAME(fkm_seeding_resume)(fkm_rng_t *rng, fkm_index_t *centers,
                                  fkm_index_t d, fkm_index_t k,
                                  fkm_index_t n_prefix)
 {
-    if (n_prefix < 1 || n_prefix > k)
+    if (n_prefix < 1 || n_prefix > k || (!labels && n > 0))
         return FKM_EDOM;
     seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
                         n_prefix, 1);
@@ -470,7 +487,7 @@ int FKM_NAME(fkm_seeding_run_ex)(fkm_rng_t *rng, fkm_index_t *centers,
                                  fkm_index_t d, fkm_index_t k,
                                  fkm_index_t n_prefix, int warm, int pack)
 {
-    if (warm && (n_prefix < 1 || n_prefix > k))
+    if (warm && (n_prefix < 1 || n_prefix > k || (!labels && n > 0)))
         return FKM_EDOM;
     seeding_assert_args(rng, centers, mind, labels, X, w, removed, n, d, k,
                         n_prefix, warm != 0);

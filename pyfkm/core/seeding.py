@@ -82,7 +82,7 @@ def kmeans_plusplus(X: ArrayLike, n_clusters: int, *, sample_weight: ArrayLike |
     [0, 1]
     """
     X, w, k = _prepare(X, n_clusters, sample_weight)
-    ids, _, _ = _seed_call(X, _seeding.seed, X, w, k, as_generator(random_state))
+    ids, _, _ = _seed_call(X, _seeding.seed, X, w, k, as_generator(random_state), False)
     return X[ids].copy(), ids
 
 

@@ -90,3 +90,21 @@ def test_layout_detects_non_finite_rows(mode, k, bad):
     X[57, 9] = bad  # a leftover coordinate of a row inside a group of four
     with pytest.raises(InvalidInputError):
         kmeans_plusplus(X, k, random_state=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 3, 10, 16, 17, 40])
+def test_seeding_without_labels_matches_reference(mode, d, dtype):
+    # labels=False: the kernel keeps no labels (up to d = 16) or its own (above,
+    # for the triangle bound); ids and squared distances are unchanged
+    rng = np.random.default_rng(7 * d)
+    n = 1_031
+    X = (rng.normal(size=(n, d)) + 6.0 * rng.integers(0, 3, size=(n, 1))).astype(dtype)
+    w = rng.uniform(0.1, 3.0, size=n)
+    for k, seed in ((1, 0), (5, 1), (12, 2)):
+        ids, mind, labels = _seeding.seed(X, w, k, np.random.default_rng(seed), labels=False)
+        assert labels is None
+        expected = d2_seeding(X, k, w, np.random.default_rng(seed))
+        np.testing.assert_array_equal(ids, expected, err_msg=f"k={k} seed={seed}")
+        m2, _ = nearest_centers(np.asarray(X, dtype=np.float64), expected)
+        np.testing.assert_array_equal(mind, m2)
