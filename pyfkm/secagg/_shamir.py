@@ -404,7 +404,7 @@ def _each_fast(groups, t):
     return [out[k:k + SECRET_BYTES] for k in range(0, len(out), SHARE_BYTES)]
 
 
-_EACH_WEIGHTS = {}   # id(node tuple) -> (node tuple, encoded weights): _each_fast's
+_EACH_WEIGHTS: dict = {}   # id(node tuple) -> (node tuple, encoded weights): _each_fast's
 
 
 @functools.lru_cache(maxsize=_WEIGHTS_CACHE)
