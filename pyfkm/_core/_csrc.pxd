@@ -370,3 +370,11 @@ cdef extern from "fkm_qlloyd.h" nogil:
                              const double *phases, const int64_t *cells, double g, double eps,
                              const double *quantum, const double *maxabs, fkm_index_t T,
                              fkm_index_t k, fkm_index_t d)
+
+cdef extern from "fkm_bigmod.h" nogil:
+    enum: FKM_P256_BYTES
+    int64_t FKM_P256_MAX_TERMS
+    int fkm_p256_dots(int64_t n, int64_t t, const uint8_t *const *w,
+                      const uint8_t *const *s, uint8_t *out, int64_t *bad)
+    int fkm_p256_eval(int64_t m, int64_t deg1, const uint8_t *c, int64_t n,
+                      const uint64_t *x, uint8_t *out, int64_t *bad)

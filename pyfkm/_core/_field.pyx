@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython wrappers of csrc/fkm_field.c, fkm_poly.c, fkm_bm.c, fkm_polyfac.c,
-fkm_vdm.c, fkm_scma.c and fkm_stream.c.
+fkm_vdm.c, fkm_scma.c, fkm_stream.c and fkm_bigmod.c.
 
 Callers (pyfkm.field) validate: the modulus is a prime below 2**63, arrays
 are C-contiguous uint64 with entries reduced mod p, polynomials normalized
@@ -13,6 +13,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (
     fkm_rng_t, FKM_OK, FKM_EDOM, fkm_debug_build, fkm_field_t, fkm_field_init, fkm_is_prime,
@@ -27,7 +28,8 @@ from pyfkm._core._csrc cimport (
     fkm_vdm_init, fkm_vdm_clear, fkm_vdm_solve, fkm_scma_power_sums,
     fkm_scma_affine_rows,
     fkm_stream_accumulate, fkm_streams_accumulate, FKM_STREAMS_MAX_N, fkm_chacha_t,
-    fkm_chacha_init, fkm_chacha_words, fkm_chacha_block, fkm_chacha_first_blocks)
+    fkm_chacha_init, fkm_chacha_words, fkm_chacha_block, fkm_chacha_first_blocks,
+    FKM_P256_BYTES, FKM_P256_MAX_TERMS, fkm_p256_dots, fkm_p256_eval)
 from pyfkm._core._common cimport check_status, bitgen_of, rng_from_bitgen
 
 from pyfkm.exceptions import FieldError
@@ -614,3 +616,93 @@ def add_streams_rounds(uint64_t[:, ::1] acc, const uint8_t[:, ::1] keys,
     check_status(status, "add_streams")
     return acc.base
 
+
+# --------------------------------------------------------------------------------------
+# the 257-bit field of the Shamir sharing (csrc/fkm_bigmod.h): P = 2**256 + 297,
+# elements as 33-byte little-endian encodings
+
+
+def p256_dots(weights, shares, Py_ssize_t t):
+    """Dot products modulo ``P = 2**256 + 297`` of encoded elements.
+
+    ``weights``: ``n`` ``bytes`` of ``33 t`` bytes each (``t`` encoded
+    elements); ``shares``: ``n t`` ``bytes`` of 33 bytes each.  Returns
+    ``bytes`` of ``33 n``: product ``g`` at ``[33 g, 33 g + 33)`` encodes
+    ``sum_i weights[g][i] * shares[g t + i] mod P``.  Raises TypeError
+    (not sequences of ``bytes``), ValueError (lengths, ``t`` out of
+    ``[1, 2**32]``) or FieldError (an element ``>= P``, naming the first
+    product that holds one)."""
+    cdef tuple W = tuple(weights), S = tuple(shares)   # owned for the nogil part
+    cdef Py_ssize_t n = len(W), g, k
+    cdef int64_t bad = -1
+    cdef int status = FKM_OK
+    cdef const uint8_t **wp = NULL
+    cdef const uint8_t **sp = NULL
+    cdef uint8_t *op
+    cdef object item
+    if t < 1 or t > FKM_P256_MAX_TERMS:
+        raise ValueError(f"t={t} must lie in [1, 2**32]")
+    if len(S) != n * t:
+        raise ValueError(f"{len(S)} shares for {n} products of {t} terms")
+    out = PyBytes_FromStringAndSize(NULL, n * FKM_P256_BYTES)
+    if n == 0:
+        return out
+    wp = <const uint8_t **> malloc(n * sizeof(uint8_t *))
+    sp = <const uint8_t **> malloc(n * t * sizeof(uint8_t *))
+    try:
+        if wp == NULL or sp == NULL:
+            raise MemoryError()
+        for g in range(n):
+            item = W[g]
+            if type(item) is not bytes:
+                raise TypeError(f"weights[{g}] must be bytes, got {type(item).__name__}")
+            if len(<bytes> item) != FKM_P256_BYTES * t:
+                raise ValueError(f"weights[{g}] must be {FKM_P256_BYTES * t} bytes")
+            wp[g] = <const uint8_t *> PyBytes_AS_STRING(item)
+        for k in range(n * t):
+            item = S[k]
+            if type(item) is not bytes:
+                raise TypeError(f"shares[{k}] must be bytes, got {type(item).__name__}")
+            if len(<bytes> item) != FKM_P256_BYTES:
+                raise ValueError(f"shares[{k}] must be {FKM_P256_BYTES} bytes")
+            sp[k] = <const uint8_t *> PyBytes_AS_STRING(item)
+        op = <uint8_t *> PyBytes_AS_STRING(out)
+        with nogil:
+            status = fkm_p256_dots(n, t, wp, sp, op, &bad)
+    finally:
+        free(wp)
+        free(sp)
+    if status == FKM_EDOM and bad >= 0:
+        raise FieldError(f"p256_dots: product {bad} holds an element >= P")
+    _check(status, "p256_dots")
+    return out
+
+
+def p256_eval(const uint8_t[::1] coefs, Py_ssize_t m, const uint64_t[::1] xs):
+    """Polynomials modulo ``P = 2**256 + 297`` at points.
+
+    ``coefs``: ``m`` polynomials of ``deg1`` coefficients each (``33 m
+    deg1`` bytes, encoded elements, highest degree first); ``xs``: points
+    below ``2**33``.  Returns ``bytes`` of ``33 n m`` (``n = len(xs)``):
+    ``[33 (i m + j), +33)`` encodes ``f_j(xs[i]) mod P``.  Raises
+    ValueError (lengths, ``deg1`` out of ``[1, 2**32]``, a point
+    ``>= 2**33``) or FieldError (a coefficient ``>= P``)."""
+    cdef Py_ssize_t n = xs.shape[0], nb = coefs.shape[0], deg1
+    cdef int64_t bad = -1
+    cdef int status = FKM_OK
+    if m < 1 or nb == 0 or nb % (FKM_P256_BYTES * m):
+        raise ValueError(f"{nb} coefficient bytes for {m} polynomials")
+    deg1 = nb // (FKM_P256_BYTES * m)
+    if deg1 > FKM_P256_MAX_TERMS:
+        raise ValueError(f"{deg1} coefficients per polynomial, at most 2**32")
+    out = PyBytes_FromStringAndSize(NULL, n * m * FKM_P256_BYTES)
+    cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
+    cdef const uint64_t *xp = &xs[0] if n else NULL
+    with nogil:
+        status = fkm_p256_eval(m, deg1, &coefs[0], n, xp, op, &bad)
+    if status == FKM_EDOM and bad >= 0:
+        raise FieldError(f"p256_eval: polynomial {bad} has a coefficient >= P")
+    if status == FKM_EDOM:
+        raise ValueError("p256_eval: a point >= 2**33")
+    _check(status, "p256_eval")
+    return out

@@ -4,8 +4,13 @@ A client of a secure-aggregation round shares its round secrets (an X25519
 private key, a self-mask seed) ``t``-out-of-``n`` among its holders; the
 server reconstructs them from the shares that ``t`` or more holders reveal
 (Bonawitz et al., CCS 2017; Bell et al., CCS 2020).  One round shares two
-secrets to up to about a thousand holders, so everything here is plain
-Python integer arithmetic, written for speed but small enough to audit.
+secrets to up to about a thousand holders.  The arithmetic is Python's
+integers, small enough to audit, except on the two hot paths, which call
+compiled kernels of :mod:`pyfkm.field.kernels` (csrc/fkm_bigmod.c) over the
+same field: the server's usual recovery (:func:`reconstruct_each`: one
+Lagrange-weighted sum per secret, ``p256_dots``) and the evaluation of the
+sharing polynomials of :func:`split` from 64 Horner steps on (``p256_eval``).
+The Python paths stay for every other case and give every error.
 
 The field.  :data:`PRIME` ``= 2**256 + 297`` is the smallest prime above
 ``2**256``, so a secret (32 bytes read little-endian, below ``2**256``) is a
@@ -48,7 +53,10 @@ import operator
 import os
 from operator import mul
 
-from ..exceptions import InvalidInputError, ProtocolError
+import numpy as np
+
+from ..exceptions import FieldError, InvalidInputError, ProtocolError
+from ..field import kernels as _kernels
 
 __all__ = [
     "MAX_X",
@@ -79,6 +87,8 @@ MAX_X = 2**32
 _WEIGHTS_CACHE = 4096  # node tuples whose Lagrange weights are kept (public values only)
 _HORNER_CHUNK = 16   # Horner steps between two reductions mod the prime
 _PRODUCT_CHUNK = 8   # node differences (<= 33 bits each) multiplied before one reduction
+_EVAL_KERNEL_MIN = 64  # Horner steps per polynomial (holders x threshold) from which
+#                        the compiled kernel is faster than Python's integers (measured)
 
 _urandom = os.urandom  # the only source of randomness (tests may replace it)
 
@@ -117,8 +127,9 @@ def split(secrets, threshold, xs):
     -----
     Every call draws fresh polynomial coefficients from ``os.urandom``;
     nothing is reused across calls.  The polynomials are evaluated by Horner's
-    rule, two of them at a time packed into one Python integer, with a
-    reduction every 16 steps.
+    rule: from 64 steps per polynomial (holders times threshold) by the
+    compiled kernel ``p256_eval``, below that in Python, two polynomials at a
+    time packed into one integer, with a reduction every 16 steps.
 
     Examples
     --------
@@ -356,27 +367,51 @@ def reconstruct_each(groups, threshold):
 def _each_fast(groups, t):
     """:func:`reconstruct_each` when every group is a pair of a tuple of
     ``t`` valid nodes and ``t`` encoded shares below :data:`PRIME`, and
-    every secret reconstructs to 32 bytes; None otherwise (checked at C
-    speed, then one dot product per group with the cached weights)."""
-    out = []
-    frombytes, little = int.from_bytes, itertools.repeat("little")
+    every secret reconstructs to 32 bytes; None otherwise.  The shares'
+    types, lengths and ranges are checked, and the dot products with the
+    cached Lagrange weights computed, by one compiled call
+    (:func:`pyfkm.field.kernels.p256_dots`)."""
+    weights = []
+    flat = []
+    extend = flat.extend
+    seen = _EACH_WEIGHTS
     for g in groups:
         if type(g) not in _ROW_TYPES or len(g) != 2:
             return None
         xs, shares = g
-        if type(xs) is not tuple or len(xs) != t or not _INT.issuperset(map(type, xs)) \
-                or not _valid_nodes(xs) or type(shares) not in _ROW_TYPES \
-                or len(shares) != t or set(map(type, shares)) != _BYTES \
-                or set(map(len, shares)) != _SHARE_LEN:
+        if type(xs) is not tuple or len(xs) != t or type(shares) not in _ROW_TYPES \
+                or len(shares) != t:
             return None
-        values = list(map(frombytes, shares, little))
-        if max(values) >= PRIME:
-            return None
-        v = sum(map(mul, _weights(xs, PRIME)[0], values)) % PRIME
-        if v >> (8 * SECRET_BYTES):
-            return None
-        out.append(v.to_bytes(SECRET_BYTES, "little"))
-    return out
+        # a node tuple met before (the same object: a server passes its
+        # cached tuples round after round) was checked then; the entry holds
+        # the tuple, so its id cannot be reused while the entry lives
+        e = seen.get(id(xs))
+        if e is None or e[0] is not xs:
+            if not _INT.issuperset(map(type, xs)) or not _valid_nodes(xs):
+                return None
+            e = (xs, _weight_bytes(xs))
+            if len(seen) >= _WEIGHTS_CACHE:
+                seen.clear()
+            seen[id(xs)] = e
+        weights.append(e[1])
+        extend(shares)
+    try:
+        out = _kernels.p256_dots(weights, flat, t)
+    except (TypeError, ValueError, FieldError):   # a share that is not a valid encoding
+        return None
+    if any(out[SECRET_BYTES::SHARE_BYTES]):       # a value >= 2**256: not a secret
+        return None
+    return [out[k:k + SECRET_BYTES] for k in range(0, len(out), SHARE_BYTES)]
+
+
+_EACH_WEIGHTS: dict = {}   # id(node tuple) -> (node tuple, encoded weights): _each_fast's
+
+
+@functools.lru_cache(maxsize=_WEIGHTS_CACHE)
+def _weight_bytes(xs):
+    """The Lagrange weights at 0 of the node tuple ``xs`` (valid nodes) in
+    :data:`PRIME`'s field, as one ``bytes`` of their 33-byte encodings."""
+    return b"".join(v.to_bytes(SHARE_BYTES, "little") for v in _weights(xs, PRIME)[0])
 
 
 @functools.lru_cache(maxsize=_WEIGHTS_CACHE)
@@ -654,7 +689,21 @@ def _split(values, threshold, xs, prime):
     a = _random_coefficients(len(values) * (t - 1), prime)
     # coefficient lists, highest degree first, for Horner's rule
     polys = [a[j * (t - 1):(j + 1) * (t - 1)][::-1] + [s] for j, s in enumerate(values)]
+    if prime == PRIME and polys and len(xs) * t >= _EVAL_KERNEL_MIN and max(xs) <= MAX_X:
+        return _evaluate_p256(polys, xs)
     return _evaluate(polys, xs, prime)
+
+
+def _evaluate_p256(polys, xs):
+    """:func:`_evaluate` over :data:`PRIME`'s field for ``xs`` in ``[0, MAX_X]``,
+    by the compiled Horner kernel (:func:`pyfkm.field.kernels.p256_eval`)."""
+    m = len(polys)
+    coefs = b"".join(c.to_bytes(SHARE_BYTES, "little") for f in polys for c in f)
+    out = _kernels.p256_eval(coefs, m, np.array(xs, dtype=np.uint64))
+    vals = list(map(int.from_bytes, [out[k:k + SHARE_BYTES]
+                                     for k in range(0, len(out), SHARE_BYTES)],
+                    itertools.repeat("little")))
+    return [vals[i:i + m] for i in range(0, len(vals), m)]
 
 
 def _evaluate(polys, xs, prime):

@@ -146,3 +146,79 @@ def test_group_not_a_pair_gives_reconstruct_manys_error(group):
         reconstruct_many([good, group], 2)
     with pytest.raises(ProtocolError, match="group 1 must be a pair"):
         reconstruct_each([good, group], 2)
+
+
+# ------------------------------------------- the compiled path (p256_dots) and its cache
+
+def test_node_tuples_seen_before_are_rechecked_when_they_are_other_objects():
+    # the fast path remembers node tuples by identity; an equal tuple of
+    # other types (True == 1, 2.0 == 2) is another object and gets the
+    # reference error, before and after the int tuple was seen
+    secrets, groups = sharings(8, t=3)
+    xs, shares = groups[0]
+    assert reconstruct_each(groups, 3) == secrets
+    for odd in [(True,) + xs[1:], (float(xs[0]),) + xs[1:]]:
+        bad = [(odd, shares)] + groups[1:]
+        with pytest.raises(ProtocolError) as e:
+            reconstruct_each(bad, 3)
+        assert str(e.value) == one_by_one_error(bad, 3)
+    assert reconstruct_each(groups, 3) == secrets
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_arbitrary_shares_give_the_oracle_secret_or_reconstructs_error(seed):
+    # shares drawn anywhere in [0, PRIME), edge values included: the value at
+    # 0 is often >= 2**256 (not a secret), which must raise as reconstruct does
+    rng = random.Random(seed)
+    edge = [0, 1, PRIME - 1, PRIME - 2, 2 ** 256 - 1, 2 ** 256, 2 ** 64]
+    t = 1 + seed
+    groups = []
+    for _ in range(20):
+        xs = tuple(sorted(rng.sample(range(1, 2 ** 32 + 1), t)))
+        vals = [rng.choice(edge) if rng.random() < 0.5 else rng.randrange(PRIME)
+                for _ in range(t)]
+        groups.append((xs, [share_to_bytes(v) for v in vals]))
+    for k in range(len(groups)):
+        part = groups[k:k + 1]
+        err = one_by_one_error(part, t)
+        if err is None:
+            (got,) = reconstruct_each(part, t)
+            xs, shares = part[0]
+            want = lagrange_secret(xs, [int.from_bytes(b, "little") for b in shares])
+            assert int.from_bytes(got, "little") == want
+        else:
+            with pytest.raises(ProtocolError) as e:
+                reconstruct_each(part, t)
+            assert str(e.value) == err
+    err = one_by_one_error(groups, t)
+    if err is not None:
+        with pytest.raises(ProtocolError) as e:
+            reconstruct_each(groups, t)
+        assert str(e.value) == err
+
+
+def test_split_at_the_largest_abscissas_matches_horner_on_python_integers(monkeypatch):
+    # split draws its coefficients from _urandom; with a fixed stream the
+    # shares must equal the polynomial evaluated here with Python integers
+    import itertools as it
+
+    from pyfkm.secagg import _shamir
+    stream = it.count(1)
+    monkeypatch.setattr(_shamir, "_urandom",
+                        lambda k: bytes((next(stream) * 37) % 256 for _ in range(k)))
+    secrets = [bytes([255]) * 32, bytes(32), bytes(range(32))]
+    xs = [1, 2, 2 ** 32, 2 ** 32 - 1, 12345]
+    t = 4
+    nb = (PRIME.bit_length() + 7) // 8 + 1
+    limit = (1 << (8 * nb)) // PRIME * PRIME
+    stream2 = it.count(1)
+    coefs = []
+    while len(coefs) < len(secrets) * (t - 1):
+        v = int.from_bytes(bytes((next(stream2) * 37) % 256 for _ in range(nb)), "little")
+        if v < limit:
+            coefs.append(v % PRIME)
+    shares = split(secrets, t, xs)
+    for i, x in enumerate(xs):
+        for j, s in enumerate(secrets):
+            a = [int.from_bytes(s, "little")] + coefs[j * (t - 1):(j + 1) * (t - 1)]
+            assert shares[i][j] == sum(c * pow(x, k, PRIME) for k, c in enumerate(a)) % PRIME

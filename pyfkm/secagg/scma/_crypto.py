@@ -7,6 +7,7 @@ and a purpose tag, mapped to F_p by rejection sampling (uniform, no modulo
 bias).  Every key is used for one round only, so no keystream is ever used
 twice.  (MSA's streams, over Z_2^64, are :mod:`pyfkm.secagg.msa._fixed`.)
 """
+import functools
 import hashlib
 import struct
 
@@ -84,7 +85,17 @@ def add_mod(acc, x, p):
 def hash_coefficients(hash_seed, d, p, which=0):
     """A public hash ``h(b) = a_0 + sum_t a_t b_t`` of the hashed mode:
     ``(a_0, a)`` uniform on F_p from the run's hash seed; ``which`` = 0 for
-    the node hash, 1 for the check hash (independent streams)."""
-    key = hashlib.sha256(b"pyfkm/scma/hash/v1" + bytes(hash_seed)).digest()
+    the node hash, 1 for the check hash (independent streams).  ``a`` is
+    read-only: the coefficients are public and depend on the arguments
+    only, so the 64 most recent are kept (every client's codec of a
+    difference round of a new size asks for the same ones)."""
+    return _hash_coefficients(bytes(hash_seed), int(d), int(p), int(which))
+
+
+@functools.lru_cache(maxsize=64)
+def _hash_coefficients(hash_seed, d, p, which):
+    key = hashlib.sha256(b"pyfkm/scma/hash/v1" + hash_seed).digest()
     a = field_stream(key, which, HASH_TAG, d + 1, p)
-    return int(a[0]), np.ascontiguousarray(a[1:])
+    coef = np.ascontiguousarray(a[1:])
+    coef.setflags(write=False)
+    return int(a[0]), coef

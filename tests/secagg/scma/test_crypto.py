@@ -3,6 +3,8 @@ ChaCha20 keystreams checked against the ``cryptography`` package, batched
 stream accumulation.  The oracles are described in tests/_helpers/scma.py."""
 import struct
 
+import pytest
+
 import numpy as np
 
 from pyfkm.field import DEFAULT_PRIME
@@ -125,3 +127,21 @@ def test_stream_accumulate_limit_zero_keeps_every_word():
     filled = _field.stream_accumulate(raw, lim, False, acc, 0, p)
     kept = [int(w) % p for w in words.tolist() if int(w) < lim]
     assert filled == len(kept) and acc[:filled].tolist() == kept
+
+
+def test_hash_coefficients_are_the_streams_words_shared_read_only():
+    # the kept coefficients equal the stream they come from, for every
+    # (seed, d, p, which), and cannot be altered by one codec for the others
+    import hashlib
+
+    from pyfkm.secagg.scma._crypto import HASH_TAG, field_stream, hash_coefficients
+    for seed, d, p, which in [(b"\x01" * 16, 10, 2 ** 61 - 1, 0), (b"\x01" * 16, 10, 2 ** 61 - 1, 1),
+                              (bytearray(b"\x02" * 16), 3, 101, 0)]:
+        key = hashlib.sha256(b"pyfkm/scma/hash/v1" + bytes(seed)).digest()
+        want = field_stream(key, which, HASH_TAG, d + 1, p)
+        for _ in range(2):
+            a0, a = hash_coefficients(seed, d, p, which)
+            assert a0 == int(want[0]) and a.tolist() == want[1:].tolist()
+            assert not a.flags.writeable
+            with pytest.raises(ValueError):
+                a[0] = 1
