@@ -592,7 +592,7 @@ class KMeans(CenterModelMixin, FitPredictMixin, BaseEstimator):
         if isinstance(init, np.ndarray):
             return init.copy()
         if init == "k-means++":
-            ids, _, _ = _seeding.seed(X, w, k, rng)
+            ids, _, _ = _seeding.seed(X, w, k, rng, labels=False)
         else:
             p = None if w is None else w / w.sum()
             ids = rng.choice(X.shape[0], size=k, replace=False, p=p)

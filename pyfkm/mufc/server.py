@@ -306,7 +306,7 @@ class MufcServer:
         seeds = np.empty((self.n_init, k), dtype=np.int64)
         best = None
         for i in range(self.n_init):
-            ids, _, _ = _seeding.seed(P, w, k, self._rng)
+            ids, _, _ = _seeding.seed(P, w, k, self._rng, labels=False)
             seeds[i] = ids
             res = _lloyd_run(P, P[ids], w, self.max_iter, tol_abs)
             if best is None or res[1] < best[1]:
