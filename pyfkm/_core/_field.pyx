@@ -14,6 +14,7 @@ import numpy as np
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from numpy.random cimport bitgen_t
 from pyfkm._core._csrc cimport (
     fkm_rng_t, FKM_OK, FKM_EDOM, fkm_debug_build, fkm_field_t, fkm_field_init, fkm_is_prime,
@@ -690,11 +691,15 @@ def p256_eval(const uint8_t[::1] coefs, Py_ssize_t m, const uint64_t[::1] xs):
     cdef Py_ssize_t n = xs.shape[0], nb = coefs.shape[0], deg1
     cdef int64_t bad = -1
     cdef int status = FKM_OK
-    if m < 1 or nb == 0 or nb % (FKM_P256_BYTES * m):
+    # m <= nb / 33 first: then 33 m cannot overflow (a huge m whose 33 m
+    # wraps to a divisor of nb would pass the test of the remainder)
+    if m < 1 or m > nb // FKM_P256_BYTES or nb % (FKM_P256_BYTES * m):
         raise ValueError(f"{nb} coefficient bytes for {m} polynomials")
     deg1 = nb // (FKM_P256_BYTES * m)
     if deg1 > FKM_P256_MAX_TERMS:
         raise ValueError(f"{deg1} coefficients per polynomial, at most 2**32")
+    if n and m > PY_SSIZE_T_MAX // FKM_P256_BYTES // n:
+        raise MemoryError(f"{n} points x {m} polynomials: the output is too large")
     out = PyBytes_FromStringAndSize(NULL, n * m * FKM_P256_BYTES)
     cdef uint8_t *op = <uint8_t *> PyBytes_AS_STRING(out)
     cdef const uint64_t *xp = &xs[0] if n else NULL

@@ -83,6 +83,15 @@ def test_eval_refuses_bad_arguments():
             kernels.p256_eval(np.frombuffer(coefs, np.uint8), m, xs)
 
 
+@pytest.mark.parametrize("m", [3, 2 ** 62, pow(33, -1, 2 ** 64), pow(33, -1, 2 ** 64) * 2 % 2 ** 64])
+def test_eval_refuses_more_polynomials_than_the_coefficients_hold(m):
+    """``m`` above ``len(coefs) / 33``, also an ``m`` whose ``33 m`` wraps
+    around 2**64 to a divisor of the length (1 or 2: the remainder test alone
+    passes, and the kernel would read and write far out of bounds)."""
+    with pytest.raises(ValueError, match="coefficient bytes"):
+        kernels.p256_eval(np.frombuffer(enc(0) * 2, np.uint8), m, np.array([1], np.uint64))
+
+
 # ---------------------------------------------------------------- equalities
 
 @pytest.mark.parametrize("n, t", [(1, 1), (3, 2), (12, 7), (5, 51), (2, 400)])

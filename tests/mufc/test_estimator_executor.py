@@ -164,3 +164,42 @@ def test_clients_joining_on_an_executor_join_as_in_process(pool):
     bins, counts = _plain_aggregate(m)
     np.testing.assert_array_equal(m.aggregate_bins_, bins)
     np.testing.assert_array_equal(m.aggregate_counts_, counts)
+
+
+def test_a_fit_that_times_out_on_a_thread_pool_does_not_hold_the_round(monkeypatch):
+    """``client_timeout`` with a ``ThreadPoolExecutor`` of one worker: client
+    3's fit still runs there (blocked until the test releases it) when the
+    round's masked inputs are computed; they do not queue behind it, the fit
+    returns at the timeout, and the model is the one with client 3's fit
+    failed."""
+    import time
+
+    import pyfkm.mufc.estimator as est
+    data = _clients(5, L=4)
+    real = est._fit_client_task
+    release = threading.Event()
+
+    def blocked(X, *a, **k):
+        if X is data[3]:
+            release.wait(30)
+        return real(X, *a, **k)
+
+    def failing(X, *a, **k):
+        if X is data[3]:
+            raise RuntimeError("client 3 is unreachable")
+        return real(X, *a, **k)
+    monkeypatch.setattr(est, "_fit_client_task", blocked)
+    with ThreadPoolExecutor(1) as ex:
+        t0 = time.perf_counter()
+        try:
+            with pytest.warns(RuntimeWarning, match="client 3 dropped.*Timeout"):
+                m = FederatedKMeans(4, random_state=3, executor=ex, client_timeout=0.3).fit(data)
+        finally:
+            elapsed = time.perf_counter() - t0
+            release.set()
+    assert elapsed < 20, elapsed            # the blocked fit waits 30 s
+    assert m.dropped_clients_ == (3,)
+    monkeypatch.setattr(est, "_fit_client_task", failing)
+    with ThreadPoolExecutor(1) as ex, pytest.warns(RuntimeWarning, match="unreachable"):
+        ref = FederatedKMeans(4, random_state=3, executor=ex).fit(data)
+    assert_same_fit(ref, m, server=True)

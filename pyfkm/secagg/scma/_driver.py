@@ -1,7 +1,8 @@
 """In-process drivers of the SCMA roles: every message through its bytes."""
 from __future__ import annotations
 
-from concurrent.futures import Executor, wait
+import threading
+from concurrent.futures import Executor, Future, wait
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, overload
 
 import numpy as np
@@ -335,7 +336,10 @@ def _answer_all(roles: Mapping[int, ScmaClient], ids: Sequence[int], msg: InputR
                 executor: Executor, bar: Any) -> list[bytes | ProtocolError]:
     """The answers of clients ``ids`` in their order, computed in batches on
     ``executor``; every task is waited for before anything is returned or
-    raised, so no task still uses a role afterwards."""
+    raised, so no task still uses a role afterwards.  The calling thread runs
+    the batches that no worker has started (from the last one back): the
+    step completes even when every worker of the pool is busy with other
+    tasks (e.g. a client's fit that timed out and still runs)."""
     n = max(1, min(len(ids), _ANSWER_TASKS))
     step, extra = divmod(len(ids), n)
     chunks, at = [], 0
@@ -343,11 +347,42 @@ def _answer_all(roles: Mapping[int, ScmaClient], ids: Sequence[int], msg: InputR
         size = step + (k < extra)
         chunks.append(list(ids[at:at + size]))
         at += size
-    futures = [executor.submit(_answer_batch, roles, c, msg) for c in chunks]
-    wait(futures)
+    lock = threading.Lock()
+    by_pool = [False] * n           # batches a worker started
+    claimed = [False] * n           # a batch runs once: in a worker or in this thread
+
+    def claim(k: int, pool: bool = False) -> bool:
+        with lock:
+            if claimed[k]:
+                return False
+            claimed[k], by_pool[k] = True, pool
+            return True
+
+    def task(k: int) -> list[bytes | ProtocolError]:
+        return _answer_batch(roles, chunks[k], msg) if claim(k, pool=True) else []
+
+    futures: list[Future[list[bytes | ProtocolError]]] = []
+    mine: dict[int, list[bytes | ProtocolError]] = {}
+    error: BaseException | None = None
+    try:
+        for k in range(n):
+            futures.append(executor.submit(task, k))
+        for k in reversed(range(n)):
+            if claim(k):
+                futures[k].cancel()
+                mine[k] = _answer_batch(roles, chunks[k], msg)
+    except BaseException as e:      # raised once no task can use a role any more
+        error = e
+    for k in range(n):
+        claim(k)                    # the batches no worker started never run
+    # every batch is claimed: wait for those the workers run (a task that a
+    # worker has not started is not waited for: it does nothing)
+    wait([f for f, p in zip(futures, by_pool) if p])
+    if error is not None:
+        raise error
     out: list[bytes | ProtocolError] = []
-    for c, fut in zip(chunks, futures):
-        out.extend(fut.result())            # a task's unexpected error raises here
+    for k, c in enumerate(chunks):
+        out.extend(mine[k] if k in mine else futures[k].result())  # a task's error raises here
         bar.update(len(c))
     return out
 

@@ -112,3 +112,26 @@ def test_an_unexpected_error_in_a_task_raises_after_every_task_ended(monkeypatch
         with pytest.raises(RuntimeError, match="bug in client 0"):
             trip.inputs(executor=ex)
         assert running[-1] == "end"
+
+
+def test_inputs_complete_while_every_worker_is_busy():
+    """The pool's only worker runs another task (blocked until the test
+    releases it): the step does not wait for it, the calling thread answers
+    for the clients, and the sum is the plain one.  (Before, the batches
+    queued behind the busy worker and the step waited for it.)"""
+    import time
+    server, roles, data = _federation(6, seed=11)
+    release = threading.Event()
+    with ThreadPoolExecutor(1) as ex:
+        busy = ex.submit(release.wait, 30)
+        t0 = time.perf_counter()
+        try:
+            trip = RoundTrip(server, roles).share()
+            res = trip.inputs(executor=ex).finish()
+        finally:
+            elapsed = time.perf_counter() - t0
+            release.set()
+        busy.result()
+    assert elapsed < 20, elapsed            # the busy task waits 30 s
+    assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
+    assert res.dropped == () and trip.failed == {}
