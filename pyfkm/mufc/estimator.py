@@ -513,6 +513,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         L = len(arrs)
         agg_rng = gens[L + 1]
         participants = list(range(L))
+        submitted = time.monotonic()
         futures = self._submit_fits(arrs, K, kw, gens)
         if futures is None:
             clients_, failed = self._collect_fits(arrs, futures, K, kw, gens)
@@ -528,7 +529,8 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                 for fut in futures:
                     fut.cancel()
                 raise
-            clients_, failed = self._collect_fits(arrs, futures, K, kw, gens)
+            clients_, failed = self._collect_fits(arrs, futures, K, kw, gens,
+                                                  submitted=submitted)
             t1 = time.perf_counter()
         server = MufcServer(K, gamma=g, n_features=d, lower=lo,
                             server_points=self.server_points, n_init=self.n_init,
@@ -579,10 +581,14 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         return [self.executor.submit(_fit_client_task, X, K, kw, _rng_state(gens[i]))
                 for i, X in enumerate(arrs)]
 
-    def _collect_fits(self, arrs, futures, K, kw, gens, first=0, stacklevel=4):
+    def _collect_fits(self, arrs, futures, K, kw, gens, first=0, stacklevel=4,
+                      submitted=None):
         """The fits of :meth:`_submit_fits`: ``(clients, failed)``, a
         ``MufcClient`` per array or None for a client whose task raised or
-        timed out (``failed``: its error by client index)."""
+        timed out (``failed``: its error by client index).  ``client_timeout``
+        counts from ``submitted`` (``time.monotonic()`` when the tasks were
+        submitted; now if None), so the work the driver overlaps with the
+        fits does not lengthen it."""
         from .._progress import progress_bar
         bar = progress_bar(self.progress, len(arrs), "client fits")
         clients_, failed = [], {}
@@ -592,8 +598,9 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                     clients_.append(MufcClient(X, K, random_state=gens[i], **kw))
                     bar.update()
                 return clients_, failed
+            start = time.monotonic() if submitted is None else submitted
             deadline = None if self.client_timeout is None else \
-                time.monotonic() + float(self.client_timeout)
+                start + float(self.client_timeout)
             for i, (X, fut) in enumerate(zip(arrs, futures)):
                 try:
                     wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
@@ -856,6 +863,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             sizes = [None if c is None else c.X.shape[0] for c in self._clients] + \
                 [a.shape[0] for a in arrs]
             K = int(self.n_clusters)
+            submitted = time.monotonic()
             futures = self._submit_fits(arrs, K, kw, gens, first=L0)
             if futures is None:
                 fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
@@ -873,7 +881,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                         fut.cancel()
                     raise
                 fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
-                                                   stacklevel=3)
+                                                   stacklevel=3, submitted=submitted)
                 t_client = time.perf_counter() - t0
             clients = list(self._clients) + fresh
             failed_set = set(failed)

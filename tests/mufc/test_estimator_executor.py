@@ -203,3 +203,31 @@ def test_a_fit_that_times_out_on_a_thread_pool_does_not_hold_the_round(monkeypat
     with ThreadPoolExecutor(1) as ex, pytest.warns(RuntimeWarning, match="unreachable"):
         ref = FederatedKMeans(4, random_state=3, executor=ex).fit(data)
     assert_same_fit(ref, m, server=True)
+
+
+def test_client_timeout_counts_from_the_submission_of_the_fits(monkeypatch):
+    """The driver's key agreement (``open_round``, overlapped with the
+    fits) does not lengthen ``client_timeout``: with a key agreement of
+    1.0 s and a timeout of 1.0 s, client 2's fit, which takes 1.6 s, is
+    dropped (counting from after the key agreement it would end in time)."""
+    import time
+
+    import pyfkm.mufc.aggregation as agg_mod
+    import pyfkm.mufc.estimator as est
+    data = _clients(6, L=3)
+    real_fit, real_open = est._fit_client_task, agg_mod._SecureAggregator.open_round
+
+    def slow_fit(X, *a, **k):
+        if X is data[2]:
+            time.sleep(1.6)
+        return real_fit(X, *a, **k)
+
+    def slow_open(self, *a, **k):
+        time.sleep(1.0)
+        return real_open(self, *a, **k)
+    monkeypatch.setattr(est, "_fit_client_task", slow_fit)
+    monkeypatch.setattr(agg_mod._SecureAggregator, "open_round", slow_open)
+    with ThreadPoolExecutor(3) as ex, \
+            pytest.warns(RuntimeWarning, match="client 2 dropped.*Timeout"):
+        m = FederatedKMeans(4, random_state=3, executor=ex, client_timeout=1.0).fit(data)
+    assert m.dropped_clients_ == (2,)
