@@ -8,8 +8,12 @@
  * 2^256 = -297 (mod P) and 2^512 = 297^2 (mod P).  Portable C11 plus
  * unsigned __int128 (as fkm_field.h); no state, no allocation.
  *
- * Nothing here is constant-time: the server's recovery step (the caller)
- * handles values that the threat model lets it see.
+ * Nothing here is constant-time.  The recovery's dot products run on the
+ * server over values the threat model lets it see; the Horner evaluation
+ * also runs in a client's share generation on its secret polynomial, where
+ * the reduction's data-dependent branch may leak timing, as the Python
+ * integers it replaced (also not constant-time) did: no regression, and a
+ * local timing attacker is outside the threat model (docs/threat_model.md).
  */
 #ifndef FKM_BIGMOD_H
 #define FKM_BIGMOD_H
