@@ -42,7 +42,9 @@ Message round trips and byte fuzzing are in tests/secagg/test_messages.py;
 dropouts, thresholds and the adversarial server in
 tests/secagg/test_masking_dropouts.py.
 """
+import threading
 from collections import Counter, namedtuple
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -370,3 +372,19 @@ class HashedOracle:
 
 def bad_data(rng, d=3, B=7):
     return random_clients(rng, 4, d, B, max_nnz=3, pool_size=6, empty_prob=0.0)
+
+
+class CountingPool(ThreadPoolExecutor):
+    """A thread pool that counts its tasks and the threads that ran them."""
+
+    def __init__(self, n):
+        super().__init__(n)
+        self.tasks, self.threads = 0, set()
+
+    def submit(self, fn, *args, **kw):
+        self.tasks += 1
+
+        def run(*a, **k):
+            self.threads.add(threading.get_ident())
+            return fn(*a, **k)
+        return super().submit(run, *args, **kw)

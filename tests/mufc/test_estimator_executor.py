@@ -16,6 +16,7 @@ from pyfkm.exceptions import ProtocolError
 from pyfkm.mufc import FederatedKMeans
 from pyfkm.secagg import ScmaClient
 from _helpers.mufc import assert_same_fit
+from _helpers.scma import CountingPool
 
 
 def _clients(seed, L=9, n_l=60, d=3, K=4):
@@ -42,22 +43,6 @@ def _plain_aggregate(m):
     items = sorted(tot.items())
     return (np.array([k for k, _ in items], dtype=np.int64).reshape(-1, m.n_features_in_),
             np.array([v for _, v in items], dtype=np.int64))
-
-
-class _Counting(ThreadPoolExecutor):
-    """A thread pool that counts its tasks and the threads that ran them."""
-
-    def __init__(self, n):
-        super().__init__(n)
-        self.tasks, self.threads = 0, set()
-
-    def submit(self, fn, *args, **kw):
-        self.tasks += 1
-
-        def run(*a, **k):
-            self.threads.add(threading.get_ident())
-            return fn(*a, **k)
-        return super().submit(run, *args, **kw)
 
 
 def _non_center(m, client, k=0):
@@ -97,7 +82,7 @@ def test_an_executor_fit_is_the_in_process_fit(pool, kw):
 
 def test_a_thread_pool_runs_the_fits_and_the_masked_inputs():
     data = _clients(2, L=10)
-    with _Counting(2) as ex:
+    with CountingPool(2) as ex:
         m = FederatedKMeans(4, random_state=3, executor=ex).fit(data)
     assert ex.tasks > len(data)             # the fits, then batches of masked inputs
     assert len(ex.threads) >= 1 and threading.get_ident() not in ex.threads

@@ -11,23 +11,7 @@ import pytest
 
 from pyfkm.exceptions import ProtocolError
 from pyfkm.secagg import RoundTrip, ScmaClient, ScmaParams, setup_in_process
-from _helpers.scma import assert_aggregate, plain_sum, random_clients
-
-
-class _Counting(ThreadPoolExecutor):
-    """A thread pool that counts its tasks and the threads that ran them."""
-
-    def __init__(self, n):
-        super().__init__(n)
-        self.tasks, self.threads = 0, set()
-
-    def submit(self, fn, *args, **kw):
-        self.tasks += 1
-
-        def run(*a, **k):
-            self.threads.add(threading.get_ident())
-            return fn(*a, **k)
-        return super().submit(run, *args, **kw)
+from _helpers.scma import CountingPool, assert_aggregate, plain_sum, random_clients
 
 
 def _federation(n, d=3, B=7, seed=0, neighbors=0):
@@ -45,7 +29,7 @@ def _federation(n, d=3, B=7, seed=0, neighbors=0):
                                                    (20, 1, 0)])
 def test_inputs_on_a_thread_pool_give_the_plain_sum(n, workers, neighbors):
     server, roles, data = _federation(n, seed=n, neighbors=neighbors)
-    with _Counting(workers) as ex:
+    with CountingPool(workers) as ex:
         trip = RoundTrip(server, roles).share()
         res = trip.inputs(executor=ex).finish()
     assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
