@@ -237,6 +237,19 @@ def test_bounds_policy_by_dimension(monkeypatch):
     assert LloydWorkspace(X, None, 2, 1)._bnd is None  # off by default
 
 
+def _count_bounded_calls(monkeypatch):
+    """A list that grows by one at each call of the bounded assignment."""
+    calls = []
+    real = _lloyd.assign_parts_bounded
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(km._lloyd, "assign_parts_bounded", counted)
+    return calls
+
+
 def test_bounds_start_needs_steps_to_pay_back(monkeypatch):
     # the set-up of the bounds costs a few plain steps: lloyd() sets them up
     # only with enough iterations left to pay it back (more at small k d);
@@ -248,14 +261,7 @@ def test_bounds_start_needs_steps_to_pay_back(monkeypatch):
     assert LloydWorkspace(np.zeros((8, d)), None, 64, 1, bounds=True)._bounds_min_steps() == 4
     X = _blobs(n, d, k, seed=5)
     C0 = X[np.random.default_rng(3).choice(n, k, replace=False)].copy()
-    calls = []
-    real = _lloyd.assign_parts_bounded
-
-    def counted(*args):
-        calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(km._lloyd, "assign_parts_bounded", counted)
+    calls = _count_bounded_calls(monkeypatch)
     short = lloyd(X, C0, max_iter=10, tol=0)
     assert not calls  # 10 iterations do not pay for the set-up at (d, k) = (50, 10)
     monkeypatch.setattr(LloydWorkspace, "_BOUNDS_PAYBACK", 0)
@@ -279,14 +285,7 @@ def test_keep_labels_step_does_not_start_bounds(monkeypatch):
     n, d, k = 2 * km._SMALL_N + 13, 20, 5
     X = _blobs(n, d, k, seed=7)
     C0 = X[:k].copy()
-    calls = []
-    real = _lloyd.assign_parts_bounded
-
-    def counted(*args):
-        calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(km._lloyd, "assign_parts_bounded", counted)
+    calls = _count_bounded_calls(monkeypatch)
     ws = LloydWorkspace(X, None, k, 1, bounds=True)
     plain = LloydWorkspace(X, None, k, 1)
     try:
