@@ -31,6 +31,7 @@ from ..core.base import CenterModelMixin
 from ..core.kmeans import LloydWorkspace
 from ..rng import SeedLike, as_generator
 from ..secagg import msa_round, setup_msa
+from ..secagg.msa import MAX_BATCH, msa_key_batch
 from .steps import (_damped_update, _relocate_empty, _update_centers, reduce_candidates,
                     sphere_packing_init)
 
@@ -178,6 +179,11 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
             distributed = noise_mode == "discrete_gaussian"
             server, msa = setup_msa(len(arrs), n_words,
                                     noise=None if distributed else noise_mode)
+            if self._fixed_rounds and plan:
+                # the run's rounds are fixed: their keys (fresh per round)
+                # are shared in one flight (docs/threat_model.md); rounds
+                # beyond MAX_BATCH share their own
+                msa_key_batch(server, msa, min(len(plan), MAX_BATCH))
             local = [_LocalData(a) for a in arrs]
             centers, n_iter = self._iterate(plan, local, centers, server, msa, k, d, bounds,
                                             noise_mode, distributed, reduce_gen)
@@ -269,6 +275,9 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
         out, _ = msa_round(server, msa, vecs, noise=segments if distributed else (),
                            server_noise=() if distributed else segments)
         return out[:m * d].reshape(m, d), out[m * d:m * d + m]
+
+    # every planned round runs (no early stop): the key batch covers them
+    _fixed_rounds = True
 
     def _converged(self, old, new):
         return False

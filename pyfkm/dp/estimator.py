@@ -430,5 +430,7 @@ class FederatedLloyd(_FederatedLloydBase):
         report = {"epsilon": math.inf, "delta": 0.0, "iterations": T, "noise": None}
         return [{"eta": None}] * T, report, None, None
 
+    _fixed_rounds = False    # stops at convergence: keys are shared round by round
+
     def _converged(self, old, new):
         return float(np.abs(new - old).max()) <= 2.0 ** -DEFAULT_SCALE_BITS

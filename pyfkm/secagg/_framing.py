@@ -9,7 +9,8 @@ Every message is a frozen dataclass with ``to_bytes()`` and
         type      u8   1 key, 2 roster, 3 round, 4 syndromes, 5 shares,
                        6 share bundle, 7 input request, 8 unmask request,
                        9 unmask answer; MSA: 11 roster, 12 group key,
-                       13 masked vector, 14 aggregate
+                       13 masked vector, 14 aggregate, 15 key batch,
+                       16 key batch bundle
         reserved  u16  0
         run_id    16s
         round     u64
@@ -43,6 +44,7 @@ HEADER_BYTES = _HEADER.size
 _KEY, _ROSTER, _ROUND, _SYNDROMES = 1, 2, 3, 4
 _SHARES, _BUNDLE, _INPUTS, _UNMASK_REQ, _UNMASK = 5, 6, 7, 8, 9
 _MSA_ROSTER, _GROUP_KEY, _MASKED, _AGGREGATE = 11, 12, 13, 14
+_KEY_BATCH, _KEY_BATCH_BUNDLE = 15, 16
 TAG_BYTES = 16
 
 

@@ -73,6 +73,26 @@ def exchange(key, peer_public, who):
                             "(a low-order point: no shared secret)") from None
 
 
+_P25519 = 2**255 - 19
+# u-coordinates of the points of order dividing 8 on Curve25519 and 4 on its
+# twist (0, 1, -1 and the two of order 8): X25519 maps exactly these (and
+# their non-canonical encodings: u + p for u < 19, and any of them with bit
+# 255 set, which decoding ignores) to the all-zero shared secret
+_SMALL_ORDER_U = frozenset((
+    0, 1, _P25519 - 1,
+    325606250916557431795983626356110631294008115727848805560023387167927233504,
+    39382357235489614581723060781553021112529911719440698176882885853963445705823))
+
+
+def is_small_order(public_key):
+    """Whether the 32-byte X25519 public key ``public_key`` is a point of
+    small order: the keys for which :func:`exchange` fails (an all-zero
+    shared secret) with every private key, decided without a scalar
+    multiplication (RFC 7748's check, as libsodium's blocklist)."""
+    u = int.from_bytes(bytes(public_key), "little") & ((1 << 255) - 1)
+    return u % _P25519 in _SMALL_ORDER_U
+
+
 def _hkdf(secret, salt, info, n=32):
     return HKDF(algorithm=hashes.SHA256(), length=n, salt=salt, info=info).derive(secret)
 

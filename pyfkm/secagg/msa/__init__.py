@@ -33,9 +33,11 @@ Modules:
 ([3.5, -1.75], (0, 1, 2))
 """
 from ._client import MsaClient
-from ._driver import msa_round, setup_msa
+from ._driver import msa_key_batch, msa_round, setup_msa
+from .._masking import MAX_BATCH
 from ._fixed import DEFAULT_SCALE_BITS
-from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
+from ._messages import (AggregateMessage, GroupKeyMessage, KeyBatchBundle, KeyBatchMessage,
+                        MaskedVectorMessage, MsaRosterMessage)
 from ._noise import check_discrete_sigma
 from ._server import MsaServer
 
@@ -48,8 +50,12 @@ __all__ = [
     "GroupKeyMessage",
     "MaskedVectorMessage",
     "AggregateMessage",
+    "KeyBatchMessage",
+    "KeyBatchBundle",
     "setup_msa",
+    "msa_key_batch",
     "msa_round",
+    "MAX_BATCH",
     "DEFAULT_SCALE_BITS",
     "check_discrete_sigma",
 ]

@@ -28,7 +28,8 @@ from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, Sh
                          UnmaskMessage, UnmaskRequest)
 from ._fixed import (MINUS, MSA_TAG, OUTPUT_TAG, PLUS, SELF_TAG, add_streams, decode_fixed,
                      encode_fixed, encoding_limit)
-from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
+from ._messages import (AggregateMessage, GroupKeyMessage, KeyBatchBundle, KeyBatchMessage,
+                        MaskedVectorMessage, MsaRosterMessage)
 from ._noise import client_noise
 
 OUTPUT_BEARERS = 8            # clients (lowest ids) that add an output mask
@@ -112,6 +113,7 @@ class MsaClient:
         self._sent = None
         self._input_round = None
         self._answered = None
+        self._last_round = 0
 
     def key_message(self, run_id: bytes) -> KeyMessage:
         """The :class:`KeyMessage` opening run ``run_id`` (16 bytes): a fresh
@@ -139,6 +141,7 @@ class MsaClient:
         self._run_id = rid
         self._group_key = None
         self.n_words = self.scale_bits = self.leader = None
+        self._last_round = 0
         return KeyMessage(rid, self.client_id, pk)
 
     def receive_roster(self, roster: MsaRosterMessage) -> None:
@@ -277,6 +280,7 @@ class MsaClient:
             raise ProtocolError("round of another run")
         pk, commit, items = self._m.share(round_msg.round, round_msg.participants)
         self._input_round = self._sent = self._answered = None
+        self._last_round = int(round_msg.round)
         # built from this client's own checked state (the constructor's
         # checks guard untrusted fields), tagged once
         msg = _built(ShareMessage, run_id=self._run_id, round=int(round_msg.round),
@@ -309,6 +313,102 @@ class MsaClient:
         self._m.receive_shares(bundle.round, bundle.sharers,
                                zip(bundle.owners, bundle.round_keys, bundle.ciphertexts))
         self._input_round = bundle.round
+
+    def share_key_batch(self, round_msg: RoundMessage, count: int) -> KeyBatchMessage:
+        """Steps 1 of the ``count`` rounds from ``round_msg.round`` on, in one
+        message: per round a fresh round key and self seed (OS CSPRNG),
+        shared among this client's neighbours among the participants as
+        :meth:`share_keys` shares them (:class:`KeyBatchMessage`).  Each
+        round then opens with :meth:`enter_round` instead of
+        :meth:`share_keys` and :meth:`receive_shares`.
+
+        Parameters
+        ----------
+        round_msg : RoundMessage
+            The server's broadcast of :meth:`MsaServer.start_key_batch`: the
+            batch's first round and its participants.
+        count : int
+            Rounds of the batch, in ``[1, MAX_BATCH]`` (the server's count).
+
+        Returns
+        -------
+        KeyBatchMessage
+            The round keys, commitments and encrypted shares, tagged for the
+            server.
+
+        Raises
+        ------
+        ProtocolError
+            As :meth:`share_keys`, for every round of the batch; a count out of
+            range.
+        """
+        if not isinstance(round_msg, RoundMessage):
+            raise ProtocolError("expected a RoundMessage")
+        self._check_ready()
+        if round_msg.run_id != self._run_id or round_msg.delta_nonzeros:
+            raise ProtocolError("round of another run, or a difference round")
+        pks, commits, items = self._m.share_batch(round_msg.round, count,
+                                                   round_msg.participants)
+        self._input_round = self._sent = self._answered = None
+        msg = _built(KeyBatchMessage, run_id=self._run_id, round=int(round_msg.round),
+                     sender=self.client_id, count=count, round_keys=tuple(pks),
+                     commitments=tuple(commits), holders=tuple(h for h, _ in items),
+                     ciphertexts=tuple(c for _, c in items))
+        msg.__dict__["tag"] = self._m.tag(msg.signed_bytes())
+        return msg
+
+    def receive_key_batch(self, bundle: KeyBatchBundle) -> None:
+        """Steps 2 of a key batch: the neighbours' round keys and shares of
+        every round of it.
+
+        Parameters
+        ----------
+        bundle : KeyBatchBundle
+            The server's bundle for this client.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`KeyBatchBundle`, a bundle of another run, batch or
+            recipient, shares that fail to decrypt or are missing or
+            repeated, a round key of small order, or fewer sharers than the
+            threshold.
+        """
+        if not isinstance(bundle, KeyBatchBundle):
+            raise ProtocolError("expected a KeyBatchBundle")
+        if bundle.run_id != self._run_id or bundle.recipient != self.client_id:
+            raise ProtocolError("key batch bundle of another run or for another client")
+        if self._m._batch is not None and bundle.count != self._m._batch["count"]:
+            raise ProtocolError("key batch bundle of another batch")
+        self._m.receive_batch(bundle.round, bundle.sharers,
+                              zip(bundle.owners, bundle.round_keys, bundle.ciphertexts))
+
+    def enter_round(self, round_msg: RoundMessage) -> None:
+        """Steps 1-2 of a round of the received key batch (no message): the
+        round's keys were shared in the batch; the round's participants take
+        the place of its sharers.
+
+        Parameters
+        ----------
+        round_msg : RoundMessage
+            The server's broadcast opening the round.
+
+        Raises
+        ------
+        ProtocolError
+            Not a :class:`RoundMessage`, a round of another run, no key batch
+            received, a round outside the batch or not after the last one,
+            participants that did not share the batch, without this client or
+            below the threshold.
+        """
+        if not isinstance(round_msg, RoundMessage):
+            raise ProtocolError("expected a RoundMessage")
+        self._check_ready()
+        if round_msg.run_id != self._run_id or round_msg.delta_nonzeros:
+            raise ProtocolError("round of another run, or a difference round")
+        self._m.open_batch_round(round_msg.round, round_msg.participants)
+        self._sent = self._answered = None
+        self._input_round = self._last_round = round_msg.round
 
     def mask(self, round_: int) -> NDArray[np.uint64]:
         """This client's mask of its open round: self stream, signed pair
@@ -500,7 +600,7 @@ class MsaClient:
         ans = self._answered
         if ans is not None and (agg.round, tuple(agg.survivors)) != ans:
             raise ProtocolError("aggregate of another round or survivor set than this client's")
-        if ans is None and agg.round != self._m._last:
+        if ans is None and agg.round != self._last_round:
             raise ProtocolError("aggregate of another round than this client's last")
         w = agg.payload.copy()
         bearers = sorted(self._bearers.intersection(agg.survivors))

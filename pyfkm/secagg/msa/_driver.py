@@ -11,7 +11,8 @@ from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, Sh
                          UnmaskMessage, UnmaskRequest)
 from ._client import MsaClient
 from ._fixed import DEFAULT_SCALE_BITS
-from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
+from ._messages import (AggregateMessage, GroupKeyMessage, KeyBatchBundle, KeyBatchMessage,
+                        MaskedVectorMessage, MsaRosterMessage)
 from ._server import MsaServer
 
 def setup_msa(n_clients: int, n_words: int, *, scale_bits: int = DEFAULT_SCALE_BITS,
@@ -67,6 +68,49 @@ def setup_msa(n_clients: int, n_words: int, *, scale_bits: int = DEFAULT_SCALE_B
     return server, clients
 
 
+def msa_key_batch(server: MsaServer, clients: Sequence[MsaClient], count: int) -> tuple[int, ...]:
+    """Share the keys of the next ``count`` rounds in one flight, every
+    message through its bytes: each client draws ``count`` fresh round keys
+    and self seeds (OS CSPRNG) and sends their shares in one
+    :class:`KeyBatchMessage`; :func:`msa_round` then runs those rounds
+    without steps 1-2 (see ``docs/threat_model.md``).
+
+    Parameters
+    ----------
+    server : MsaServer
+        The server of :func:`setup_msa`.
+    clients : list of MsaClient
+        Its clients.
+    count : int
+        Rounds of the batch, in ``[1, MAX_BATCH]``.
+
+    Returns
+    -------
+    tuple of int
+        The clients that shared the batch (the default participants of its
+        rounds).
+
+    Examples
+    --------
+    >>> server, clients = setup_msa(3, 1)
+    >>> msa_key_batch(server, clients, 2)
+    (0, 1, 2)
+    >>> [msa_round(server, clients, [[1.0], [2.0], [4.0]], silent=s)[0].tolist()
+    ...  for s in ([], [1])]
+    [[7.0], [5.0]]
+    """
+    rmsg = RoundMessage.from_bytes(server.start_key_batch(count).to_bytes())
+    for c in clients:
+        server.receive_key_batch(KeyBatchMessage.from_bytes(
+            c.share_key_batch(rmsg, count).to_bytes()))
+    sharers: tuple[int, ...] = ()
+    for c in clients:
+        b = KeyBatchBundle.from_bytes(server.key_batch_bundle(c.client_id).to_bytes())
+        c.receive_key_batch(b)
+        sharers = b.sharers
+    return sharers
+
+
 def msa_round(server: MsaServer, clients: Sequence[MsaClient], vectors: Sequence[ArrayLike], *,
               noise: Sequence[tuple[int, float, bytes]] = (),
               server_noise: Sequence[tuple[int, float, bytes]] = (), silent: Iterable[int] = ()
@@ -74,7 +118,8 @@ def msa_round(server: MsaServer, clients: Sequence[MsaClient], vectors: Sequence
     """One MSA round in process, every message through its bytes: the
     clients in ``silent`` share keys and then go silent; returns the
     decoded sum of the others (as every client decodes it) and the
-    survivors.
+    survivors.  A round of a key batch (:func:`msa_key_batch`) skips the
+    key sharing.
 
     Parameters
     ----------
@@ -113,13 +158,19 @@ def msa_round(server: MsaServer, clients: Sequence[MsaClient], vectors: Sequence
     """
     silent = set(silent)
     rmsg = RoundMessage.from_bytes(server.start_round().to_bytes())
-    for c in clients:
-        server.receive_shares(ShareMessage.from_bytes(c.share_keys(rmsg).to_bytes()))
-    for c in clients:
-        c.receive_shares(ShareBundle.from_bytes(server.bundle(c.client_id).to_bytes()))
+    if server.in_key_batch():
+        # the round's keys came in the key batch: no steps 1-2
+        for c in clients:
+            if c.client_id in rmsg.participants:
+                c.enter_round(rmsg)
+    else:
+        for c in clients:
+            server.receive_shares(ShareMessage.from_bytes(c.share_keys(rmsg).to_bytes()))
+        for c in clients:
+            c.receive_shares(ShareBundle.from_bytes(server.bundle(c.client_id).to_bytes()))
     req = InputRequest.from_bytes(server.request_inputs().to_bytes())
     for c, v in zip(clients, vectors):
-        if c.client_id not in silent:
+        if c.client_id not in silent and c.client_id in rmsg.participants:
             server.receive(MaskedVectorMessage.from_bytes(c.respond(req, v, noise).to_bytes()))
     ureq = UnmaskRequest.from_bytes(server.unmask_request().to_bytes())
     for c in clients:

@@ -1,4 +1,5 @@
-"""Wire format of MSA's own messages: roster, group key, masked vectors, aggregate.
+"""Wire format of MSA's own messages: roster, group key, key batches, masked vectors,
+aggregate.
 
 Framing and field checks are :mod:`pyfkm.secagg._framing`; the messages MSA
 shares with SCMA (keys, rounds, shares, unmasking) are
@@ -14,9 +15,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ...exceptions import InvalidInputError, MessageFormatError
-from .._framing import (_AGGREGATE, _GROUP_KEY, _MASKED, _MSA_ROSTER, HEADER_BYTES, SERVER_ID,
-                        TAG_BYTES, _check_id, _check_roster_clients, _check_roster_extras,
-                        _check_run_id, _counted, _expect_len, _pack_header, _unpack_header)
+from .._framing import (_AGGREGATE, _GROUP_KEY, _KEY_BATCH, _KEY_BATCH_BUNDLE, _MASKED,
+                        _MSA_ROSTER, HEADER_BYTES, SERVER_ID, TAG_BYTES, _bytes_field, _check_id,
+                        _check_roster_clients, _check_roster_extras, _check_run_id, _check_tag,
+                        _counted, _expect_len, _ids_tuple, _pack_header, _parsed, _round_field,
+                        _unpack_header, _unpack_ids)
+from .._masking import MAX_BATCH, batch_ct_bytes
 
 MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
 
@@ -527,3 +531,292 @@ class AggregateMessage(_WordsEq):
             return cls(run_id, round_, payload, ids)
         except InvalidInputError as e:
             raise MessageFormatError(f"invalid aggregate message: {e}") from None
+
+
+def _keys_field(v: Any, count: int, name: str) -> tuple[bytes, ...]:
+    keys = tuple(v)
+    if len(keys) != count or any(not isinstance(k, (bytes, bytearray)) or len(k) != 32
+                                 for k in keys):
+        raise InvalidInputError(f"{name}: one 32-byte value per round ({count})")
+    return tuple(bytes(k) for k in keys)
+
+
+def _check_count(count: object) -> int:
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) \
+            or not 1 <= int(count) <= MAX_BATCH:
+        raise InvalidInputError(f"count must be an int in [1, {MAX_BATCH}], got {count!r}")
+    return int(count)
+
+
+@dataclass(frozen=True)
+class KeyBatchMessage:
+    """Client -> server: the round keys, self-seed commitments and encrypted
+    shares of ``count`` rounds from ``round`` on, in one message (body:
+    count u32, count round keys 32s, count commitments 32s, holder count u32,
+    then per holder id u32 and a ciphertext of ``batch_ct_bytes(count)``;
+    then the tag).
+
+    Built by :meth:`MsaClient.share_key_batch`, checked by
+    :meth:`MsaServer.receive_key_batch`; each ciphertext goes to its holder
+    in a :class:`KeyBatchBundle`.
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The batch's first round, in ``[1, 2**64)``.
+    sender : int
+        The client's id, in ``[0, 2**32 - 1)``.
+    count : int
+        Rounds of the batch, in ``[1, MAX_BATCH]``.
+    round_keys, commitments : sequence of bytes
+        One 32-byte public round key and one 32-byte self-seed commitment per
+        round.
+    holders : sequence of int
+        The neighbours holding the client's shares, strictly increasing, the
+        sender not among them.
+    ciphertexts : sequence of bytes
+        One ciphertext per holder: its shares of every round's round key and
+        self seed.
+    tag : bytes, default=bytes(16)
+        The tag authenticating :meth:`signed_bytes` to the server.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg.msa import KeyBatchMessage
+    >>> from pyfkm.secagg._masking import batch_ct_bytes
+    >>> msg = KeyBatchMessage(bytes(16), 1, 0, 2, [bytes(32)] * 2, [bytes(32)] * 2, [1],
+    ...                       [bytes(batch_ct_bytes(2))])
+    >>> KeyBatchMessage.from_bytes(msg.to_bytes()) == msg
+    True
+    """
+
+    run_id: bytes
+    round: int
+    sender: int
+    count: int
+    round_keys: tuple
+    commitments: tuple
+    holders: tuple
+    ciphertexts: tuple
+    tag: bytes = field(default=bytes(TAG_BYTES), repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "run_id", _check_run_id(self.run_id))
+        object.__setattr__(self, "round", _round_field(self.round))
+        object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
+        count = _check_count(self.count)
+        object.__setattr__(self, "count", count)
+        object.__setattr__(self, "round_keys", _keys_field(self.round_keys, count, "round_keys"))
+        object.__setattr__(self, "commitments",
+                           _keys_field(self.commitments, count, "commitments"))
+        h = _ids_tuple(self.holders, "holder", allow_empty=True)
+        n = batch_ct_bytes(count)
+        cts = tuple(_bytes_field(c, n, "ciphertext") for c in self.ciphertexts)
+        if len(cts) != len(h) or self.sender in h:
+            raise InvalidInputError("one ciphertext per holder, the sender not among them")
+        object.__setattr__(self, "holders", h)
+        object.__setattr__(self, "ciphertexts", cts)
+        _check_tag(self)
+
+    def signed_bytes(self) -> bytes:
+        """The bytes the tag authenticates: the wire form without the tag.
+
+        Returns
+        -------
+        bytes
+            Header and body.
+        """
+        body = b"".join(struct.pack("<I", h) + c for h, c in zip(self.holders, self.ciphertexts))
+        return (_pack_header(_KEY_BATCH, self.run_id, self.round, self.sender, 0)
+                + struct.pack("<I", self.count) + b"".join(self.round_keys)
+                + b"".join(self.commitments) + struct.pack("<I", len(self.holders)) + body)
+
+    def to_bytes(self) -> bytes:
+        """The wire form: :meth:`signed_bytes` and the 16-byte tag.
+
+        Returns
+        -------
+        bytes
+        """
+        return self.signed_bytes() + self.tag
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> KeyBatchMessage:
+        """Parse a key batch from its wire form (the tag is kept, not checked).
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message.
+
+        Returns
+        -------
+        KeyBatchMessage
+
+        Raises
+        ------
+        MessageFormatError
+            Not a key batch of this format version, a wrong length, the
+            server's id as the sender, or fields the constructor would refuse.
+        """
+        data, run_id, round_, sender, modulus = _unpack_header(data, _KEY_BATCH)
+        off = HEADER_BYTES
+        if len(data) < off + 4 or sender == SERVER_ID or modulus != 0:
+            raise MessageFormatError("truncated key batch, or not from a client")
+        (count,) = struct.unpack_from("<I", data, off)
+        if not 1 <= count <= MAX_BATCH:
+            raise MessageFormatError(f"key batch of {count} rounds")
+        off += 4
+        keys_end = off + 64 * count
+        if len(data) < keys_end + 4:
+            raise MessageFormatError("truncated key batch")
+        keys = tuple(data[o:o + 32] for o in range(off, off + 32 * count, 32))
+        commits = tuple(data[o:o + 32] for o in range(off + 32 * count, keys_end, 32))
+        (n,) = struct.unpack_from("<I", data, keys_end)
+        off = keys_end + 4
+        ct = batch_ct_bytes(count)
+        _expect_len(data, off + n * (4 + ct) + TAG_BYTES)
+        hs, cts = [], []
+        for _ in range(n):
+            hs.append(struct.unpack_from("<I", data, off)[0])
+            cts.append(data[off + 4:off + 4 + ct])
+            off += 4 + ct
+        return _parsed(cls, "key batch", run_id=run_id, round=round_, sender=sender,
+                       count=count, round_keys=keys, commitments=commits, holders=tuple(hs),
+                       ciphertexts=tuple(cts), tag=data[-TAG_BYTES:])
+
+
+@dataclass(frozen=True)
+class KeyBatchBundle:
+    """Server -> one client: the clients whose key batch arrived (the
+    batch's sharers) and, for each neighbour among them, its round keys and
+    the ciphertext of its shares for the recipient (body: count u32,
+    recipient u32, sharer count u32 and ids u32, owner count u32, then per
+    owner its id u32, ``count`` round keys 32s and a ciphertext of
+    ``batch_ct_bytes(count)``).
+
+    Parameters
+    ----------
+    run_id : bytes
+        16 bytes naming the run.
+    round : int
+        The batch's first round.
+    count : int
+        Rounds of the batch, in ``[1, MAX_BATCH]``.
+    recipient : int
+        The client the bundle is for.
+    sharers : sequence of int
+        The clients whose key batch arrived, strictly increasing.
+    owners : sequence of int
+        The recipient's neighbours among them, strictly increasing.
+    round_keys : sequence of sequence of bytes
+        Per owner, its ``count`` 32-byte public round keys.
+    ciphertexts : sequence of bytes
+        Per owner, the ciphertext of its shares for the recipient.
+
+    Raises
+    ------
+    InvalidInputError
+        A field of the wrong type, length or range.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg.msa import KeyBatchBundle
+    >>> from pyfkm.secagg._masking import batch_ct_bytes
+    >>> b = KeyBatchBundle(bytes(16), 1, 1, 0, [0, 1], [1], [[bytes(32)]],
+    ...                    [bytes(batch_ct_bytes(1))])
+    >>> KeyBatchBundle.from_bytes(b.to_bytes()) == b
+    True
+    """
+
+    run_id: bytes
+    round: int
+    count: int
+    recipient: int
+    sharers: tuple
+    owners: tuple
+    round_keys: tuple
+    ciphertexts: tuple
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "run_id", _check_run_id(self.run_id))
+        object.__setattr__(self, "round", _round_field(self.round))
+        count = _check_count(self.count)
+        object.__setattr__(self, "count", count)
+        object.__setattr__(self, "recipient", _check_id(self.recipient, "recipient"))
+        object.__setattr__(self, "sharers", _ids_tuple(self.sharers, "sharer"))
+        owners = _ids_tuple(self.owners, "owner", allow_empty=True)
+        keys = tuple(_keys_field(k, count, "round_keys") for k in self.round_keys)
+        n = batch_ct_bytes(count)
+        cts = tuple(_bytes_field(c, n, "ciphertext") for c in self.ciphertexts)
+        if not len(owners) == len(keys) == len(cts):
+            raise InvalidInputError("round keys and a ciphertext per owner")
+        object.__setattr__(self, "owners", owners)
+        object.__setattr__(self, "round_keys", keys)
+        object.__setattr__(self, "ciphertexts", cts)
+
+    def to_bytes(self) -> bytes:
+        """The wire form of the bundle.
+
+        Returns
+        -------
+        bytes
+        """
+        body = b"".join(struct.pack("<I", o) + b"".join(k) + c
+                        for o, k, c in zip(self.owners, self.round_keys, self.ciphertexts))
+        return (_pack_header(_KEY_BATCH_BUNDLE, self.run_id, self.round, SERVER_ID, 0)
+                + struct.pack(f"<III{len(self.sharers)}I", self.count, self.recipient,
+                              len(self.sharers), *self.sharers)
+                + struct.pack("<I", len(self.owners)) + body)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> KeyBatchBundle:
+        """Parse a key batch bundle from its wire form.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            One whole message.
+
+        Returns
+        -------
+        KeyBatchBundle
+
+        Raises
+        ------
+        MessageFormatError
+            Not a key batch bundle of this format version, a wrong length, not
+            from the server, or fields the constructor would refuse.
+        """
+        data, run_id, round_, sender, modulus = _unpack_header(data, _KEY_BATCH_BUNDLE)
+        off = HEADER_BYTES
+        if len(data) < off + 8 or sender != SERVER_ID or modulus != 0:
+            raise MessageFormatError("truncated key batch bundle, or not from the server")
+        count, recipient = struct.unpack_from("<II", data, off)
+        if not 1 <= count <= MAX_BATCH:
+            raise MessageFormatError(f"key batch bundle of {count} rounds")
+        sharers, off = _unpack_ids(data, off + 8, "key batch bundle")
+        if len(data) < off + 4:
+            raise MessageFormatError("truncated key batch bundle")
+        (n,) = struct.unpack_from("<I", data, off)
+        off += 4
+        item = 4 + 32 * count + batch_ct_bytes(count)
+        _expect_len(data, off + n * item)
+        owners, keys, cts = [], [], []
+        for _ in range(n):
+            owners.append(struct.unpack_from("<I", data, off)[0])
+            o = off + 4
+            keys.append(tuple(data[p:p + 32] for p in range(o, o + 32 * count, 32)))
+            o += 32 * count
+            cts.append(data[o:off + item])
+            off += item
+        return _parsed(cls, "key batch bundle", run_id=run_id, round=round_, count=count,
+                       recipient=recipient, sharers=tuple(sharers), owners=tuple(owners),
+                       round_keys=tuple(keys), ciphertexts=tuple(cts))

@@ -14,12 +14,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ...exceptions import CapacityError, InvalidInputError, ProtocolError
-from .._framing import _check_run_id
-from .._masking import MaskingServer
-from .._messages import InputRequest, RoundMessage
-from .._steps import RoundSteps
+from .._framing import _built, _check_run_id
+from .._masking import MAX_BATCH, MAX_ROUND, MaskingServer
+from .._messages import InputRequest, RoundMessage, ShareBundle
+from .._steps import RoundSteps, client_id
 from ._fixed import _RING_HALF, DEFAULT_SCALE_BITS, MINUS, MSA_TAG, PLUS, SELF_TAG, add_streams
-from ._messages import AggregateMessage, GroupKeyMessage, MaskedVectorMessage, MsaRosterMessage
+from ._messages import (AggregateMessage, GroupKeyMessage, KeyBatchBundle, KeyBatchMessage,
+                        MaskedVectorMessage, MsaRosterMessage)
 from ._noise import SERVER_NOISE_MODES
 
 class MsaServer(RoundSteps):
@@ -114,6 +115,7 @@ class MsaServer(RoundSteps):
         self._pending_keys: dict[int, GroupKeyMessage] = {}
         self._round = 0
         self._open = None
+        self._batch: dict[str, Any] | None = None
         self._n_words, self._scale_bits = n_words, scale_bits
         if threshold is not None and (isinstance(threshold, bool)
                                       or not isinstance(threshold, (int, np.integer))
@@ -176,12 +178,16 @@ class MsaServer(RoundSteps):
     def start_round(self, participants: Iterable[int] | None = None) -> RoundMessage:
         """Open the next round (default: every roster client).
 
-        An unfinished round is abandoned.
+        An unfinished round is abandoned.  A round of a key batch
+        (:meth:`start_key_batch`) skips steps 1-2: its participants, by
+        default the batch's sharers, must have shared the batch, and the
+        clients open it with :meth:`MsaClient.enter_round`.
 
         Parameters
         ----------
         participants : iterable of int, optional
-            The clients asked to take part (default: every roster client).
+            The clients asked to take part (default: every roster client, or
+            every sharer of the key batch).
 
         Returns
         -------
@@ -193,29 +199,166 @@ class MsaServer(RoundSteps):
         ------
         ProtocolError
             Before the roster; participants outside the roster or repeated, or
-            fewer than ``threshold``.
+            fewer than ``threshold``; in a key batch, participants that did not
+            share it.
         InvalidInputError
             Participants that are not ints.
         """
+        r = self._round + 1
+        b = self._batch
+        bt = b["bt"] if b is not None and b["bt"]["first"] <= r < b["bt"]["first"] \
+            + b["bt"]["count"] else None
+        if b is not None and bt is not None:
+            if self._roster is None:
+                raise ProtocolError("send the roster before starting a round")
+            u2 = bt["u2"] if bt["u2"] is not None else self._m.batch_sharers(bt)
+            ids = u2 if participants is None else self._participants(participants)
+            st = self._m.batch_round(bt, r, ids, u2)
+            bt["u2"], b["step"] = u2, "closed"
+            self._open = {"step": "bundles", "st": st, "got": {}, "req": None, "batch": True}
+        else:
+            ids = self._participants(participants)
+            st = self._m.new_round(r, ids)
+            self._batch = None
+            self._open = {"step": "shares", "st": st, "got": {}, "req": None}
+        self._round = r
+        return RoundMessage(self.run_id, r, ids)
+
+    def _participants(self, participants: Iterable[int] | None) -> tuple[int, ...]:
+        """The checked participants of a round or batch (default: every
+        roster client)."""
         if self._roster is None:
             raise ProtocolError("send the roster before starting a round")
         if participants is None:
-            ids = self._roster.client_ids
-        else:
-            try:
-                ids = tuple(sorted(participants))
-            except TypeError:
-                raise InvalidInputError("participants must be client ids") from None
-            if any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids):
-                raise InvalidInputError("participants must be int client ids")
-            ids = tuple(int(i) for i in ids)
+            return self._roster.client_ids
+        try:
+            ids = tuple(sorted(participants))
+        except TypeError:
+            raise InvalidInputError("participants must be client ids") from None
+        if any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids):
+            raise InvalidInputError("participants must be int client ids")
+        ids = tuple(int(i) for i in ids)
         if not set(ids) <= set(self._roster.client_ids) or len(set(ids)) != len(ids):
             raise ProtocolError("participants must be distinct roster clients")
-        st = self._m.new_round(self._round + 1, ids)
-        msg = RoundMessage(self.run_id, self._round + 1, ids)
-        self._round += 1
-        self._open = {"step": "shares", "st": st, "got": {}, "req": None}
+        return ids
+
+    def start_key_batch(self, count: int, participants: Iterable[int] | None = None
+                        ) -> RoundMessage:
+        """Open key sharing for the next ``count`` rounds at once (see
+        :meth:`MsaClient.share_key_batch`); an unfinished round or batch is
+        abandoned.  Those rounds then open with :meth:`start_round` and
+        skip steps 1-2.
+
+        Parameters
+        ----------
+        count : int
+            Rounds of the batch, in ``[1, MAX_BATCH]``.
+        participants : iterable of int, optional
+            The clients asked to share (default: every roster client).
+
+        Returns
+        -------
+        RoundMessage
+            The broadcast: the batch's first round and its participants.
+
+        Raises
+        ------
+        ProtocolError
+            Before the roster; participants outside the roster, repeated or
+            fewer than ``threshold``; rounds beyond ``2**32 - 1``.
+        InvalidInputError
+            A count out of range, participants that are not ints.
+        """
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) \
+                or not 1 <= int(count) <= MAX_BATCH:
+            raise InvalidInputError(f"count must be an int in [1, {MAX_BATCH}], got {count!r}")
+        ids = self._participants(participants)
+        first = self._round + 1
+        if first + int(count) - 1 >= MAX_ROUND:
+            raise ProtocolError(f"a key batch beyond round {MAX_ROUND - 1}")
+        bt = self._m.new_batch(first, int(count), ids)
+        msg = RoundMessage(self.run_id, first, ids)
+        self._open = None
+        self._batch = {"step": "shares", "bt": bt}
         return msg
+
+    def receive_key_batch(self, msg: KeyBatchMessage) -> None:
+        """A client's :class:`KeyBatchMessage` (authenticated).
+
+        Parameters
+        ----------
+        msg : KeyBatchMessage
+            The client's round keys, commitments and encrypted shares.
+
+        Raises
+        ------
+        ProtocolError
+            No batch is collecting shares, a message of another run or batch,
+            a sender outside the roster or the batch, a second message from
+            it, a tag that fails, shares not addressed to each neighbour
+            participant once, or a round key of small order.
+        """
+        b = self._batch
+        if b is None or b["step"] != "shares":
+            raise ProtocolError("no key batch is collecting shares")
+        bt = b["bt"]
+        if not isinstance(msg, KeyBatchMessage):
+            raise ProtocolError("expected a KeyBatchMessage")
+        if msg.run_id != self.run_id or msg.round != bt["first"]:
+            raise ProtocolError("KeyBatchMessage of another run or batch")
+        if msg.sender not in self._m._mac:
+            raise ProtocolError(f"client {msg.sender} is not in the roster")
+        self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
+        self._m.add_batch_shares(bt, msg.sender, msg.count, msg.round_keys, msg.commitments,
+                                 list(zip(msg.holders, msg.ciphertexts)))
+
+    def key_batch_bundle(self, client_id_: int) -> KeyBatchBundle:
+        """The :class:`KeyBatchBundle` of one client that shared the batch
+        (the first call closes the batch's sharers).
+
+        Parameters
+        ----------
+        client_id_ : int
+            The recipient.
+
+        Returns
+        -------
+        KeyBatchBundle
+
+        Raises
+        ------
+        ProtocolError
+            No batch is relaying shares, the client did not share, or (on the
+            first call) fewer than ``threshold`` clients shared.
+        """
+        b = self._batch
+        if b is None:
+            raise ProtocolError("no key batch is relaying shares")
+        bt = b["bt"]
+        cid = client_id(client_id_)
+        if cid not in bt["pks"]:
+            raise ProtocolError(f"client {cid} has no bundle in the key batch")
+        if b["step"] == "shares":
+            bt["u2"] = self._m.batch_sharers(bt)
+            b["step"] = "closed"
+        items = self._m.batch_bundle_items(bt, cid)
+        return _built(KeyBatchBundle, run_id=self.run_id, round=bt["first"], count=bt["count"],
+                      recipient=cid, sharers=bt["u2"], owners=tuple(i[0] for i in items),
+                      round_keys=tuple(i[1] for i in items),
+                      ciphertexts=tuple(i[2] for i in items))
+
+    def in_key_batch(self) -> bool:
+        """Whether the open round is a round of a key batch (its clients
+        open it with :meth:`MsaClient.enter_round`)."""
+        return bool(self._open is not None and self._open.get("batch"))
+
+    def bundle(self, client_id_: int) -> ShareBundle:
+        if self._open is not None and self._open.get("batch"):
+            raise ProtocolError("a round of a key batch relays no shares (they came in the "
+                                "batch)")
+        return super().bundle(client_id_)
+
+    bundle.__doc__ = RoundSteps.bundle.__doc__
 
     def request_inputs(self) -> InputRequest:
         """Step 3: the :class:`InputRequest` of the open round (closes key
