@@ -52,35 +52,13 @@ from ..exceptions import ProtocolError
 from . import _shamir
 from ._keys import (DATA_PREFIX, KeyedMac, channel_key, check_graph_params, check_mac,
                     exchange, mac, neighbour_graph,
-                    is_small_order, new_key, pair_mask_key, raw_private, raw_public,
-                    ring_neighbours, ring_seed, round_view, roster_digest, self_commitment,
-                    server_mac_key, share_threshold)
+                    new_key, pair_mask_key, raw_private, raw_public, ring_neighbours, ring_seed,
+                    round_view, roster_digest, self_commitment, server_mac_key, share_threshold)
 
 MAX_ROUND = 1 << 32           # rounds of a run are numbered below this
 SHARE_PLAIN = struct.Struct("<IIQ")          # owner, holder, round; then 2 shares
 SHARE_CT_BYTES = SHARE_PLAIN.size + 2 * _shamir.SHARE_BYTES + 16
 B_SHARE, SK_SHARE = 0, 1
-# key batches (the keys of several rounds shared in one flight): the
-# plaintext for one holder is (owner, holder, first round, rounds) and then,
-# per round, the two shares in SHARE_PLAIN's order (self seed, round key)
-BATCH_PLAIN = struct.Struct("<IIQI")
-MAX_BATCH = 1024              # rounds of one key batch
-_BATCH_NONCE = 1 << 63        # batch nonces: (2**63 + first round, owner); a
-#                               round's share nonces have round < 2**32
-
-
-def batch_ct_bytes(count):
-    """Bytes of one holder's ciphertext in a key batch of ``count`` rounds."""
-    return BATCH_PLAIN.size + 2 * _shamir.SHARE_BYTES * count + 16
-
-
-def _batch_nonce(first, owner):
-    return struct.pack("<QI", _BATCH_NONCE | first, owner)
-
-
-def _batch_ad(digest, first, count, owner, holder, pks):
-    return (b"pyfkm/secagg/key-batch/v1" + digest + struct.pack("<QIII", first, count, owner,
-                                                                   holder) + b"".join(pks))
 
 
 # ------------------------------------------------------------------ client side
@@ -116,7 +94,7 @@ class MaskingClient:
         self._last = 0                 # last round shared (rounds only increase)
         self._round = None             # state of the round in progress
         self._revealed = {}            # round -> (peers, kinds) revealed: the consistency rule
-        self._batch = None             # the key batch of the run's next rounds, if any
+        self._batch = None             # a key batch of the run's next rounds (msa._keybatch)
 
     # -- run set-up
     def open_run(self, run_id):
@@ -349,160 +327,6 @@ class MaskingClient:
         st["done"] = True
         st["b"] = None      # kept only as shares now: the input is masked and sent
 
-    # -- key batches: steps 1-2 of several rounds in one flight
-    def share_batch(self, first, count, participants):
-        """Step 1 of the ``count`` rounds ``first .. first + count - 1`` at
-        once: per round a fresh X25519 round key and self seed (OS CSPRNG),
-        Shamir-shared as :meth:`share` does, all rounds' shares for one
-        holder in one ciphertext (bound to the run, the rounds, both ids and
-        every round public key).  Returns ``(public keys, commitments,
-        [(holder, ciphertext)])``.  The same refusals as :meth:`share`, for
-        the batch's first round and with every round of it below
-        :data:`MAX_ROUND`; the batch's rounds count as shared."""
-        if self.digest is None:
-            raise ProtocolError("receive the roster first")
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_BATCH:
-            raise ProtocolError(f"a key batch has 1 to {MAX_BATCH} rounds, got {count!r}")
-        me = self.client_id
-        parts = frozenset(participants)
-        last = first + count - 1
-        if first <= self._last:
-            raise ProtocolError(f"round {first} is not after the last round {self._last}: "
-                                "mask streams are never reused")
-        if last >= MAX_ROUND:
-            raise ProtocolError(f"round {last} exceeds the largest round {MAX_ROUND - 1}")
-        if me not in parts:
-            raise ProtocolError(f"client {me} is not a participant of round {first}")
-        if not parts <= self._id_set:
-            raise ProtocolError("participants outside the roster")
-        if len(parts) < self.threshold:
-            raise ProtocolError(f"round {first} has {len(parts)} participants, below the "
-                                f"threshold {self.threshold}: refused")
-        holders = sorted((self._neighbours & parts) | {me})
-        if len(holders) < self.n_share:
-            raise ProtocolError(f"round {first}: {len(holders)} holders for this client's "
-                                f"shares, {self.n_share} are needed")
-        sks = [new_key() for _ in range(count)]
-        bs = [os.urandom(32) for _ in range(count)]
-        pks = [raw_public(sk) for sk in sks]
-        commits = [self_commitment(b) for b in bs]
-        secrets = []
-        for sk, b in zip(sks, bs):
-            secrets += [b, raw_private(sk)]        # SHARE_PLAIN's order: self seed, round key
-        rows = _shamir.split(secrets, self.n_share, [h + 1 for h in holders])
-        enc = _shamir.share_to_bytes
-        out, own = [], None
-        for h, row in zip(holders, rows):
-            plain = BATCH_PLAIN.pack(me, h, first, count) + b"".join(map(enc, row))
-            if h == me:
-                own = plain
-                continue
-            ct = self._aead[h].encrypt(_batch_nonce(first, me), plain,
-                                       _batch_ad(self.digest, first, count, me, h, pks))
-            out.append((h, ct))
-        self._last = last
-        self._round = None
-        self._batch = {"first": first, "count": count, "next": first, "participants": parts,
-                       "sks": sks, "bs": bs, "pks": pks, "held": {me: own}, "peer_pks": None,
-                       "u2": None}
-        return pks, commits, out
-
-    def receive_batch(self, first, survivors, items):
-        """Step 2 of a key batch: ``survivors`` are the clients whose batch
-        the server relays (they may take part in the batch's rounds);
-        ``items``: ``(owner, owner's round public keys, ciphertext)`` for
-        each neighbour among them.  Checked as :meth:`receive_shares` checks
-        a round's shares, and every round key is refused if of small order;
-        the pair keys are derived round by round (:meth:`open_batch_round`)."""
-        bt = self._batch
-        if bt is None or bt["first"] != first:
-            raise ProtocolError(f"no key batch of this client starts at round {first}")
-        if bt["u2"] is not None:
-            raise ProtocolError(f"round {first}: the key batch was already received")
-        me, count = self.client_id, bt["count"]
-        u2 = self._round_set(first, survivors, bt["participants"], "clients shared keys",
-                             "the sharing clients must be participants and include this client")
-        expect = self._neighbours & u2
-        size = BATCH_PLAIN.size + 2 * _shamir.SHARE_BYTES * count
-        got = {}
-        for owner, pks, ct in items:
-            if owner not in expect or owner in got:
-                raise ProtocolError(f"round {first}: unexpected or repeated shares of {owner}")
-            pks = tuple(bytes(k) for k in pks)
-            if len(pks) != count or any(len(k) != 32 for k in pks):
-                raise ProtocolError(f"round {first}: client {owner} sent {len(pks)} round keys, "
-                                    f"the batch has {count} rounds")
-            try:
-                plain = self._aead[owner].decrypt(_batch_nonce(first, owner), bytes(ct),
-                                                  _batch_ad(self.digest, first, count, owner,
-                                                            me, pks))
-            except InvalidTag:
-                raise ProtocolError(f"round {first}: the shares of client {owner} fail "
-                                    "authentication") from None
-            if len(plain) != size or BATCH_PLAIN.unpack_from(plain) != (owner, me, first, count):
-                raise ProtocolError(f"round {first}: malformed shares of client {owner}")
-            if any(map(is_small_order, pks)):
-                raise ProtocolError(f"round {first}: a round key of client {owner} is not a "
-                                    "usable X25519 key (a low-order point)")
-            got[owner] = (pks, plain)
-        if set(got) != expect:
-            raise ProtocolError(f"round {first}: missing shares of clients "
-                                f"{sorted(expect - set(got))}")
-        if len(expect | {me}) < self.n_share:
-            raise ProtocolError(f"round {first}: too few holders survive")
-        # everything checked: commit
-        bt["held"].update((owner, plain) for owner, (_, plain) in got.items())
-        bt["peer_pks"] = {owner: pks for owner, (pks, _) in got.items()}
-        bt["u2"] = u2
-
-    def open_batch_round(self, round_, participants):
-        """Steps 1-2 of round ``round_`` of the received key batch, without
-        a message: the round's participants (a subset of the batch's
-        sharers, this client among them, at least the threshold) take the
-        places of the round's sharers; derives the round's pair keys with
-        the neighbours among them and lays out the round's shares as
-        :meth:`receive_shares` does.  Rounds only increase: a round before
-        or at the last one opened, outside the batch, or after a round this
-        client shared on its own, is refused; the keys of the rounds passed
-        over are dropped."""
-        bt = self._batch
-        if bt is None or bt["u2"] is None:
-            raise ProtocolError(f"round {round_}: no key batch was received")
-        first, count = bt["first"], bt["count"]
-        if self._last != first + count - 1 or not bt["next"] <= round_ < first + count:
-            raise ProtocolError(f"round {round_} is not a round of the key batch after the "
-                                "last one opened: mask streams are never reused")
-        me = self.client_id
-        u = self._round_set(round_, participants, bt["u2"], "participants",
-                            "the participants must have shared the key batch and include "
-                            "this client")
-        nbrs = self._neighbours & u
-        if len(nbrs) + 1 < self.n_share:
-            raise ProtocolError(f"round {round_}: too few holders survive")
-        i = round_ - first
-        sk, peer = bt["sks"][i], bt["peer_pks"]
-        keys = {}
-        for owner in nbrs:
-            secret = exchange(sk, peer[owner][i], f"client {owner}'s round key")
-            keys[owner] = pair_mask_key(secret, self.digest, round_, me, owner)
-        # everything checked: commit (this round's and the passed-over
-        # rounds' keys are dropped)
-        b, pk = bt["bs"][i], bt["pks"][i]
-        for j in range(bt["next"] - first, i + 1):
-            bt["sks"][j] = bt["bs"][j] = None
-        bt["next"] = round_ + 1
-        at = BATCH_PLAIN.size + 2 * _shamir.SHARE_BYTES * i
-        held = {o: SHARE_PLAIN.pack(o, me, round_)
-                + bt["held"][o][at:at + 2 * _shamir.SHARE_BYTES] for o in nbrs | {me}}
-        st = self._round = {"round": round_, "participants": None, "sk": None, "b": b,
-                            "pk": pk, "held": held, "keys": keys, "u2": u, "done": False}
-        order = tuple(sorted(held))
-        st["reveal"] = order
-        st["reveal_all"] = (order, (B_SHARE,) * len(order),
-                            tuple(self._held_share(st, o, B_SHARE) for o in order))
-        st["view"] = round_view(round_, u)
-        return keys
-
     # -- step 3: unmask
     def reveal_all(self, round_):
         """``(owners, kinds, shares)`` that :meth:`unmask_columns` returns
@@ -659,73 +483,6 @@ class MaskingServer:
         st["u2"] = u2
         st["u2set"] = frozenset(u2)
         return u2
-
-    # -- key batches (see MaskingClient.share_batch)
-    def new_batch(self, first, count, participants):
-        if len(participants) < self.threshold:
-            raise ProtocolError(f"{len(participants)} participants, below the threshold "
-                                f"{self.threshold}: clients refuse such a round")
-        return {"first": first, "count": count, "u1": tuple(participants), "pks": {},
-                "commits": {}, "cts": {}, "u2": None}
-
-    def add_batch_shares(self, bt, sender, count, pks, commits, items):
-        """Record ``sender``'s key batch: ``count`` round keys and
-        commitments, one ciphertext per neighbour participant; a round key
-        of small order is refused (as :meth:`add_shares` refuses one)."""
-        if bt["u2"] is not None:
-            raise ProtocolError(f"round {bt['first']}: key sharing is closed")
-        if sender not in bt["u1"] or sender in bt["pks"]:
-            raise ProtocolError(f"client {sender}: not a participant, or shared twice")
-        if count != bt["count"] or len(pks) != count or len(commits) != count:
-            raise ProtocolError(f"client {sender}: a key batch of {count} rounds, the server "
-                                f"opened {bt['count']}")
-        nb = set(self.neighbours(sender)) & set(bt["u1"])
-        holders = [h for h, _ in items]
-        if set(holders) != nb or len(holders) != len(nb):
-            raise ProtocolError(f"client {sender}: shares must go to each neighbour "
-                                "participant once")
-        if any(map(is_small_order, pks)):
-            raise ProtocolError(f"the public key of client {sender}'s round key is not a "
-                                "usable X25519 key (a low-order point: no shared secret)")
-        bt["pks"][sender] = tuple(bytes(k) for k in pks)
-        bt["commits"][sender] = tuple(bytes(c) for c in commits)
-        for h, ct in items:
-            bt["cts"][(sender, h)] = bytes(ct)
-
-    def batch_sharers(self, bt):
-        """The clients whose key batch arrived (what closes the batch);
-        ProtocolError below the threshold."""
-        u2 = tuple(sorted(bt["pks"]))
-        if len(u2) < self.threshold:
-            raise ProtocolError(f"round {bt['first']}: {len(u2)} clients shared keys, below "
-                                f"the threshold {self.threshold}")
-        return u2
-
-    def batch_bundle_items(self, bt, recipient):
-        """``[(owner, owner's round keys, ciphertext for recipient)]``."""
-        if bt["u2"] is None or recipient not in bt["pks"]:
-            raise ProtocolError(f"client {recipient} has no bundle in the key batch of "
-                                f"round {bt['first']}")
-        u2 = set(bt["u2"])
-        return [(o, bt["pks"][o], bt["cts"][(o, recipient)])
-                for o in self.neighbours(recipient) if o in u2]
-
-    def batch_round(self, bt, round_, participants, sharers):
-        """The state of round ``round_`` of key batch ``bt`` (whose sharers
-        are ``sharers``) over ``participants`` (sharers of the batch), as
-        :meth:`new_round` and :meth:`close_shares` leave it: the
-        participants are the round's sharers, with that round's keys and
-        commitments."""
-        i = round_ - bt["first"]
-        if not 0 <= i < bt["count"]:
-            raise ProtocolError(f"round {round_} is not a round of the key batch")
-        if not set(participants) <= set(sharers):
-            raise ProtocolError(f"round {round_}: participants must have shared the key batch")
-        st = self.new_round(round_, participants)
-        st["pks"] = {o: bt["pks"][o][i] for o in participants}
-        st["commits"] = {o: bt["commits"][o][i] for o in participants}
-        self.close_shares(st)
-        return st
 
     def bundle_items(self, st, recipient):
         """``[(owner, owner's round key, ciphertext for recipient)]``."""

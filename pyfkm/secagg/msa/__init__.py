@@ -34,7 +34,7 @@ Modules:
 """
 from ._client import MsaClient
 from ._driver import msa_key_batch, msa_round, setup_msa
-from .._masking import MAX_BATCH
+from ._keybatch import MAX_BATCH
 from ._fixed import DEFAULT_SCALE_BITS
 from ._messages import (AggregateMessage, GroupKeyMessage, KeyBatchBundle, KeyBatchMessage,
                         MaskedVectorMessage, MsaRosterMessage)

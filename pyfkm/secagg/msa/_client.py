@@ -24,6 +24,7 @@ from cryptography.exceptions import InvalidTag
 from ...exceptions import InvalidInputError, ProtocolError
 from .._framing import _built, _check_id, _check_run_id
 from .._masking import MaskingClient
+from . import _keybatch as _kb
 from .._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
                          UnmaskMessage, UnmaskRequest)
 from ._fixed import (MINUS, MSA_TAG, OUTPUT_TAG, PLUS, SELF_TAG, add_streams, decode_fixed,
@@ -347,7 +348,7 @@ class MsaClient:
         self._check_ready()
         if round_msg.run_id != self._run_id or round_msg.delta_nonzeros:
             raise ProtocolError("round of another run, or a difference round")
-        pks, commits, items = self._m.share_batch(round_msg.round, count,
+        pks, commits, items = _kb.share_batch(self._m, round_msg.round, count,
                                                    round_msg.participants)
         self._input_round = self._sent = self._answered = None
         msg = _built(KeyBatchMessage, run_id=self._run_id, round=int(round_msg.round),
@@ -380,7 +381,7 @@ class MsaClient:
             raise ProtocolError("key batch bundle of another run or for another client")
         if self._m._batch is not None and bundle.count != self._m._batch["count"]:
             raise ProtocolError("key batch bundle of another batch")
-        self._m.receive_batch(bundle.round, bundle.sharers,
+        _kb.receive_batch(self._m, bundle.round, bundle.sharers,
                               zip(bundle.owners, bundle.round_keys, bundle.ciphertexts))
 
     def enter_round(self, round_msg: RoundMessage) -> None:
@@ -406,7 +407,7 @@ class MsaClient:
         self._check_ready()
         if round_msg.run_id != self._run_id or round_msg.delta_nonzeros:
             raise ProtocolError("round of another run, or a difference round")
-        self._m.open_batch_round(round_msg.round, round_msg.participants)
+        _kb.open_batch_round(self._m, round_msg.round, round_msg.participants)
         self._sent = self._answered = None
         self._input_round = self._last_round = round_msg.round
 

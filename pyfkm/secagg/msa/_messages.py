@@ -20,7 +20,7 @@ from .._framing import (_AGGREGATE, _GROUP_KEY, _KEY_BATCH, _KEY_BATCH_BUNDLE, _
                         _check_roster_clients, _check_roster_extras, _check_run_id, _check_tag,
                         _counted, _expect_len, _ids_tuple, _pack_header, _parsed, _round_field,
                         _unpack_header, _unpack_ids)
-from .._masking import MAX_BATCH, batch_ct_bytes
+from ._keybatch import MAX_BATCH, batch_ct_bytes
 
 MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
 
@@ -590,7 +590,7 @@ class KeyBatchMessage:
     Examples
     --------
     >>> from pyfkm.secagg.msa import KeyBatchMessage
-    >>> from pyfkm.secagg._masking import batch_ct_bytes
+    >>> from pyfkm.secagg.msa._keybatch import batch_ct_bytes
     >>> msg = KeyBatchMessage(bytes(16), 1, 0, 2, [bytes(32)] * 2, [bytes(32)] * 2, [1],
     ...                       [bytes(batch_ct_bytes(2))])
     >>> KeyBatchMessage.from_bytes(msg.to_bytes()) == msg
@@ -729,7 +729,7 @@ class KeyBatchBundle:
     Examples
     --------
     >>> from pyfkm.secagg.msa import KeyBatchBundle
-    >>> from pyfkm.secagg._masking import batch_ct_bytes
+    >>> from pyfkm.secagg.msa._keybatch import batch_ct_bytes
     >>> b = KeyBatchBundle(bytes(16), 1, 1, 0, [0, 1], [1], [[bytes(32)]],
     ...                    [bytes(batch_ct_bytes(1))])
     >>> KeyBatchBundle.from_bytes(b.to_bytes()) == b

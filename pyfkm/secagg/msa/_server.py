@@ -15,7 +15,9 @@ from numpy.typing import NDArray
 
 from ...exceptions import CapacityError, InvalidInputError, ProtocolError
 from .._framing import _built, _check_run_id
-from .._masking import MAX_BATCH, MAX_ROUND, MaskingServer
+from .._masking import MAX_ROUND, MaskingServer
+from . import _keybatch as _kb
+from ._keybatch import MAX_BATCH
 from .._messages import InputRequest, RoundMessage, ShareBundle
 from .._steps import RoundSteps, client_id
 from ._fixed import _RING_HALF, DEFAULT_SCALE_BITS, MINUS, MSA_TAG, PLUS, SELF_TAG, add_streams
@@ -211,9 +213,9 @@ class MsaServer(RoundSteps):
         if b is not None and bt is not None:
             if self._roster is None:
                 raise ProtocolError("send the roster before starting a round")
-            u2 = bt["u2"] if bt["u2"] is not None else self._m.batch_sharers(bt)
+            u2 = bt["u2"] if bt["u2"] is not None else _kb.batch_sharers(self._m, bt)
             ids = u2 if participants is None else self._participants(participants)
-            st = self._m.batch_round(bt, r, ids, u2)
+            st = _kb.batch_round(self._m, bt, r, ids, u2)
             bt["u2"], b["step"] = u2, "closed"
             self._open = {"step": "bundles", "st": st, "got": {}, "req": None, "batch": True}
         else:
@@ -276,7 +278,7 @@ class MsaServer(RoundSteps):
         first = self._round + 1
         if first + int(count) - 1 >= MAX_ROUND:
             raise ProtocolError(f"a key batch beyond round {MAX_ROUND - 1}")
-        bt = self._m.new_batch(first, int(count), ids)
+        bt = _kb.new_batch(self._m, first, int(count), ids)
         msg = RoundMessage(self.run_id, first, ids)
         self._open = None
         self._batch = {"step": "shares", "bt": bt}
@@ -309,7 +311,7 @@ class MsaServer(RoundSteps):
         if msg.sender not in self._m._mac:
             raise ProtocolError(f"client {msg.sender} is not in the roster")
         self._m.check_tag(msg.sender, msg.signed_bytes(), msg.tag)
-        self._m.add_batch_shares(bt, msg.sender, msg.count, msg.round_keys, msg.commitments,
+        _kb.add_batch_shares(self._m, bt, msg.sender, msg.count, msg.round_keys, msg.commitments,
                                  list(zip(msg.holders, msg.ciphertexts)))
 
     def key_batch_bundle(self, client_id_: int) -> KeyBatchBundle:
@@ -339,9 +341,9 @@ class MsaServer(RoundSteps):
         if cid not in bt["pks"]:
             raise ProtocolError(f"client {cid} has no bundle in the key batch")
         if b["step"] == "shares":
-            bt["u2"] = self._m.batch_sharers(bt)
+            bt["u2"] = _kb.batch_sharers(self._m, bt)
             b["step"] = "closed"
-        items = self._m.batch_bundle_items(bt, cid)
+        items = _kb.batch_bundle_items(self._m, bt, cid)
         return _built(KeyBatchBundle, run_id=self.run_id, round=bt["first"], count=bt["count"],
                       recipient=cid, sharers=bt["u2"], owners=tuple(i[0] for i in items),
                       round_keys=tuple(i[1] for i in items),
