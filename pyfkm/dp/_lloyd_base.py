@@ -31,7 +31,7 @@ from ..core.base import CenterModelMixin
 from ..core.kmeans import LloydWorkspace
 from ..rng import SeedLike, as_generator
 from ..secagg import msa_round, setup_msa
-from ..secagg.msa import MAX_BATCH, msa_key_batch
+from ..secagg.msa import max_batch_rounds, msa_key_batch
 from .steps import (_damped_update, _relocate_empty, _update_centers, reduce_candidates,
                     sphere_packing_init)
 
@@ -182,8 +182,8 @@ class _FederatedLloydBase(CenterModelMixin, BaseEstimator):
             if self._fixed_rounds and plan:
                 # the run's rounds are fixed: their keys (fresh per round)
                 # are shared in one flight (docs/threat_model.md); rounds
-                # beyond MAX_BATCH share their own
-                msa_key_batch(server, msa, min(len(plan), MAX_BATCH))
+                # beyond the largest batch share their own
+                msa_key_batch(server, msa, min(len(plan), max_batch_rounds(len(msa))))
             local = [_LocalData(a) for a in arrs]
             centers, n_iter = self._iterate(plan, local, centers, server, msa, k, d, bounds,
                                             noise_mode, distributed, reduce_gen)

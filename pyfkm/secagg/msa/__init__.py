@@ -34,7 +34,7 @@ Modules:
 """
 from ._client import MsaClient
 from ._driver import msa_key_batch, msa_round, setup_msa
-from ._keybatch import MAX_BATCH
+from ._keybatch import MAX_BATCH, max_batch_rounds
 from ._fixed import DEFAULT_SCALE_BITS
 from ._messages import (AggregateMessage, GroupKeyMessage, KeyBatchBundle, KeyBatchMessage,
                         MaskedVectorMessage, MsaRosterMessage)
@@ -56,6 +56,7 @@ __all__ = [
     "msa_key_batch",
     "msa_round",
     "MAX_BATCH",
+    "max_batch_rounds",
     "DEFAULT_SCALE_BITS",
     "check_discrete_sigma",
 ]

@@ -34,6 +34,7 @@ from .._masking import B_SHARE, MAX_ROUND, SHARE_PLAIN, MaskingClient
 # per round, the two shares in SHARE_PLAIN's order (self seed, round key)
 BATCH_PLAIN = struct.Struct("<IIQI")
 MAX_BATCH = 1024              # rounds of one key batch
+MAX_BATCH_BYTES = 1 << 26     # 64 MiB: clients refuse larger key batch messages
 _BATCH_NONCE = 1 << 63        # batch nonces: (2**63 + first round, owner); a
 #                               round's share nonces have round < 2**32
 
@@ -41,6 +42,13 @@ _BATCH_NONCE = 1 << 63        # batch nonces: (2**63 + first round, owner); a
 def batch_ct_bytes(count):
     """Bytes of one holder's ciphertext in a key batch of ``count`` rounds."""
     return BATCH_PLAIN.size + 2 * _shamir.SHARE_BYTES * count + 16
+
+
+def max_batch_rounds(n_holders):
+    """The most rounds of a key batch whose message (to ``n_holders - 1``
+    other holders) stays within :data:`MAX_BATCH_BYTES` (at least 1)."""
+    per_round = 64 + max(n_holders - 1, 0) * 2 * _shamir.SHARE_BYTES
+    return max(1, min(MAX_BATCH, (MAX_BATCH_BYTES - 64 * max(n_holders, 1)) // per_round))
 
 
 def _batch_nonce(first, owner):
@@ -85,6 +93,10 @@ def share_batch(m, first, count, participants):
     if len(holders) < m.n_share:
         raise ProtocolError(f"round {first}: {len(holders)} holders for this client's "
                             f"shares, {m.n_share} are needed")
+    if count > max_batch_rounds(len(holders)):
+        raise ProtocolError(f"a key batch of {count} rounds to {len(holders) - 1} holders "
+                            f"exceeds {MAX_BATCH_BYTES} bytes; at most "
+                            f"{max_batch_rounds(len(holders))} rounds")
     sks = [new_key() for _ in range(count)]
     bs = [os.urandom(32) for _ in range(count)]
     pks = [raw_public(sk) for sk in sks]

@@ -276,12 +276,16 @@ class MsaServer(RoundSteps):
             raise InvalidInputError(f"count must be an int in [1, {MAX_BATCH}], got {count!r}")
         ids = self._participants(participants)
         first = self._round + 1
+        if self._batch is not None:         # clients refuse the old batch's rounds again
+            old = self._batch["bt"]
+            first = max(first, old["first"] + old["count"])
         if first + int(count) - 1 >= MAX_ROUND:
             raise ProtocolError(f"a key batch beyond round {MAX_ROUND - 1}")
         bt = _kb.new_batch(self._m, first, int(count), ids)
         msg = RoundMessage(self.run_id, first, ids)
         self._open = None
         self._batch = {"step": "shares", "bt": bt}
+        self._round = first - 1
         return msg
 
     def receive_key_batch(self, msg: KeyBatchMessage) -> None:

@@ -375,3 +375,34 @@ def test_every_batch_draws_fresh_keys_from_the_os():
             for v in m.round_keys + m.commitments:
                 assert v not in seen
                 seen.add(v)
+
+
+def test_a_new_batch_starts_after_the_rounds_of_the_last_one():
+    # a batch abandoned after one of its 3 rounds: the next batch starts at
+    # round 4 (clients never take a round of the old batch again)
+    server, clients = setup_msa(3, 2)
+    msa_key_batch(server, clients, 3)
+    msa_round(server, clients, vectors(3, 1))
+    msa_key_batch(server, clients, 2)
+    for r in (4, 5):
+        vecs = vectors(3, r)
+        total, _ = msa_round(server, clients, vecs)
+        assert total.tolist() == expected(vecs, range(3))
+    assert [c._last_round for c in clients] == [5, 5, 5]
+
+
+def test_key_batch_size_is_capped():
+    from pyfkm.secagg.msa import MAX_BATCH, max_batch_rounds
+    assert max_batch_rounds(2) == MAX_BATCH
+    # the wire size of a key batch message (header 44, count, keys and
+    # commitments, holder count, per other holder its id and ciphertext, tag)
+    def size(holders, c):
+        return 44 + 4 + 64 * c + 4 + (holders - 1) * (4 + batch_ct_bytes(c)) + 16
+    for holders in (1_000, 10_000, 100_000):
+        cap = max_batch_rounds(holders)
+        assert 1 <= cap < MAX_BATCH
+        assert size(holders, cap) <= 1 << 26 < size(holders, cap + 2)
+    server, clients = setup_msa(3, 2)
+    rm = wire(server.start_key_batch(2))
+    with pytest.raises(ProtocolError):
+        clients[0].share_key_batch(rm, MAX_BATCH + 1)
