@@ -57,6 +57,12 @@ class MsaClient:
         unmask_shares(UnmaskRequest)      -> UnmaskMessage
         unmask(AggregateMessage)          -> the decoded sum (float64)
 
+    A run whose rounds are known ahead shares their keys in one flight
+    (:func:`msa_key_batch`): ``share_key_batch(RoundMessage, count)`` and
+    ``receive_key_batch(KeyBatchBundle)`` once, then each round of the
+    batch opens with ``enter_round(RoundMessage)`` in place of the first
+    two steps (fresh keys per round all the same; ``docs/threat_model.md``).
+
     ``noise`` (a sequence of ``(length, sigma, tag)``) makes the client add
     its share of the round's distributed discrete Gaussian noise: variance
     ``sigma**2 / threshold`` on each entry, drawn from a ChaCha20 stream
@@ -348,6 +354,8 @@ class MsaClient:
         self._check_ready()
         if round_msg.run_id != self._run_id or round_msg.delta_nonzeros:
             raise ProtocolError("round of another run, or a difference round")
+        if isinstance(count, np.integer):
+            count = int(count)
         pks, commits, items = _kb.share_batch(self._m, round_msg.round, count,
                                                    round_msg.participants)
         self._input_round = self._sent = self._answered = None

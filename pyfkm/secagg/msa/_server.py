@@ -44,6 +44,12 @@ class MsaServer(RoundSteps):
         receive_unmask(UnmaskMessage) for each survivor
         finish_round()                  -> AggregateMessage (broadcast)
 
+    With a key batch (:meth:`start_key_batch`, :meth:`receive_key_batch`
+    and :meth:`key_batch_bundle` once, :func:`msa_key_batch` does all of
+    it) the batch's rounds skip ``receive_shares`` and ``bundle``: after
+    ``start_round`` the clients call :meth:`MsaClient.enter_round` and the
+    server goes on with ``request_inputs``.
+
     Parameters
     ----------
     run_id : bytes
@@ -354,8 +360,14 @@ class MsaServer(RoundSteps):
                       ciphertexts=tuple(i[2] for i in items))
 
     def in_key_batch(self) -> bool:
-        """Whether the open round is a round of a key batch (its clients
-        open it with :meth:`MsaClient.enter_round`)."""
+        """Whether the open round is a round of a key batch.
+
+        Returns
+        -------
+        bool
+            True when the clients open the round with
+            :meth:`MsaClient.enter_round` (its keys came in the batch).
+        """
         return bool(self._open is not None and self._open.get("batch"))
 
     def bundle(self, client_id_: int) -> ShareBundle:

@@ -406,3 +406,43 @@ def test_key_batch_size_is_capped():
     rm = wire(server.start_key_batch(2))
     with pytest.raises(ProtocolError):
         clients[0].share_key_batch(rm, MAX_BATCH + 1)
+
+
+def test_every_altered_byte_of_a_key_batch_is_refused():
+    # every byte of a client's key batch message (to the server) and of a
+    # bundle (to a client), flipped in its low or high bit, and every
+    # truncation: each is refused with a pyfkm error, nothing changes, and
+    # the true messages then run the batch's rounds to the exact sums
+    from pyfkm.exceptions import PyfkmError
+    server, clients = setup_msa(3, 2)
+    rm = wire(server.start_key_batch(2))
+    msgs = [c.share_key_batch(rm, 2).to_bytes() for c in clients]
+    for data in (msgs[0], ):
+        for at in range(len(data)):
+            for bit in (0x01, 0x80):
+                bad = bytearray(data)
+                bad[at] ^= bit
+                with pytest.raises(PyfkmError):
+                    server.receive_key_batch(KeyBatchMessage.from_bytes(bytes(bad)))
+        for cut in range(1, len(data), 7):
+            with pytest.raises(PyfkmError):
+                server.receive_key_batch(KeyBatchMessage.from_bytes(data[:cut]))
+    for data in msgs:
+        server.receive_key_batch(KeyBatchMessage.from_bytes(data))
+    bundles = [server.key_batch_bundle(c.client_id).to_bytes() for c in clients]
+    data = bundles[1]
+    for at in range(len(data)):
+        for bit in (0x01, 0x80):
+            bad = bytearray(data)
+            bad[at] ^= bit
+            with pytest.raises(PyfkmError):
+                clients[1].receive_key_batch(KeyBatchBundle.from_bytes(bytes(bad)))
+    for cut in range(1, len(data), 7):
+        with pytest.raises(PyfkmError):
+            clients[1].receive_key_batch(KeyBatchBundle.from_bytes(data[:cut]))
+    for c, b in zip(clients, bundles):
+        c.receive_key_batch(KeyBatchBundle.from_bytes(b))
+    for r in (1, 2):
+        vecs = vectors(3, r)
+        total, _ = msa_round(server, clients, vecs)
+        assert total.tolist() == expected(vecs, range(3))
