@@ -95,9 +95,10 @@ def msa_key_batch(server: MsaServer, clients: Sequence[MsaClient], count: int) -
     >>> server, clients = setup_msa(3, 1)
     >>> msa_key_batch(server, clients, 2)
     (0, 1, 2)
-    >>> [msa_round(server, clients, [[1.0], [2.0], [4.0]], silent=s)[0].tolist()
-    ...  for s in ([], [1])]
-    [[7.0], [5.0]]
+    >>> msa_round(server, clients, [[1.0], [2.0], [4.0]])[0].tolist()
+    [7.0]
+    >>> msa_round(server, clients, [[0.5], [3.0], [5.0]], silent=[0])[0].tolist()
+    [8.0]
     """
     rmsg = RoundMessage.from_bytes(server.start_key_batch(count).to_bytes())
     for c in clients:

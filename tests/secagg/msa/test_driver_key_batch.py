@@ -141,8 +141,8 @@ def test_consistency_rule_per_round_of_a_batch():
                         c.unmask_shares(other)
             for owner, ks in kinds.items():
                 assert min(ks.count(B_SHARE), ks.count(SK_SHARE)) < t, (v, split, owner)
-        # the next round of the batch is unaffected
-        server._open = None
+        # the next round of the batch is unaffected (the unfinished round is
+        # abandoned)
         vecs = vectors(n, 3)
         total, _ = msa_round(server, clients, vecs)
         assert total.tolist() == expected(vecs, everyone)
@@ -300,9 +300,9 @@ def test_a_small_order_round_key_is_refused_by_the_server():
     keys = (good.round_keys[0], (1).to_bytes(32, "little"))
     forged = KeyBatchMessage(good.run_id, good.round, good.sender, 2, keys, good.commitments,
                              good.holders, good.ciphertexts)
+    # tagged by the client's own key: the server's check is the small-order one
     forged = KeyBatchMessage(good.run_id, good.round, good.sender, 2, keys, good.commitments,
-                             good.holders, good.ciphertexts,
-                             server._m._mac and _tag_as(clients[0], forged))
+                             good.holders, good.ciphertexts, _tag_as(clients[0], forged))
     with pytest.raises(ProtocolError, match="low-order"):
         server.receive_key_batch(forged)
 
@@ -446,3 +446,36 @@ def test_every_altered_byte_of_a_key_batch_is_refused():
         vecs = vectors(3, r)
         total, _ = msa_round(server, clients, vecs)
         assert total.tolist() == expected(vecs, range(3))
+
+
+def test_a_client_refuses_a_small_order_round_key_in_a_bundle(monkeypatch):
+    # client 1 (malicious) announces a small-order round key for round 2 and
+    # encrypts its shares to match; a server that relays it anyway (the
+    # bundle built here, past the server's own check) meets the receiving
+    # client's refusal
+    from pyfkm.secagg.msa import _keybatch
+    server, clients = setup_msa(3, 2)
+    rm = wire(server.start_key_batch(2))
+    msgs = {0: clients[0].share_key_batch(rm, 2), 2: clients[2].share_key_batch(rm, 2)}
+    real = _keybatch.raw_public
+    calls = []
+
+    def forged(sk):
+        calls.append(sk)
+        return bytes(32) if len(calls) == 2 else real(sk)
+    monkeypatch.setattr(_keybatch, "raw_public", forged)
+    msgs[1] = clients[1].share_key_batch(rm, 2)
+    monkeypatch.setattr(_keybatch, "raw_public", real)
+    assert msgs[1].round_keys[1] == bytes(32)
+    with pytest.raises(ProtocolError, match="low-order"):
+        server.receive_key_batch(wire(msgs[1]))
+
+    def item(owner, recipient):
+        m = msgs[owner]
+        return m.round_keys, m.ciphertexts[m.holders.index(recipient)]
+    owners = (1, 2)
+    items = [item(o, 0) for o in owners]
+    bundle = KeyBatchBundle(rm.run_id, rm.round, 2, 0, (0, 1, 2), owners,
+                            tuple(i[0] for i in items), tuple(i[1] for i in items))
+    with pytest.raises(ProtocolError, match="low-order"):
+        clients[0].receive_key_batch(wire(bundle))
