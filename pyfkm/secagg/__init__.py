@@ -72,9 +72,9 @@ from ..exceptions import (CapacityError, DecodeError, InvalidInputError,
 from ._keys import default_threshold, sparse_degree
 from ._messages import (InputRequest, KeyMessage, RoundMessage, ShareBundle, ShareMessage,
                         UnmaskMessage, UnmaskRequest)
-from .msa import (DEFAULT_SCALE_BITS, AggregateMessage, GroupKeyMessage, MaskedVectorMessage,
-                  MsaClient, MsaRosterMessage, MsaServer, check_discrete_sigma, msa_round,
-                  setup_msa)
+from .msa import (DEFAULT_SCALE_BITS, AggregateMessage, GroupKeyMessage, KeyBatchBundle,
+                  KeyBatchMessage, MaskedVectorMessage, MsaClient, MsaRosterMessage, MsaServer,
+                  check_discrete_sigma, max_batch_rounds, msa_key_batch, msa_round, setup_msa)
 from .scma import (RosterMessage, RoundTrip, ScmaClient, ScmaParams, ScmaReport, ScmaResult,
                    ScmaServer, SyndromeMessage, secure_sum_sparse, setup_in_process)
 
@@ -101,6 +101,10 @@ __all__ = [
     # MSA's public names again (deliberate: every __all__ is a literal list
     # that pyflakes, IDEs and Sphinx read; pyfkm.secagg.msa lists them too)
     "msa_round",
+    "msa_key_batch",
+    "max_batch_rounds",
+    "KeyBatchMessage",
+    "KeyBatchBundle",
     "MsaClient",
     "MsaServer",
     "MsaRosterMessage",
