@@ -524,7 +524,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             # needs no data: the key agreement and the round's key shares
             try:
                 agg = self._make_aggregator(d, B, [a.shape[0] for a in arrs], participants)
-                agg.open_round(participants)
+                agg.open_round(participants, self._thread_pool())
             except BaseException:
                 for fut in futures:
                     fut.cancel()
@@ -875,7 +875,7 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
                 # clients fit on the executor
                 try:
                     agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
-                    agg.open_round(participants)
+                    agg.open_round(participants, self._thread_pool())
                 except BaseException:
                     for fut in futures:
                         fut.cancel()
