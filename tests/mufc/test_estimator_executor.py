@@ -250,3 +250,34 @@ def test_a_thread_pool_computes_the_masks_beside_the_key_shares(monkeypatch, cal
     assert events[-1] == ("inputs", None)
     assert sorted(c for _, c in events[:-1]) == list(range(n))
     assert_same_fit(ref, m, server=True)
+
+
+def test_a_process_pool_of_w_workers_runs_the_masks_on_w_threads_of_the_driver(monkeypatch):
+    """With a ``ProcessPoolExecutor`` (the roles cannot go to its workers),
+    the masks are computed on threads of this process (as many as the
+    pool's workers, alive only during the fit), before the inputs are asked
+    for; the model is the in-process one."""
+    from pyfkm.secagg import RoundTrip
+    data = _clients(5, L=8)
+    events = []
+    real_mask, real_inputs = ScmaClient.mask, RoundTrip.inputs
+
+    def mask(self, *a, **k):
+        events.append(("mask", threading.current_thread().name))
+        return real_mask(self, *a, **k)
+
+    def inputs(self, *a, **k):
+        events.append(("inputs", threading.current_thread().name))
+        return real_inputs(self, *a, **k)
+    ref = FederatedKMeans(4, random_state=2).fit(data)
+    monkeypatch.setattr(ScmaClient, "mask", mask)
+    monkeypatch.setattr(RoundTrip, "inputs", inputs)
+    with ProcessPoolExecutor(2) as ex:
+        m = FederatedKMeans(4, random_state=2, executor=ex).fit(data)
+    assert [e for e, _ in events] == ["mask"] * len(data) + ["inputs"]
+    names = {t for e, t in events if e == "mask"}
+    assert names - {threading.current_thread().name}          # some ran on the threads
+    pool_threads = names - {threading.current_thread().name}
+    assert all(t.startswith("pyfkm-round") for t in pool_threads) and len(pool_threads) <= 2
+    assert not [t for t in threading.enumerate() if t.name.startswith("pyfkm-round")]
+    assert_same_fit(ref, m, server=True)
