@@ -217,12 +217,16 @@ class RoundTrip:
                 if masks is not None and len(ready) >= size:
                     masks.submit(ready)
                     ready = []
+        except BaseException:
+            if masks is not None:
+                masks.abandon()        # no task uses a role once this raises
+            raise
         finally:
             bar.close()
-            if masks is not None:
-                if ready:
-                    masks.submit(ready)
-                masks.finish()         # raises once no task uses a role
+        if masks is not None:
+            if ready:
+                masks.submit(ready)
+            masks.finish()             # raises once no task uses a role
         return self
 
     def inputs(self, delta_nonzeros: int = 0, executor: Executor | None = None) -> RoundTrip:
@@ -403,6 +407,13 @@ class _Batches:
                 self.futures[k] = self.executor.submit(self._task, k)
             except BaseException as e:     # raised by finish, once no task runs
                 self.error = e
+
+    def abandon(self) -> None:
+        """Run no more batches: those no worker started never run; wait for
+        the others (their results and errors are dropped)."""
+        for k in range(len(self.args)):
+            self._claim(k, "caller")
+        wait([f for f, o in zip(self.futures, self.owner) if o == "pool" and f is not None])
 
     def finish(self) -> list[Any]:
         """The batches' results in order; the calling thread runs the

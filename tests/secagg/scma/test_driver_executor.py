@@ -222,3 +222,36 @@ def test_share_completes_while_every_worker_is_busy(monkeypatch):
     assert {t for _, t in calls} == {threading.get_ident()}
     res = trip.inputs().finish()
     assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
+
+
+def test_share_on_a_pool_that_fails_midway_raises_its_error_after_every_task_ended(
+        monkeypatch):
+    """The server cannot build client 6's bundle (an unexpected error): share
+    raises that error, not the error of client 0's mask task, and only once
+    the mask tasks already started have ended (no task uses a role
+    afterwards)."""
+    from pyfkm.secagg import ScmaServer
+    real_bundle, real_pre = ScmaServer.bundle, ScmaClient.precompute_mask
+    ended = []
+
+    def bundle(self, i):
+        if i == 6:
+            raise RuntimeError("server bug at client 6")
+        return real_bundle(self, i)
+
+    def precompute_mask(self, delta_nonzeros=0):
+        if self.client_id == 0:
+            raise RuntimeError("bug in client 0's mask")
+        threading.Event().wait(0.05)
+        real_pre(self, delta_nonzeros)
+        ended.append(self.client_id)
+    monkeypatch.setattr(ScmaServer, "bundle", bundle)
+    monkeypatch.setattr(ScmaClient, "precompute_mask", precompute_mask)
+    server, roles, _ = _federation(10, seed=13)
+    with CountingPool(2) as ex:
+        with pytest.raises(RuntimeError, match="server bug at client 6"):
+            RoundTrip(server, roles).share(executor=ex)
+        done = list(ended)
+        ex.shutdown(wait=True)
+    assert ended == done                     # nothing ran after share raised
+    assert set(done) <= {1, 2, 3, 4, 5}      # only clients whose shares arrived
