@@ -68,7 +68,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator, Report
-from .._validation import (check_bounds, check_clients, check_ids, check_int,
+from .._validation import (available_cores, check_bounds, check_clients, check_ids, check_int,
                            clients_feature_names, warn_if_fewer_distinct)
 from ..exceptions import (InvalidIdError, InvalidInputError, ModelFileError, NotFittedError,
                          ProtocolError, PyfkmError)
@@ -209,11 +209,10 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         agreement and key shares (no data involved).  The round's roles
         hold live keys and stay in this process: a ``ThreadPoolExecutor``
         also computes the clients' masks (beside the key shares) and masked
-        inputs (kernels that release the GIL); with another executor of
-        ``W`` workers (``max_workers`` of a ``ProcessPoolExecutor``),
-        ``W`` threads of this process do, for the duration of the fit (or
-        :meth:`add_clients`); with one of unknown size (e.g. Dask's), the
-        driver does.
+        inputs (kernels that release the GIL); with another executor
+        (processes, Dask), threads of this process do (one per available
+        core, at most 16), for the duration of the fit or
+        :meth:`add_clients`.
     threshold : int, optional
         Fewest clients any secure round may have; clients refuse rounds
         below it, and a round completes when at most ``L - threshold``
@@ -637,19 +636,16 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         """The thread pool on which the clients of a fit's (or a join's)
         secure round compute their masks and encodings (kernels that release
         the GIL; the roles, which hold live keys, never leave this process):
-        the executor itself when it is a ``ThreadPoolExecutor``; for another
-        executor with ``W`` workers (``max_workers`` of a
-        ``ProcessPoolExecutor``), ``W`` threads of this process for the
-        call; else None (the driver computes them)."""
+        the executor itself when it is a ``ThreadPoolExecutor``; with
+        another executor (a ``ProcessPoolExecutor``, Dask's), threads of
+        this process for the call, one per available core (at most 16: a
+        step runs in at most 16 batches); without one, None (the driver
+        computes them)."""
         ex = self.executor
         if ex is None or isinstance(ex, ThreadPoolExecutor):
             yield ex
             return
-        w = getattr(ex, "_max_workers", None)
-        if not isinstance(w, int) or isinstance(w, bool) or w < 1:
-            yield None
-            return
-        pool = ThreadPoolExecutor(w, thread_name_prefix="pyfkm-round")
+        pool = ThreadPoolExecutor(min(available_cores(), 16), thread_name_prefix="pyfkm-round")
         try:
             yield pool
         finally:
