@@ -29,9 +29,14 @@ load average (the ratio means something only with N free cores).  ``--breakdown`
 the CPU time (``time.thread_time``, medians of ``--repeats`` in-process fits) of each
 phase of the fit -- the clients' seeding, the secure round's client steps (key agreement,
 key shares, masked inputs, unmasking), its server steps (decode included), the server's
-clustering -- and what part a thread pool runs beside the driver: the seeding (beside
-the key agreement and key shares, which need no data) and the masked inputs; with it the
-projected wall time on N free cores.
+clustering -- and what part a thread pool runs beside the driver: the seeding and the
+clients' masks (beside the key agreement and key shares, which need no data) and the
+encodings of the masked inputs; with it the projected wall time on N free cores.  It also
+fits with a thread pool of N workers and prints the CPU time of the driver thread
+(``time.thread_time``): the work that holds the GIL there (the X25519 key exchanges of
+``cryptography`` among it) bounds the wall time from below, so ``in-process CPU /
+max(driver CPU, in-process CPU / N)`` bounds the speed-up on N free cores whatever the
+load of the machine.
 
 Commands (label M9 in ``benchmarks/README.md``)::
 
@@ -91,6 +96,7 @@ _PHASES = (
     ("client: key agreement", "ScmaClient", "receive_roster", ""),
     ("client: key shares", "ScmaClient", "share_keys", ""),
     ("client: receive shares", "ScmaClient", "receive_shares", ""),
+    ("client: masks", "ScmaClient", "mask", "beside"),
     ("client: masked input (encode, mask)", "ScmaClient", "respond", "pool"),
     ("client: unmask", "ScmaClient", "unmask", ""),
     ("server: decode (finish_round)", "ScmaServer", "finish_round", ""),
@@ -108,16 +114,21 @@ def breakdown(clients, K, seed, repeats, workers):
               "ScmaServer": ScmaServer}
     acc = collections.Counter()
     saved = []
+    inner = [0.0]             # time of the nested phases of the running one
+
     for label, cls, name, _ in _PHASES:
         f = getattr(owners[cls], name)
         saved.append((owners[cls], name, f))
 
         def timed(*a, _f=f, _label=label, **k):
+            outer, inner[0] = inner[0], 0.0
             t = time.thread_time()
             try:
                 return _f(*a, **k)
             finally:
-                acc[_label] += time.thread_time() - t
+                dt = time.thread_time() - t
+                acc[_label] += dt - inner[0]   # exclusive (a respond computes a mask)
+                inner[0] = outer + dt
         setattr(owners[cls], name, functools.wraps(f)(timed))
     # the driver's CPU before the round's masked inputs (its key agreement and
     # key shares: what a thread pool's fits run beside) and after them
@@ -149,22 +160,33 @@ def breakdown(clients, K, seed, repeats, workers):
           f"{fmt(total)}; load {os.getloadavg()[0]:.1f}")
     for label, *_, where in _PHASES:
         print(f"    {label:38s} {fmt(med[label]):>9s} {100 * med[label] / total:5.1f}%"
-              + {"beside": "  (thread pool, beside the key agreement)",
+              + {"beside": "  (thread pool, beside the key agreement and shares)",
                  "pool": "  (thread pool)"}.get(where, ""))
     other = total - sum(med[p[0]] for p in _PHASES)
     print(f"    {'other (driver, messages)':38s} {fmt(other):>9s} {100 * other / total:5.1f}%")
-    seeding = med["client seeding"]
+    beside = med["client seeding"] + med["client: masks"]
     pool = med["client: masked input (encode, mask)"]
-    first = med["before"] - seeding           # key agreement, key shares, messages
-    rest = med["after"] - pool                 # unmask, decode, clustering, messages
-    # with a thread pool: the seeding beside the driver's key agreement and
-    # shares, then the masked inputs on the pool, then the rest serially
-    proj = max(first, (first + seeding) / workers) + pool / workers + rest
+    # in process the masks are computed in the masked inputs (after "before")
+    first = med["before"] - med["client seeding"]   # key agreement, key shares, messages
+    rest = med["after"] - pool - med["client: masks"]  # unmask, decode, clustering, messages
+    # with a thread pool: the seeding and the masks beside the driver's key
+    # agreement and shares, then the encodings on the pool, then the rest
+    proj = max(first, (first + beside) / workers) + pool / workers + rest
     print(f"    driver before the masked inputs (seeding excluded): {fmt(first)}; after "
-          f"them: {fmt(rest)}")
-    print(f"    parallel on a pool: {fmt(seeding + pool)} ({100 * (seeding + pool) / total:.0f}%); "
-          f"serial in the driver: {fmt(total - seeding - pool)}; projected with {workers} free "
+          f"them (masks and encodings excluded): {fmt(rest)}")
+    print(f"    parallel on a pool: {fmt(beside + pool)} ({100 * (beside + pool) / total:.0f}%); "
+          f"serial in the driver: {fmt(total - beside - pool)}; projected with {workers} free "
           f"cores: {fmt(proj)} ({total / proj:.2f}x)")
+    # measured: the driver thread's CPU in fits on a thread pool
+    drv = []
+    with ThreadPoolExecutor(workers) as ex:
+        for _ in range(repeats):
+            t = time.thread_time()
+            pyfkm.FederatedKMeans(K, random_state=seed, executor=ex).fit(clients)
+            drv.append(time.thread_time() - t)
+    d = statistics.median(drv)
+    print(f"    driver thread's CPU with {workers} threads (median of {repeats}): {fmt(d)}; "
+          f"bound on {workers} free cores: {total / max(d, total / workers):.2f}x")
 
 
 def removals(model, n, seed, show):

@@ -108,7 +108,7 @@ class _ClearAggregator:
     def forget(self, changed, departed=()):
         pass
 
-    def open_round(self, participants):
+    def open_round(self, participants, executor=None):
         pass
 
     def round(self, clients, participants, silent=(), prepare_next=True, first=False,
@@ -246,12 +246,14 @@ class _SecureAggregator:
         words = self.secagg.scma.delta_params(self.params, m).message_words
         return m if 2 * words <= self.params.message_words else 0
 
-    def open_round(self, participants):
+    def open_round(self, participants, executor=None):
         """Steps 1-2 of the next round over ``participants`` now (key
         shares: no data involved), e.g. while the clients still fit; the
-        next :meth:`round` over the same participants continues it."""
+        next :meth:`round` over the same participants continues it.
+        ``executor``: a ``ThreadPoolExecutor`` on which the clients compute
+        their masks of a full round meanwhile (:meth:`RoundTrip.share`)."""
         self._prepared = self._RoundTrip(self.server, self.roles, tuple(sorted(participants)),
-                                         progress=self.progress).share()
+                                         progress=self.progress).share(executor)
 
     def _trip(self, parts, silent):
         trip = self._prepared

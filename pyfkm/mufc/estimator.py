@@ -52,6 +52,7 @@ put the halves of one commit protocol in different files.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import numbers
@@ -67,7 +68,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._base import BaseEstimator, Report
-from .._validation import (check_bounds, check_clients, check_ids, check_int,
+from .._validation import (available_cores, check_bounds, check_clients, check_ids, check_int,
                            clients_feature_names, warn_if_fewer_distinct)
 from ..exceptions import (InvalidIdError, InvalidInputError, ModelFileError, NotFittedError,
                          ProtocolError, PyfkmError)
@@ -207,8 +208,11 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         in this process.  Meanwhile the driver runs the secure round's key
         agreement and key shares (no data involved).  The round's roles
         hold live keys and stay in this process: a ``ThreadPoolExecutor``
-        also computes the clients' masked inputs (kernels that release the
-        GIL); with other executors the driver does.
+        also computes the clients' masks (beside the key shares) and masked
+        inputs (kernels that release the GIL); with another executor
+        (processes, Dask), threads of this process do (one per available
+        core, at most 16), for the duration of the fit or
+        :meth:`add_clients`.
     threshold : int, optional
         Fewest clients any secure round may have; clients refuse rounds
         below it, and a round completes when at most ``L - threshold``
@@ -513,31 +517,33 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
         L = len(arrs)
         agg_rng = gens[L + 1]
         participants = list(range(L))
-        submitted = time.monotonic()
-        futures = self._submit_fits(arrs, K, kw, gens)
-        if futures is None:
-            clients_, failed = self._collect_fits(arrs, futures, K, kw, gens)
-            t1 = time.perf_counter()
-            agg = self._make_aggregator(d, B, [a.shape[0] for a in arrs], participants)
-        else:
-            # while the executor runs the clients' fits, this thread runs what
-            # needs no data: the key agreement and the round's key shares
-            try:
+        # the round's client steps run on ``pool`` (see _round_pool)
+        with self._round_pool() as pool:
+            submitted = time.monotonic()
+            futures = self._submit_fits(arrs, K, kw, gens)
+            if futures is None:
+                clients_, failed = self._collect_fits(arrs, futures, K, kw, gens)
+                t1 = time.perf_counter()
                 agg = self._make_aggregator(d, B, [a.shape[0] for a in arrs], participants)
-                agg.open_round(participants)
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                raise
-            clients_, failed = self._collect_fits(arrs, futures, K, kw, gens,
-                                                  submitted=submitted)
-            t1 = time.perf_counter()
-        server = MufcServer(K, gamma=g, n_features=d, lower=lo,
-                            server_points=self.server_points, n_init=self.n_init,
-                            max_iter=self.max_iter, tol=self.tol, random_state=gens[L])
-        bins, counts, nbytes, _, t_agg, dropped = agg.round(
-            clients_, participants, silent=sorted(failed), prepare_next=False, first=True,
-            executor=self._thread_pool())
+            else:
+                # while the executor runs the clients' fits, this thread runs what
+                # needs no data: the key agreement and the round's key shares
+                try:
+                    agg = self._make_aggregator(d, B, [a.shape[0] for a in arrs], participants)
+                    agg.open_round(participants, pool)
+                except BaseException:
+                    for fut in futures:
+                        fut.cancel()
+                    raise
+                clients_, failed = self._collect_fits(arrs, futures, K, kw, gens,
+                                                      submitted=submitted)
+                t1 = time.perf_counter()
+            server = MufcServer(K, gamma=g, n_features=d, lower=lo,
+                                server_points=self.server_points, n_init=self.n_init,
+                                max_iter=self.max_iter, tol=self.tol, random_state=gens[L])
+            bins, counts, nbytes, _, t_agg, dropped = agg.round(
+                clients_, participants, silent=sorted(failed), prepare_next=False, first=True,
+                executor=pool)
         t2 = time.perf_counter()
         server.update(bins, counts)
         t3 = time.perf_counter()
@@ -624,6 +630,26 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             return clients_, failed
         finally:
             bar.close()
+
+    @contextlib.contextmanager
+    def _round_pool(self):
+        """The thread pool on which the clients of a fit's (or a join's)
+        secure round compute their masks and encodings (kernels that release
+        the GIL; the roles, which hold live keys, never leave this process):
+        the executor itself when it is a ``ThreadPoolExecutor``; with
+        another executor (a ``ProcessPoolExecutor``, Dask's), threads of
+        this process for the call, one per available core (at most 16: a
+        step runs in at most 16 batches); without one, None (the driver
+        computes them)."""
+        ex = self.executor
+        if ex is None or isinstance(ex, ThreadPoolExecutor):
+            yield ex
+            return
+        pool = ThreadPoolExecutor(min(available_cores(), 16), thread_name_prefix="pyfkm-round")
+        try:
+            yield pool
+        finally:
+            pool.shutdown(wait=True)      # no task runs any more: the steps waited
 
     def _thread_pool(self):
         """The executor when its tasks run in this process (a
@@ -863,46 +889,47 @@ class FederatedKMeans(CenterModelMixin, BaseEstimator):
             sizes = [None if c is None else c.X.shape[0] for c in self._clients] + \
                 [a.shape[0] for a in arrs]
             K = int(self.n_clusters)
-            submitted = time.monotonic()
-            futures = self._submit_fits(arrs, K, kw, gens, first=L0)
-            if futures is None:
-                fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
-                                                   stacklevel=3)
-                t_client = time.perf_counter() - t0
-                agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
-            else:
-                # as in fit: the new run's keys and key shares while the new
-                # clients fit on the executor
-                try:
+            with self._round_pool() as pool:
+                submitted = time.monotonic()
+                futures = self._submit_fits(arrs, K, kw, gens, first=L0)
+                if futures is None:
+                    fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
+                                                       stacklevel=3)
+                    t_client = time.perf_counter() - t0
                     agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
-                    agg.open_round(participants)
+                else:
+                    # as in fit: the new run's keys and key shares while the new
+                    # clients fit on the executor
+                    try:
+                        agg = self._make_aggregator(d, self.n_bins_per_dim_, sizes, participants)
+                        agg.open_round(participants, pool)
+                    except BaseException:
+                        for fut in futures:
+                            fut.cancel()
+                        raise
+                    fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
+                                                       stacklevel=3, submitted=submitted)
+                    t_client = time.perf_counter() - t0
+                clients = list(self._clients) + fresh
+                failed_set = set(failed)
+                try:
+                    for i in new_ids:
+                        agg.mark(i)
+                    bins, counts, nbytes, inc, t_agg, dropped = agg.round(
+                        clients, participants, silent=sorted(failed_set), prepare_next=False,
+                        first=True, executor=pool)
+                    old_gone = sorted(set(dropped) - set(new_ids))
+                    if old_gone:
+                        raise ProtocolError(
+                            f"clients {old_gone} dropped out of the joining round; nothing "
+                            "changed (retry)")
+                    t1 = time.perf_counter()
+                    server = self._server
+                    changed_model = server.update(bins, counts)   # atomic
+                    t_server = time.perf_counter() - t1
                 except BaseException:
-                    for fut in futures:
-                        fut.cancel()
+                    agg.invalidate(participants)
                     raise
-                fresh, failed = self._collect_fits(arrs, futures, K, kw, gens, first=L0,
-                                                   stacklevel=3, submitted=submitted)
-                t_client = time.perf_counter() - t0
-            clients = list(self._clients) + fresh
-            failed_set = set(failed)
-            try:
-                for i in new_ids:
-                    agg.mark(i)
-                bins, counts, nbytes, inc, t_agg, dropped = agg.round(
-                    clients, participants, silent=sorted(failed_set), prepare_next=False,
-                    first=True, executor=self._thread_pool())
-                old_gone = sorted(set(dropped) - set(new_ids))
-                if old_gone:
-                    raise ProtocolError(
-                        f"clients {old_gone} dropped out of the joining round; nothing "
-                        "changed (retry)")
-                t1 = time.perf_counter()
-                server = self._server
-                changed_model = server.update(bins, counts)   # atomic
-                t_server = time.perf_counter() - t1
-            except BaseException:
-                agg.invalidate(participants)
-                raise
             gone = set(dropped) | failed_set
             report = FederatedRemovalReport(
                 clients=tuple(new_ids), reseeded=False, position=None,

@@ -216,3 +216,70 @@ def test_client_timeout_counts_from_the_submission_of_the_fits(monkeypatch):
             pytest.warns(RuntimeWarning, match="client 2 dropped.*Timeout"):
         m = FederatedKMeans(4, random_state=3, executor=ex, client_timeout=1.0).fit(data)
     assert m.dropped_clients_ == (2,)
+
+
+@pytest.mark.parametrize("call", ["fit", "add_clients"])
+def test_a_thread_pool_computes_the_masks_beside_the_key_shares(monkeypatch, call):
+    """With a thread pool, every client's mask of the round is computed once,
+    before the round's inputs are asked for (beside the driver's delivery
+    of the key shares, overlapped with the fits), and the model is the
+    in-process one."""
+    from pyfkm.secagg import RoundTrip
+    data = _clients(4, L=8)
+    events = []
+    real_mask, real_inputs = ScmaClient.mask, RoundTrip.inputs
+
+    def mask(self, *a, **k):
+        events.append(("mask", self.client_id))
+        return real_mask(self, *a, **k)
+
+    def inputs(self, *a, **k):
+        events.append(("inputs", None))
+        return real_inputs(self, *a, **k)
+    ref = FederatedKMeans(4, random_state=9).fit(data[:5])
+    if call == "add_clients":
+        ref.add_clients(data[5:])
+    monkeypatch.setattr(ScmaClient, "mask", mask)
+    monkeypatch.setattr(RoundTrip, "inputs", inputs)
+    with CountingPool(2) as ex:
+        m = FederatedKMeans(4, random_state=9, executor=ex).fit(data[:5])
+        if call == "add_clients":
+            del events[:]
+            m.add_clients(data[5:])
+    n = 5 if call == "fit" else 8
+    assert events[-1] == ("inputs", None)
+    assert sorted(c for _, c in events[:-1]) == list(range(n))
+    assert_same_fit(ref, m, server=True)
+
+
+def test_a_process_pool_fit_runs_the_masks_on_threads_of_the_driver(monkeypatch):
+    """With a ``ProcessPoolExecutor`` (the roles cannot go to its workers),
+    the masks are computed on threads of this process (at most one per
+    available core, alive only during the fit), before the inputs are asked
+    for; the model is the in-process one."""
+    from pyfkm._validation import available_cores
+    from pyfkm.secagg import RoundTrip
+    data = _clients(5, L=8)
+    events = []
+    real_mask, real_inputs = ScmaClient.mask, RoundTrip.inputs
+
+    def mask(self, *a, **k):
+        events.append(("mask", threading.current_thread().name))
+        return real_mask(self, *a, **k)
+
+    def inputs(self, *a, **k):
+        events.append(("inputs", threading.current_thread().name))
+        return real_inputs(self, *a, **k)
+    ref = FederatedKMeans(4, random_state=2).fit(data)
+    monkeypatch.setattr(ScmaClient, "mask", mask)
+    monkeypatch.setattr(RoundTrip, "inputs", inputs)
+    with ProcessPoolExecutor(2) as ex:
+        m = FederatedKMeans(4, random_state=2, executor=ex).fit(data)
+    assert [e for e, _ in events] == ["mask"] * len(data) + ["inputs"]
+    names = {t for e, t in events if e == "mask"}
+    assert names - {threading.current_thread().name}          # some ran on the threads
+    pool_threads = names - {threading.current_thread().name}
+    assert all(t.startswith("pyfkm-round") for t in pool_threads)
+    assert len(pool_threads) <= available_cores()
+    assert not [t for t in threading.enumerate() if t.name.startswith("pyfkm-round")]
+    assert_same_fit(ref, m, server=True)

@@ -150,9 +150,22 @@ class RoundTrip:
     def _bar(self, desc: str) -> Any:
         return progress_bar(self.progress, len(self.parts), desc)
 
-    def share(self) -> RoundTrip:
+    def share(self, executor: Executor | None = None) -> RoundTrip:
         """Steps 1-2: open the round, collect the key shares and deliver the
         bundles (no data involved: can run ahead of time).
+
+        Parameters
+        ----------
+        executor : concurrent.futures.Executor, optional
+            A ``ThreadPoolExecutor`` (the roles stay in this process) on
+            which each client computes its mask of a full round
+            (:meth:`ScmaClient.precompute_mask`, a kernel that releases the
+            GIL) as soon as its shares arrived, in batches, while this
+            thread delivers the other clients' bundles (their key
+            exchanges hold the GIL).  A later full round's
+            :meth:`inputs` then only adds the encodings.  Every task has
+            ended when this returns; the masks are those :meth:`inputs`
+            would compute.
 
         Returns
         -------
@@ -187,15 +200,33 @@ class RoundTrip:
         # each client decrypts its neighbours' shares (a key exchange each)
         bar = progress_bar(self.progress, len(self.sharers),
                            f"round {rmsg.round}: share bundles")
-        for i in self.sharers:
-            b = srv.bundle(i).to_bytes()
-            self.bytes_down += len(b)
-            try:
-                roles[i].receive_shares(ShareBundle.from_bytes(b))
-            except ProtocolError as e:
-                self.failed[i] = e
-            bar.update()
-        bar.close()
+        masks = None if executor is None else _Batches(executor, _precompute_masks)
+        size = max(1, -(-len(self.sharers) // _ANSWER_TASKS))
+        ready: list[ScmaClient] = []
+        try:
+            for i in self.sharers:
+                b = srv.bundle(i).to_bytes()
+                self.bytes_down += len(b)
+                try:
+                    roles[i].receive_shares(ShareBundle.from_bytes(b))
+                except ProtocolError as e:
+                    self.failed[i] = e
+                else:
+                    ready.append(roles[i])
+                bar.update()
+                if masks is not None and len(ready) >= size:
+                    masks.submit(ready)
+                    ready = []
+        except BaseException:
+            if masks is not None:
+                masks.abandon()        # no task uses a role once this raises
+            raise
+        finally:
+            bar.close()
+        if masks is not None:
+            if ready:
+                masks.submit(ready)
+            masks.finish()             # raises once no task uses a role
         return self
 
     def inputs(self, delta_nonzeros: int = 0, executor: Executor | None = None) -> RoundTrip:
@@ -332,57 +363,103 @@ def _answer_batch(roles: Mapping[int, ScmaClient], ids: Sequence[int], msg: Inpu
     return out
 
 
+def _precompute_masks(batch: Sequence[ScmaClient]) -> None:
+    """Each client's mask of a full round of its open round."""
+    for c in batch:
+        c.precompute_mask(0)
+
+
+class _Batches:
+    """Batches of work on an executor, each run exactly once: by a worker, or
+    by the calling thread in :meth:`finish` when no worker has started it
+    (so the work completes even when every worker of the pool is busy with
+    other tasks, e.g. a client's fit that timed out and still runs).
+    :meth:`finish` returns (or raises) only once no task runs any more, so
+    no task still uses a role afterwards."""
+
+    def __init__(self, executor: Executor, fn: Callable[[Any], Any]) -> None:
+        self.executor, self.fn = executor, fn
+        self.lock = threading.Lock()
+        self.args: list[Any] = []
+        self.futures: list[Future[Any] | None] = []
+        self.owner: list[str] = []     # "" (unclaimed), "pool" or "caller"
+        self.error: BaseException | None = None
+
+    def _claim(self, k: int, who: str) -> bool:
+        with self.lock:
+            if self.owner[k]:
+                return False
+            self.owner[k] = who
+            return True
+
+    def _task(self, k: int) -> Any:
+        return self.fn(self.args[k]) if self._claim(k, "pool") else None
+
+    def submit(self, arg: Any) -> None:
+        """Queue one batch (after a failed submission, the calling thread
+        runs it in :meth:`finish`)."""
+        k = len(self.args)
+        self.args.append(arg)
+        self.owner.append("")
+        self.futures.append(None)
+        if self.error is None:
+            try:
+                self.futures[k] = self.executor.submit(self._task, k)
+            except BaseException as e:     # raised by finish, once no task runs
+                self.error = e
+
+    def abandon(self) -> None:
+        """Run no more batches: those no worker started never run; wait for
+        the others (their results and errors are dropped)."""
+        for k in range(len(self.args)):
+            self._claim(k, "caller")
+        wait([f for f, o in zip(self.futures, self.owner) if o == "pool" and f is not None])
+
+    def finish(self) -> list[Any]:
+        """The batches' results in order; the calling thread runs the
+        batches no worker started (from the last one back)."""
+        n = len(self.args)
+        mine: dict[int, Any] = {}
+        error = self.error
+        if error is None:
+            try:
+                for k in reversed(range(n)):
+                    if self._claim(k, "caller"):
+                        fut = self.futures[k]
+                        if fut is not None:
+                            fut.cancel()
+                        mine[k] = self.fn(self.args[k])
+            except BaseException as e:
+                error = e
+        for k in range(n):
+            self._claim(k, "caller")   # the batches no worker started never run
+        # every batch is claimed: wait for those the workers run (a task that
+        # no worker started is not waited for: it does nothing)
+        wait([f for f, o in zip(self.futures, self.owner) if o == "pool" and f is not None])
+        if error is not None:
+            raise error
+        return [mine[k] if k in mine else self.futures[k].result()  # type: ignore[union-attr]
+                for k in range(n)]
+
+
 def _answer_all(roles: Mapping[int, ScmaClient], ids: Sequence[int], msg: InputRequest,
                 executor: Executor, bar: Any) -> list[bytes | ProtocolError]:
     """The answers of clients ``ids`` in their order, computed in batches on
-    ``executor``; every task is waited for before anything is returned or
-    raised, so no task still uses a role afterwards.  The calling thread runs
-    the batches that no worker has started (from the last one back): the
-    step completes even when every worker of the pool is busy with other
-    tasks (e.g. a client's fit that timed out and still runs)."""
+    ``executor`` (:class:`_Batches`: every task is waited for before
+    anything is returned or raised, and the calling thread runs the batches
+    that no worker has started)."""
     n = max(1, min(len(ids), _ANSWER_TASKS))
     step, extra = divmod(len(ids), n)
     chunks, at = [], 0
+    batches = _Batches(executor, lambda c: _answer_batch(roles, c, msg))
     for k in range(n):
         size = step + (k < extra)
         chunks.append(list(ids[at:at + size]))
         at += size
-    lock = threading.Lock()
-    by_pool = [False] * n           # batches a worker started
-    claimed = [False] * n           # a batch runs once: in a worker or in this thread
-
-    def claim(k: int, pool: bool = False) -> bool:
-        with lock:
-            if claimed[k]:
-                return False
-            claimed[k], by_pool[k] = True, pool
-            return True
-
-    def task(k: int) -> list[bytes | ProtocolError]:
-        return _answer_batch(roles, chunks[k], msg) if claim(k, pool=True) else []
-
-    futures: list[Future[list[bytes | ProtocolError]]] = []
-    mine: dict[int, list[bytes | ProtocolError]] = {}
-    error: BaseException | None = None
-    try:
-        for k in range(n):
-            futures.append(executor.submit(task, k))
-        for k in reversed(range(n)):
-            if claim(k):
-                futures[k].cancel()
-                mine[k] = _answer_batch(roles, chunks[k], msg)
-    except BaseException as e:      # raised once no task can use a role any more
-        error = e
-    for k in range(n):
-        claim(k)                    # the batches no worker started never run
-    # every batch is claimed: wait for those the workers run (a task that a
-    # worker has not started is not waited for: it does nothing)
-    wait([f for f, p in zip(futures, by_pool) if p])
-    if error is not None:
-        raise error
+        batches.submit(chunks[-1])
     out: list[bytes | ProtocolError] = []
-    for k, c in enumerate(chunks):
-        out.extend(mine[k] if k in mine else futures[k].result())  # a task's error raises here
+    for c, res in zip(chunks, batches.finish()):
+        out.extend(res)                # a task's error raised in finish
         bar.update(len(c))
     return out
 

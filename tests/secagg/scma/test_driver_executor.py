@@ -119,3 +119,139 @@ def test_inputs_complete_while_every_worker_is_busy():
     assert elapsed < 20, elapsed            # the busy task waits 30 s
     assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
     assert res.dropped == () and trip.failed == {}
+
+
+# -- steps 1-2 on an executor: each client's full-round mask as its shares arrive
+
+def _counting_masks(monkeypatch):
+    """Record ``(client, thread)`` of every mask a client computes."""
+    calls = []
+    real = ScmaClient.mask
+
+    def mask(self, round_, n_words=None):
+        calls.append((self.client_id, threading.get_ident()))
+        return real(self, round_, n_words)
+    monkeypatch.setattr(ScmaClient, "mask", mask)
+    return calls
+
+
+@pytest.mark.parametrize("n, workers, neighbors", [(2, 1, 0), (13, 2, 4), (40, 3, 6)])
+def test_share_on_a_pool_computes_every_full_mask_there(monkeypatch, n, workers, neighbors):
+    """``share(executor)`` computes each sharer's full-round mask on the pool
+    while the bundles are still delivered; a full round's inputs then
+    compute no mask, and the sum is the plain one."""
+    calls = _counting_masks(monkeypatch)
+    server, roles, data = _federation(n, seed=20 + n, neighbors=neighbors)
+    with CountingPool(workers) as ex:
+        trip = RoundTrip(server, roles).share(executor=ex)
+        assert sorted(c for c, _ in calls) == list(range(n))    # once each
+        assert ex.tasks >= 1
+        del calls[:]
+        res = trip.inputs(executor=ex).finish()
+    assert calls == []
+    assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
+    assert res.dropped == () and trip.failed == {}
+
+
+def test_share_on_a_pool_runs_the_masks_on_its_workers(monkeypatch):
+    """The pool's workers compute masks (not only the calling thread)."""
+    calls = _counting_masks(monkeypatch)
+    server, roles, data = _federation(24, seed=4, neighbors=4)
+    with CountingPool(2) as ex:
+        res = RoundTrip(server, roles).share(executor=ex).inputs().finish()
+    assert {t for _, t in calls} & ex.threads
+    assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
+
+
+def test_share_on_a_pool_skips_a_client_whose_shares_fail(monkeypatch):
+    """Client 3's bundle fails (ProtocolError): it gets no mask, it is in
+    ``failed`` and the round completes over the others, as serially."""
+    calls = _counting_masks(monkeypatch)
+    real = ScmaClient.receive_shares
+
+    def receive_shares(self, bundle):
+        if self.client_id == 3:
+            raise ProtocolError("client 3 lost its bundle")
+        return real(self, bundle)
+    monkeypatch.setattr(ScmaClient, "receive_shares", receive_shares)
+    server, roles, data = _federation(9, seed=8)
+    with ThreadPoolExecutor(2) as ex:
+        trip = RoundTrip(server, roles).share(executor=ex)
+        assert sorted(c for c, _ in calls) == [0, 1, 2, 4, 5, 6, 7, 8]
+        res = trip.inputs().finish()
+    assert set(trip.failed) == {3} and res.dropped == (3,)
+    assert_aggregate(res.bins, res.counts, plain_sum([c for i, c in enumerate(data) if i != 3],
+                                                     3), 3)
+
+
+def test_an_error_in_a_mask_task_raises_from_share_after_every_task_ended(monkeypatch):
+    real = ScmaClient.precompute_mask
+    running = []
+    release = threading.Event()
+
+    def precompute_mask(self, delta_nonzeros=0):
+        if self.client_id == 0:
+            raise RuntimeError("bug in client 0")
+        if self.client_id == 1:
+            release.wait(0.2)         # still busy when client 0's task fails
+            running.append("end")
+        return real(self, delta_nonzeros)
+    monkeypatch.setattr(ScmaClient, "precompute_mask", precompute_mask)
+    server, roles, _ = _federation(12, seed=9)
+    with ThreadPoolExecutor(2) as ex:
+        with pytest.raises(RuntimeError, match="bug in client 0"):
+            RoundTrip(server, roles).share(executor=ex)
+        assert running == ["end"]
+
+
+def test_share_completes_while_every_worker_is_busy(monkeypatch):
+    """The pool's only worker is blocked: the calling thread computes the
+    masks itself and the step does not wait for the worker."""
+    calls = _counting_masks(monkeypatch)
+    server, roles, data = _federation(6, seed=12)
+    release = threading.Event()
+    with ThreadPoolExecutor(1) as ex:
+        busy = ex.submit(release.wait, 30)
+        try:
+            trip = RoundTrip(server, roles).share(executor=ex)
+        finally:
+            release.set()
+        busy.result()
+    # had the step waited for the worker, the worker would have computed
+    # the masks once released (after 30 s)
+    assert {t for _, t in calls} == {threading.get_ident()}
+    res = trip.inputs().finish()
+    assert_aggregate(res.bins, res.counts, plain_sum(data, 3), 3)
+
+
+def test_share_on_a_pool_that_fails_midway_raises_its_error_after_every_task_ended(
+        monkeypatch):
+    """The server cannot build client 6's bundle (an unexpected error): share
+    raises that error, not the error of client 0's mask task, and only once
+    the mask tasks already started have ended (no task uses a role
+    afterwards)."""
+    from pyfkm.secagg import ScmaServer
+    real_bundle, real_pre = ScmaServer.bundle, ScmaClient.precompute_mask
+    ended = []
+
+    def bundle(self, i):
+        if i == 6:
+            raise RuntimeError("server bug at client 6")
+        return real_bundle(self, i)
+
+    def precompute_mask(self, delta_nonzeros=0):
+        if self.client_id == 0:
+            raise RuntimeError("bug in client 0's mask")
+        threading.Event().wait(0.05)
+        real_pre(self, delta_nonzeros)
+        ended.append(self.client_id)
+    monkeypatch.setattr(ScmaServer, "bundle", bundle)
+    monkeypatch.setattr(ScmaClient, "precompute_mask", precompute_mask)
+    server, roles, _ = _federation(10, seed=13)
+    with CountingPool(2) as ex:
+        with pytest.raises(RuntimeError, match="server bug at client 6"):
+            RoundTrip(server, roles).share(executor=ex)
+        done = list(ended)
+        ex.shutdown(wait=True)
+    assert ended == done                     # nothing ran after share raised
+    assert set(done) <= {1, 2, 3, 4, 5}      # only clients whose shares arrived
