@@ -35,6 +35,11 @@
 #ifndef FKM_PRUNE_SPARSE
 #define FKM_PRUNE_SPARSE 8
 #endif
+/* Most passes in a row run without the bound after passes where it left
+ * no block sparse (see seeding_body). */
+#ifndef FKM_PRUNE_MAX_SKIP
+#define FKM_PRUNE_MAX_SKIP 4
+#endif
 /* Rows prefetched ahead of the pruned (scattered) distance loop. */
 #ifndef FKM_PREFETCH_AHEAD
 #define FKM_PREFETCH_AHEAD 8

@@ -70,13 +70,15 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_point)(
 }
 
 /* Update mind/labels of block [lo, hi) for center number `pos` (row xc);
- * returns whether any point moved.  labels may be NULL only without prune.  Always inlined so that callers passing a
- * constant d get a fully unrolled distance. */
+ * returns whether any point moved.  labels may be NULL only without prune.
+ * With prune, *sparse is set when the bound left few enough points that only
+ * theirs were computed.  Always inlined so that callers passing a constant d
+ * get a fully unrolled distance. */
 static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
     double *restrict mind, int32_t *restrict labels, const FKM_REAL *X,
     const uint8_t *removed, fkm_index_t lo, fkm_index_t hi, fkm_index_t d,
     fkm_index_t pos, const FKM_REAL *restrict xc, const double *restrict dcc,
-    int prune)
+    int prune, int *restrict sparse)
 {
     (void)removed; /* removed points hold mind = 0 and can never change */
     const int32_t p32 = (int32_t)pos;
@@ -101,6 +103,7 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_block)(
                                                   xc);
             return changed;
         }
+        *sparse = 1;
         /* The rows left are scattered: the hardware prefetcher does not
          * see them coming, so ask for the row FKM_PREFETCH_AHEAD ahead. */
         const size_t row_bytes = (size_t)d * sizeof(FKM_REAL);
@@ -261,16 +264,19 @@ static inline __attribute__((always_inline)) int FKM_NAME(update_packed)(
  * cheap there, mispredicted branches are not); higher-dimensional data skip
  * the points the triangle inequality rules out (||c - c_l||^2 >= 4 D_i^2
  * implies d(x, c) >= D_i, c_l the point's nearest center), with a margin so
- * rounding can never change a result. */
-FKM_HOT static void FKM_NAME(update_pass)(
+ * rounding can never change a result, when `prune` (d >= FKM_PRUNE_MIN_D
+ * only) asks for the bound.  Returns whether some block was sparse enough
+ * for the bound to pay (with prune; else 0). */
+FKM_HOT static int FKM_NAME(update_pass)(
     double *restrict mind, int32_t *restrict labels, double *restrict bsum,
     const FKM_REAL *X, const double *P, const double *w,
     const uint8_t *removed, fkm_index_t n, fkm_index_t d, fkm_index_t pos,
-    fkm_index_t c, const double *dcc, int first)
+    fkm_index_t c, const double *dcc, int first, int prune)
 {
     const fkm_index_t n4 = d <= FKM_PACK_MAX_D ? n - n % 4 : 0;
     const FKM_REAL *xc = X + c * d;
-    const int prune = pos > 0 && d >= FKM_PRUNE_MIN_D;
+    int sparse = 0;
+    FKM_ASSERT(!prune || (pos > 0 && d >= FKM_PRUNE_MIN_D && labels));
     fkm_index_t nb = (n + FKM_SEED_BLOCK - 1) / FKM_SEED_BLOCK;
     for (fkm_index_t b = 0; b < nb; ++b) {
         fkm_index_t lo = b * FKM_SEED_BLOCK;
@@ -301,7 +307,7 @@ FKM_HOT static void FKM_NAME(update_pass)(
         }
 #define FKM_CASE(D)                                                           \
     changed |= FKM_NAME(update_block)(mind, labels, X, removed, mid, hi, D,   \
-                                      pos, xc, dcc, prune)
+                                      pos, xc, dcc, prune, &sparse)
         if (mid < hi) FKM_WITH_CONST_D(d, FKM_CASE)
 #undef FKM_CASE
         /* On the first pass every mind was just reset to HUGE_VAL, so a
@@ -311,6 +317,7 @@ FKM_HOT static void FKM_NAME(update_pass)(
         if (changed || first)
             bsum[b] = seeding_block_mass(mind, w, lo, hi);
     }
+    return sparse;
 }
 
 /* Restore the state after the first n_prefix centers from the state of a
@@ -388,6 +395,12 @@ static int FKM_NAME(seeding_body)(fkm_rng_t *rng, fkm_index_t *centers,
         }
     }
     fkm_index_t first_pass = 0;
+    /* The bound costs a check per point every pass but pays only in blocks
+     * it leaves sparse: after a pass where it paid nowhere, the next
+     * `skip` passes compute every distance without it (1, 2, 4, ... up to
+     * FKM_PRUNE_MAX_SKIP after each further such pass; reset when it pays).
+     * Which distances are computed never changes a result. */
+    fkm_index_t skip = 0, backoff = 0;
     if (warm && n_prefix > 0) {
         FKM_NAME(restore_prefix)(mind, labels, X, removed, n, d, centers,
                                  n_prefix);
@@ -429,11 +442,25 @@ passes:
             if (status != FKM_OK)
                 goto done;
         }
+        int prune = 0;
+        if (pos > 0 && d >= FKM_PRUNE_MIN_D) {
+            prune = skip == 0;
+            skip -= !prune;
+        }
         const FKM_REAL *xc = X + centers[pos] * d;
-        for (fkm_index_t a = 0; a < pos; ++a)
+        for (fkm_index_t a = 0; prune && a < pos; ++a)
             dcc[a] = FKM_NAME(dist2)(X + centers[a] * d, xc, d);
-        FKM_NAME(update_pass)(mind, labels, bsum, X, P, w, removed, n, d, pos,
-                              centers[pos], dcc, pos == first_pass);
+        int paid = FKM_NAME(update_pass)(mind, labels, bsum, X, P, w, removed,
+                                         n, d, pos, centers[pos], dcc,
+                                         pos == first_pass, prune);
+        if (prune) {
+            backoff = paid ? 0
+                           : (backoff == 0 ? 1
+                              : backoff * 2 < FKM_PRUNE_MAX_SKIP
+                                  ? backoff * 2
+                                  : FKM_PRUNE_MAX_SKIP);
+            skip = backoff;
+        }
     }
     {
         /* Squared distances that overflowed make the final state unusable
