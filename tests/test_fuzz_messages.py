@@ -3,8 +3,9 @@
 Every message type of pyfkm.secagg -- the masking protocol's KeyMessage,
 RoundMessage, ShareMessage, ShareBundle, InputRequest, UnmaskRequest and
 UnmaskMessage, SCMA's RosterMessage and SyndromeMessage, MSA's
-MsaRosterMessage, GroupKeyMessage, MaskedVectorMessage and AggregateMessage
--- is taken from a real run (every key from the OS), its bytes are mutated
+MsaRosterMessage, GroupKeyMessage, MaskedVectorMessage, AggregateMessage and
+the key batch's KeyBatchMessage and KeyBatchBundle (issue 22) -- is taken
+from a real run (every key from the OS), its bytes are mutated
 with Hypothesis (flipped and overwritten bytes and words, truncation,
 appended and spliced bytes, header fields, body fields and length fields set
 to edge values or to another honest message's bytes), and
@@ -16,8 +17,11 @@ to edge values or to another honest message's bytes), and
    back) and passes the checks of the message's constructor;
 2. in a live run, a mutated message that parses *replaces* the honest one
    and goes to the role that receives it (server: key, share, masked
-   syndrome / vector, unmask, group-key relay; clients: roster, round,
-   share bundle, input request, unmask request, group key, aggregate):
+   syndrome / vector, unmask, group-key relay, key batch; clients: roster,
+   round, share bundle, key batch bundle, input request, unmask request,
+   group key, aggregate).  MSA runs twice: round by round, and with the
+   keys of both rounds shared in one key batch (``MsaBatchRun``), each
+   with a client dropping out of round 2:
 
    * when the role rejects it (a PyfkmError), the honest message follows
      and the run must end with the right aggregate (the rejected message
@@ -36,10 +40,11 @@ to edge values or to another honest message's bytes), and
 Expected aggregates are plain sums (``collections.Counter`` for SCMA,
 Python floats of dyadic values for MSA), nothing computed by pyfkm.secagg.
 The wire layout the mutations aim at comes from the format documented in
-pyfkm/secagg/_messages.py and _msa.py.  Keys and run ids come from the OS
-(no seed reaches them), so the message bytes differ from run to run; the
-mutations are drawn against the bytes of the live run, and Hypothesis is
-derandomized (the same mutations every time).
+pyfkm/secagg/_messages.py and msa/_messages.py (checked against the honest
+bytes by test_body_fields_tile_every_honest_message).  Keys and run ids
+come from the OS (no seed reaches them), so the message bytes differ from
+run to run; the mutations are drawn against the bytes of the live run, and
+Hypothesis is derandomized (the same mutations every time).
 
 The regression tests at the end are the bugs this fuzzer found, each with
 explicit bytes.
@@ -63,6 +68,8 @@ from pyfkm.secagg import (
     AggregateMessage,
     GroupKeyMessage,
     InputRequest,
+    KeyBatchBundle,
+    KeyBatchMessage,
     KeyMessage,
     MaskedVectorMessage,
     MsaClient,
@@ -86,10 +93,19 @@ P31 = 2**31 - 1
 SERVER = 0xFFFFFFFF
 TAG = 16                                    # bytes of a client message's tag
 SHARE_CT = 16 + 2 * 33 + 16                 # (owner, holder, round) + 2 shares + AEAD tag
+
+
+def batch_ct(count):
+    """Bytes of one holder's ciphertext in a key batch of ``count`` rounds:
+    (owner, holder, first round, rounds), 2 shares per round, AEAD tag."""
+    return 20 + 2 * 33 * count + 16
+
+
 COMMON_CLASSES = (KeyMessage, RoundMessage, ShareMessage, ShareBundle, InputRequest,
                   UnmaskRequest, UnmaskMessage)
 SCMA_CLASSES = (RosterMessage, SyndromeMessage)
-MSA_CLASSES = (MsaRosterMessage, GroupKeyMessage, MaskedVectorMessage, AggregateMessage)
+MSA_CLASSES = (MsaRosterMessage, GroupKeyMessage, MaskedVectorMessage, AggregateMessage,
+               KeyBatchMessage, KeyBatchBundle)
 CLASSES = COMMON_CLASSES + SCMA_CLASSES + MSA_CLASSES
 
 
@@ -118,6 +134,10 @@ def _entries(off, n):
 
 def _ids(name, off, n):
     return [(f"{name}{t}", off + 4 * t, 4) for t in range(n)]
+
+
+def _keys(name, off, n, first=0):
+    return [(f"{name}{first + t}", off + 32 * t, 32) for t in range(n)]
 
 
 def _words(off, n):
@@ -174,6 +194,25 @@ def body_fields(cls, data):
             o = 48 + 38 * t
             out += [(f"owner{t}", o, 4), (f"kind{t}", o + 4, 1), (f"share{t}", o + 5, 33)]
         return out + [("tag", end - TAG, TAG)]
+    if cls is KeyBatchMessage:
+        c = _u32(data, 44)
+        o = 48 + 64 * c
+        out = [("count", 44, 4)] + _keys("round_key", 48, c) \
+            + _keys("commitment", 48 + 32 * c, c) + [("holder_count", o, 4)]
+        for t in range(_u32(data, o)):
+            p = o + 4 + t * (4 + batch_ct(c))
+            out += [(f"holder{t}", p, 4), (f"ciphertext{t}", p + 4, batch_ct(c))]
+        return out + [("tag", end - TAG, TAG)]
+    if cls is KeyBatchBundle:
+        c, n = _u32(data, 44), _u32(data, 52)
+        o = 56 + 4 * n
+        out = [("count", 44, 4), ("recipient", 48, 4), ("sharer_count", 52, 4)] \
+            + _ids("sharer", 56, n) + [("owner_count", o, 4)]
+        for t in range(_u32(data, o)):
+            p = o + 4 + t * (4 + 32 * c + batch_ct(c))
+            out += [(f"owner{t}", p, 4)] + _keys("round_key", p + 4, c, t * c) \
+                + [(f"ciphertext{t}", p + 4 + 32 * c, batch_ct(c))]
+        return out
     if cls is AggregateMessage:
         n = _u32(data, 44)
         o = 48 + 4 * n
@@ -351,11 +390,11 @@ class MsaRun:
         self.clients = [MsaClient(i) for i in range(len(MSA_X[1]))]
         self.outputs = {}
 
-    def _round(self, r):
+    def _open(self, pre):
+        """Steps 1-2 of a round: the round broadcast, each client's shares
+        of its round keys, each client's bundle."""
         server, clients = self.server, self.clients
-        pre = f"r{r}-"
-        live = [c for c in clients if r == 1 or c.client_id != MSA_SILENT]
-        out, masked, um = {}, {}, {}
+        out = {}
         rnd = server.start_round().to_bytes()
         for i, c in enumerate(clients):
             yield Step(pre + "round", i, RoundMessage, rnd, _keep(out, i, c.share_keys))
@@ -364,6 +403,17 @@ class MsaRun:
         for i, c in enumerate(clients):
             yield Step(pre + "bundle", i, ShareBundle, server.bundle(i).to_bytes(),
                        c.receive_shares)
+
+    def _key_batch(self):
+        """The key batch's flight (none in this run)."""
+        return ()
+
+    def _round(self, r):
+        server, clients = self.server, self.clients
+        pre = f"r{r}-"
+        live = [c for c in clients if r == 1 or c.client_id != MSA_SILENT]
+        masked, um = {}, {}
+        yield from self._open(pre)
         req = server.request_inputs().to_bytes()
         for c in live:
             i = c.client_id
@@ -397,6 +447,7 @@ class MsaRun:
         for i, c in enumerate(clients[1:], 1):
             yield Step("group-key", i, GroupKeyMessage, server.group_key_for(i).to_bytes(),
                        c.receive_group_key)
+        yield from self._key_batch()
         yield from self._round(1)
         yield from self._round(2)
 
@@ -414,8 +465,42 @@ class MsaRun:
         assert self.outputs == want
 
 
+BATCH_ROUNDS = 2        # the rounds of MsaBatchRun's key batch: both are played
+
+
+class MsaBatchRun(MsaRun):
+    """The MSA run with the keys of both rounds shared in one key batch
+    (issue 22): after the group keys, the batch broadcast (a RoundMessage),
+    each client's KeyBatchMessage to the server and each client's
+    KeyBatchBundle; then each round opens from its RoundMessage alone
+    (``enter_round``: no shares, no bundle), and client 3 drops out of
+    round 2 after entering it (its round-2 key is recovered from the shares
+    it sent in the batch)."""
+
+    def _key_batch(self):
+        server, clients = self.server, self.clients
+        out = {}
+        rnd = server.start_key_batch(BATCH_ROUNDS).to_bytes()
+        for i, c in enumerate(clients):
+            yield Step("batch-round", i, RoundMessage, rnd,
+                       _keep(out, i, lambda m, c=c: c.share_key_batch(m, BATCH_ROUNDS)))
+        for i in range(len(clients)):
+            yield Step("batch-shares", i, KeyBatchMessage, out[i], server.receive_key_batch)
+        for i, c in enumerate(clients):
+            yield Step("batch-bundle", i, KeyBatchBundle,
+                       server.key_batch_bundle(i).to_bytes(), c.receive_key_batch)
+
+    def _open(self, pre):
+        rnd = self.server.start_round().to_bytes()
+        for i, c in enumerate(self.clients):
+            yield Step(pre + "round", i, RoundMessage, rnd, c.enter_round)
+
+
+RUNS = {"msa": MsaRun, "msa-batch": MsaBatchRun}
+
+
 def make_run(protocol):
-    return MsaRun() if protocol == "msa" else ScmaRun(protocol)
+    return RUNS[protocol]() if protocol in RUNS else ScmaRun(protocol)
 
 
 def _parse(step):
@@ -492,7 +577,7 @@ def honest_steps(protocol):
     return out
 
 
-PROTOCOLS = tuple(SCMA_CONFIGS) + ("msa",)
+PROTOCOLS = tuple(SCMA_CONFIGS) + tuple(RUNS)
 
 
 @functools.cache
@@ -648,6 +733,27 @@ def test_honest_messages_parse_within_the_memory_bound(traced):
     kinds_sent = {k for cls, data in pool() if cls is UnmaskMessage
                   for k in UnmaskMessage.from_bytes(data).kinds}
     assert kinds_sent == {0, 1}
+    # ... and so does each MSA run, the key batch's included (in round 2 the
+    # survivors reveal their shares of client 3's batched round key)
+    for protocol in RUNS:
+        kinds_sent = {k for (stage, _), (cls, data) in honest_steps(protocol).items()
+                      if stage == "r2-unmask" for k in UnmaskMessage.from_bytes(data).kinds}
+        assert kinds_sent == {0, 1}, protocol
+    assert {cls for cls, _ in honest_steps("msa-batch").values()} >= {KeyBatchMessage,
+                                                                      KeyBatchBundle}
+    assert not {ShareMessage, ShareBundle} & {cls for cls, _ in
+                                              honest_steps("msa-batch").values()}
+
+
+def test_body_fields_tile_every_honest_message():
+    # the layout the mutations aim at, checked against the honest bytes:
+    # the header, then the body fields one after another to the last byte
+    for cls, data in pool():
+        pos = 0
+        for name, off, w in HEADER_FIELDS + body_fields(cls, data):
+            assert off == pos, (cls.__name__, name)
+            pos += w
+        assert pos == len(data), cls.__name__
 
 
 @st.composite
@@ -697,12 +803,12 @@ def _fuzz_role(data, protocol, target):
 
 
 @pytest.mark.slow
-@fuzz_settings(400)
+@fuzz_settings(600)
 @given(st.data())
 def test_fuzz_roles_take_mutated_messages(data):
-    # SCMA (one of its configurations) and MSA equally often; every stage
-    # but the aggregate broadcast (the next test)
-    protocol = data.draw(st.sampled_from(["msa", "scma"]))
+    # SCMA (one of its configurations), MSA and MSA with a key batch equally
+    # often; every stage but the aggregate broadcast (the next tests)
+    protocol = data.draw(st.sampled_from(["msa", "msa-batch", "scma"]))
     if protocol == "scma":
         protocol = data.draw(st.sampled_from(tuple(SCMA_CONFIGS)))
     _fuzz_role(data, protocol, data.draw(st.sampled_from(_stages(protocol, False))))
@@ -714,7 +820,23 @@ def test_fuzz_clients_take_mutated_aggregates(data):
     # an aggregate whose run, round or survivors differ from the round the
     # client answered must be refused; changed words decode to another sum
     # (the clients cannot check the server's sum)
-    _fuzz_role(data, "msa", data.draw(st.sampled_from(_stages("msa", True))))
+    protocol = data.draw(st.sampled_from(tuple(RUNS)))
+    _fuzz_role(data, protocol, data.draw(st.sampled_from(_stages(protocol, True))))
+
+
+BATCH_STAGES = ("batch-round", "batch-shares", "batch-bundle", "r1-round", "r2-round")
+
+
+@fuzz_settings(300)
+@given(st.data())
+def test_fuzz_roles_take_mutated_key_batch_messages(data):
+    # the steps a key batch adds or changes: the batch broadcast (each
+    # client shares its keys of both rounds), the clients' KeyBatchMessage
+    # (server), the KeyBatchBundle (each client), and the round broadcasts
+    # that open the batch's rounds without shares (enter_round)
+    stage = data.draw(st.sampled_from(BATCH_STAGES))
+    steps = [s for s in honest_steps("msa-batch") if s[0] == stage]
+    _fuzz_role(data, "msa-batch", data.draw(st.sampled_from(steps)))
 
 
 # ---------------------------------------------------------------------------
@@ -801,6 +923,34 @@ REJECTED = [
     ("msa", "r2-unmask", 1, "share3", None),                 # altered share: tag fails
     ("msa", "r1-aggregate", 1, "run_id", OTHER_RUN),
     ("msa", "r2-aggregate", 2, "survivor2", 7),              # a survivor outside the roster
+    # key batches
+    ("msa-batch", "batch-round", 1, "participant3", 5),      # not the roster
+    ("msa-batch", "batch-round", 2, "run_id", OTHER_RUN),
+    ("msa-batch", "batch-round", 0, "round", (1 << 32) - 1),  # the batch's last round >= 2**32
+    ("msa-batch", "batch-shares", 1, "sender", 9),           # not in the roster
+    ("msa-batch", "batch-shares", 2, "round", 2),            # not the batch's first round
+    ("msa-batch", "batch-shares", 0, "run_id", OTHER_RUN),
+    ("msa-batch", "batch-shares", 3, "round_key1", None),    # altered round key: tag fails
+    ("msa-batch", "batch-shares", 1, "commitment0", None),   # altered commitment: tag fails
+    ("msa-batch", "batch-shares", 2, "holder2", 7),          # re-addressed share: tag fails
+    ("msa-batch", "batch-shares", 1, "ciphertext2", None),   # altered share: tag fails
+    ("msa-batch", "batch-shares", 0, "tag", None),           # altered tag
+    ("msa-batch", "batch-bundle", 0, "recipient", 1),        # another client's bundle
+    ("msa-batch", "batch-bundle", 1, "round", 2),            # not the client's batch
+    ("msa-batch", "batch-bundle", 2, "run_id", OTHER_RUN),
+    ("msa-batch", "batch-bundle", 1, "sharer3", 5),          # a sharer outside the roster
+    ("msa-batch", "batch-bundle", 3, "owner2", 7),           # an owner outside the sharers
+    ("msa-batch", "batch-bundle", 2, "round_key3", None),    # altered round-2 key: AEAD fails
+    ("msa-batch", "batch-bundle", 1, "round_key0", ZERO_KEY),  # low-order key: AEAD fails
+    ("msa-batch", "batch-bundle", 0, "ciphertext1", None),   # altered shares: AEAD fails
+    ("msa-batch", "r1-round", 2, "participant3", 5),         # not a sharer of the batch
+    ("msa-batch", "r1-round", 0, "round", 3),                # outside the batch
+    ("msa-batch", "r1-round", 1, "run_id", OTHER_RUN),
+    ("msa-batch", "r2-round", 1, "round", 1),                # opened already
+    ("msa-batch", "r2-round", 0, "participant3", 4),         # not a sharer of the batch
+    ("msa-batch", "r2-masked", 2, "word1", None),            # altered word: tag fails
+    ("msa-batch", "r2-unmask", 0, "share3", None),           # altered share: tag fails
+    ("msa-batch", "r2-aggregate", 1, "survivor2", 7),        # a survivor outside the roster
 ]
 
 
@@ -832,6 +982,10 @@ ACCEPTED_THEN_REFUSED = [
     ("msa", "roster", 1, "scale_bits", 20),        # another fixed-point scale
     ("index", "roster", 1, "hash_seed", bytes(32)),
     ("msa", "r2-unmask-request", 0, "survivor2", 3),   # a survivor set the server did not close
+    # a batch for rounds 2-3: its KeyBatchMessage is of another batch
+    ("msa-batch", "batch-round", 1, "round", 2),
+    # round 2 entered in place of round 1: round 1's input request is refused
+    ("msa-batch", "r1-round", 1, "round", 2),
 ]
 
 
@@ -840,6 +994,65 @@ ACCEPTED_THEN_REFUSED = [
 def test_unverifiable_mutation_makes_the_run_fail(protocol, stage, index, name, value):
     assert play(protocol, (stage, index),
                 lambda cls, honest: set_field(cls, honest, name, value)) == "refused later"
+
+
+# key batch messages changed in their structure (fields dropped, the
+# lengths adjusted: the byte mutations rarely reach these), re-encoded from
+# the parsed honest message; the role rejects them, or accepts them and a
+# later step refuses the run, never a wrong sum
+
+def _drop_owner(t):
+    """A bundle without the item of its owner ``t`` (the sharers kept)."""
+    def change(m):
+        keep = [j for j in range(len(m.owners)) if m.owners[j] != t]
+        return {"owners": tuple(m.owners[j] for j in keep),
+                "round_keys": tuple(m.round_keys[j] for j in keep),
+                "ciphertexts": tuple(m.ciphertexts[j] for j in keep)}
+    return change
+
+
+def _drop_sharer(t):
+    """A bundle without client ``t``: neither among the sharers nor an owner."""
+    def change(m):
+        return dict(_drop_owner(t)(m), sharers=tuple(i for i in m.sharers if i != t))
+    return change
+
+
+def _participants(ids):
+    return lambda m: {"participants": ids}
+
+
+def _swap_round_keys(m):
+    return {"round_keys": (m.round_keys[1], m.round_keys[0]) + m.round_keys[2:]}
+
+
+def replaced(change):
+    def mutate(cls, honest):
+        msg = cls.from_bytes(honest)
+        return dataclasses.replace(msg, **change(msg)).to_bytes()
+    return mutate
+
+
+KEY_BATCH_STRUCTURE = [
+    # (name, stage, index, change, outcome)
+    ("owner-missing", "batch-bundle", 1, _drop_owner(3), "rejected"),  # a sharer's shares
+    ("keys-swapped", "batch-bundle", 2, _swap_round_keys, "rejected"),  # AEAD fails
+    # client 3 not a sharer for client 0: round 1 then has a non-sharer
+    ("sharer-dropped", "batch-bundle", 0, _drop_sharer(3), "refused later"),
+    # client 2 shares its batch without client 3: not to each participant
+    ("batch-without-3", "batch-round", 2, _participants((0, 1, 2)), "refused later"),
+    # the masked input's tag binds the round's participants
+    ("r1-without-3", "r1-round", 0, _participants((0, 1, 2)), "refused later"),
+    ("r2-without-3", "r2-round", 1, _participants((0, 1, 2)), "refused later"),
+    # the client that drops out of round 2 sends nothing the change could alter
+    ("r2-silent-without-2", "r2-round", MSA_SILENT, _participants((0, 1, 3)), "accepted"),
+]
+
+
+@pytest.mark.parametrize("stage, index, change, outcome", [c[1:] for c in KEY_BATCH_STRUCTURE],
+                         ids=[c[0] for c in KEY_BATCH_STRUCTURE])
+def test_key_batch_messages_changed_in_structure(stage, index, change, outcome):
+    assert play("msa-batch", (stage, index), replaced(change)) == outcome
 
 
 # an aggregate of another round, or of other survivors, than the one the
@@ -922,9 +1135,19 @@ HUGE = 2**32 - 1
     (header(8, round_=1) + struct.pack("<I", HUGE) + bytes(8), UnmaskRequest),
     (header(9, round_=1, sender=0) + struct.pack("<I", HUGE) + bytes(38 + TAG),
      UnmaskMessage),
+    (header(15, round_=1, sender=0) + struct.pack("<I", 1024) + bytes(64 + 4 + TAG),
+     KeyBatchMessage),
+    (header(15, round_=1, sender=0) + struct.pack("<I", 1) + bytes(64)
+     + struct.pack("<I", HUGE) + bytes(4 + batch_ct(1) + TAG), KeyBatchMessage),
+    (header(16, round_=1) + struct.pack("<III", 1, 0, HUGE) + bytes(8), KeyBatchBundle),
+    (header(16, round_=1) + struct.pack("<IIII", 1, 0, 1, 0) + struct.pack("<I", HUGE)
+     + bytes(4 + 32 + batch_ct(1)), KeyBatchBundle),
+    (header(16, round_=1) + struct.pack("<IIII", 1024, 0, 1, 0) + struct.pack("<I", 1)
+     + bytes(4 + 32 + batch_ct(1)), KeyBatchBundle),
 ], ids=["round", "syndrome", "syndrome-2**31", "roster", "msa-roster", "masked",
         "aggregate", "aggregate-short", "aggregate-words", "shares", "bundle-sharers",
-        "bundle-items", "unmask-request", "unmask"])
+        "bundle-items", "unmask-request", "unmask", "key-batch-rounds", "key-batch-holders",
+        "key-batch-bundle-sharers", "key-batch-bundle-owners", "key-batch-bundle-rounds"])
 def test_declared_length_beyond_the_bytes_is_rejected_before_allocating(data, cls, traced):
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
@@ -944,6 +1167,60 @@ def test_from_bytes_takes_bytearray_and_memoryview():
     for cls, data in pool():
         assert cls.from_bytes(bytearray(data)).to_bytes() == data
         assert cls.from_bytes(memoryview(data)).to_bytes() == data
+
+
+def key_batch_bytes(count, n_keys=None, holders=(), sender=0):
+    """KeyBatchMessage bytes (type 15): count, round keys, commitments,
+    holder count, (id u32, ciphertext) per holder, tag."""
+    n = count if n_keys is None else n_keys
+    body = struct.pack("<I", count) + bytes(64 * n) + struct.pack("<I", len(holders))
+    body += b"".join(struct.pack("<I", h) + bytes(batch_ct(count)) for h in holders)
+    return header(15, round_=1, sender=sender) + body + bytes(TAG)
+
+
+def key_batch_bundle_bytes(count, sharers=(0, 1), owners=(1,), recipient=0):
+    """KeyBatchBundle bytes (type 16): count, recipient, sharers, owner
+    count, (id u32, count round keys, ciphertext) per owner."""
+    body = struct.pack(f"<III{len(sharers)}I", count, recipient, len(sharers), *sharers)
+    body += struct.pack("<I", len(owners))
+    body += b"".join(struct.pack("<I", o) + bytes(32 * count + batch_ct(count)) for o in owners)
+    return header(16, round_=1) + body
+
+
+@pytest.mark.parametrize("count", [0, 1025, HUGE])
+def test_key_batch_round_count_out_of_range_is_a_format_error(count):
+    # 1 to MAX_BATCH = 1024 rounds; the lengths agree with the count
+    for c in (1, 1024):
+        assert KeyBatchMessage.from_bytes(key_batch_bytes(c, holders=(1,))).count == c
+        assert KeyBatchBundle.from_bytes(key_batch_bundle_bytes(c)).count == c
+    with pytest.raises(MessageFormatError, match="rounds"):
+        KeyBatchMessage.from_bytes(key_batch_bytes(count, n_keys=min(count, 2)))
+    with pytest.raises(MessageFormatError, match="rounds"):
+        KeyBatchBundle.from_bytes(key_batch_bundle_bytes(count, owners=()))
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: key_batch_bytes(2, holders=(2, 1)), "holder"),          # not increasing
+    (lambda: key_batch_bytes(2, holders=(1, 1)), "holder"),          # repeated
+    (lambda: key_batch_bytes(2, holders=(0, 1)), "sender"),          # the sender a holder
+    (lambda: key_batch_bytes(2, holders=(1,), sender=SERVER), "not from a client"),
+    (lambda: key_batch_bytes(2, holders=(HUGE,)), "holder"),         # the server's id
+    (lambda: key_batch_bundle_bytes(2, sharers=()), "sharer"),       # no sharers
+    (lambda: key_batch_bundle_bytes(2, sharers=(1, 0)), "sharer"),
+    (lambda: key_batch_bundle_bytes(2, owners=(2, 1)), "owner"),
+    (lambda: key_batch_bundle_bytes(2, recipient=HUGE), "recipient"),
+    (lambda: key_batch_bytes(2, holders=(1,))[:-1], "truncated"),
+    (lambda: key_batch_bytes(2, holders=(1,)) + b"\0", "oversized"),
+    (lambda: key_batch_bundle_bytes(2)[:-1], "truncated"),
+    (lambda: key_batch_bundle_bytes(2) + b"\0", "oversized"),
+], ids=["holders-order", "holders-repeated", "sender-holder", "server-sender",
+        "holder-server-id", "no-sharers", "sharers-order", "owners-order", "recipient-server",
+        "batch-truncated", "batch-oversized", "bundle-truncated", "bundle-oversized"])
+def test_malformed_key_batch_fields_are_format_errors(make, match):
+    data = make()
+    cls = KeyBatchMessage if data[5] == 15 else KeyBatchBundle
+    with pytest.raises(MessageFormatError, match=match):
+        cls.from_bytes(data)
 
 
 def test_roster_with_max_client_nonzeros_zero_is_rejected():
