@@ -43,7 +43,9 @@ PUBLIC = {
                     "ProtocolError", "RosterMessage", "RoundMessage", "RoundTrip",
                     "ScmaClient", "ScmaParams", "ScmaReport", "ScmaResult", "ScmaServer",
                     "ShareBundle", "ShareMessage", "SyndromeMessage", "UnmaskMessage",
-                    "UnmaskRequest", "msa_round", "secure_sum_sparse", "setup_msa"],
+                    "UnmaskRequest", "msa_round", "secure_sum_sparse", "setup_msa",
+                    # issue 22: MSA key batches
+                    "KeyBatchBundle", "KeyBatchMessage", "max_batch_rounds", "msa_key_batch"],
     "pyfkm.field": ["kernels", "DEFAULT_PRIME", "DecodeError", "Field", "FieldError", "VandermondeSolver",
                    "berlekamp_massey", "factor", "is_prime", "ntt_prime", "poly_derivative",
                    "poly_divmod", "poly_eval", "poly_gcd", "poly_mul", "poly_powmod",
