@@ -45,8 +45,30 @@ def batch_ct_bytes(count):
 
 
 def max_batch_rounds(n_holders):
-    """The most rounds of a key batch whose message (to ``n_holders - 1``
-    other holders) stays within :data:`MAX_BATCH_BYTES` (at least 1)."""
+    """The most rounds one key batch may cover.
+
+    A client's batch message carries, per round, its round public key and
+    seed commitment and two Shamir shares for each of the other
+    ``n_holders - 1`` holders; the count is the largest that keeps the
+    message within 64 MiB (``MAX_BATCH_BYTES``), at most 1024 rounds and at
+    least 1.  A fit with more rounds shares the rest in later batches.
+
+    Parameters
+    ----------
+    n_holders : int
+        Holders of each client's shares (the client and its neighbours).
+
+    Returns
+    -------
+    int
+        Rounds per batch, in ``1 .. 1024``.
+
+    Examples
+    --------
+    >>> from pyfkm.secagg import max_batch_rounds
+    >>> max_batch_rounds(2), max_batch_rounds(1000)
+    (1024, 1015)
+    """
     per_round = 64 + max(n_holders - 1, 0) * 2 * _shamir.SHARE_BYTES
     return max(1, min(MAX_BATCH, (MAX_BATCH_BYTES - 64 * max(n_holders, 1)) // per_round))
 
