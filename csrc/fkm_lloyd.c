@@ -8,6 +8,7 @@
 #pragma GCC optimize("fp-contract=fast")
 #endif
 #include "fkm_lloyd.h"
+#include "fkm_lloyd_acc.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -180,3 +180,35 @@ FKM_HOT double fkm_lloyd_distances_f64(double *mind, const double *X, const doub
 #undef FKM_DIST
     return inert;
 }
+
+/* Four rows' distance chains, interleaved (m < 4: the missing rows repeat
+ * row 0 and are dropped). */
+#define FKM_ROWDIST4(NAME, REAL)                                                        \
+    FKM_HOT void NAME(double *dd, const REAL *const *rows, const double *const *cs, int m, \
+                      fkm_index_t d)                                                    \
+    {                                                                                   \
+        FKM_ASSERT(d >= 1 && m >= 1 && m <= 4 && dd != NULL && rows != NULL && cs != NULL); \
+        const REAL *restrict x0 = rows[0], *restrict x1 = m > 1 ? rows[1] : x0;          \
+        const REAL *restrict x2 = m > 2 ? rows[2] : x0, *restrict x3 = m > 3 ? rows[3] : x0; \
+        const double *restrict c0 = cs[0], *restrict c1 = m > 1 ? cs[1] : c0;            \
+        const double *restrict c2 = m > 2 ? cs[2] : c0, *restrict c3 = m > 3 ? cs[3] : c0; \
+        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;                                  \
+        for (fkm_index_t j = 0; j < d; j++) {                                           \
+            const double t0 = (double)x0[j] - c0[j], t1 = (double)x1[j] - c1[j];        \
+            const double t2 = (double)x2[j] - c2[j], t3 = (double)x3[j] - c3[j];        \
+            const double q0 = t0 * t0, q1 = t1 * t1, q2 = t2 * t2, q3 = t3 * t3;        \
+            a0 = a0 + q0;                                                               \
+            a1 = a1 + q1;                                                               \
+            a2 = a2 + q2;                                                               \
+            a3 = a3 + q3;                                                               \
+        }                                                                               \
+        dd[0] = a0;                                                                     \
+        dd[1] = m > 1 ? a1 : 0.0;                                                       \
+        dd[2] = m > 2 ? a2 : 0.0;                                                       \
+        dd[3] = m > 3 ? a3 : 0.0;                                                       \
+    }
+
+FKM_ROWDIST4(fkm_lloyd_rowdist4_f64, double)
+/* deliberate specialization: the float32 twin (see the header). */
+FKM_ROWDIST4(fkm_lloyd_rowdist4_f32, float)
+#undef FKM_ROWDIST4

@@ -57,4 +57,16 @@ double fkm_lloyd_distances_f64(double *mind, const double *X, const double *P,
                                const double *w, const int32_t *labels,
                                const double *centers, fkm_index_t n, fkm_index_t d);
 
+/* fkm_lloyd_rowdist4_{f64,f32}: dd[r] (r < 4) = the distance rule above
+ * for row rows[r] (d values, converted to double) and center cs[r] (d
+ * doubles): the value the blocked assignment (fkm_lloyd.h) reports in mind.
+ * The four chains run interleaved: one chain is d dependent additions,
+ * bound by their latency.  Rows r >= m (1 <= m <= 4) are not read; their
+ * dd[r] are 0. */
+void fkm_lloyd_rowdist4_f64(double *dd, const double *const *rows, const double *const *cs,
+                            int m, fkm_index_t d);
+/* deliberate specialization: the float32 twin (float rows, as fkm_lloyd.h). */
+void fkm_lloyd_rowdist4_f32(double *dd, const float *const *rows, const double *const *cs,
+                            int m, fkm_index_t d);
+
 #endif /* FKM_LLOYD_ACC_H */

@@ -465,6 +465,14 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
             for (fkm_index_t r = 0; r < m; ++r)
                 best[r] = labels[i + r];
         }
+        double dd4[4] = {0.0, 0.0, 0.0, 0.0};
+        if (mind) {
+            /* the rows' distances, four chains at once (fkm_lloyd_acc.h) */
+            const double *cs[4];
+            for (int r = 0; r < 4; ++r)
+                cs[r] = centers + best[r < m ? r : 0] * d;
+            FKM_NAME(fkm_lloyd_rowdist4)(dd4, rows, cs, (int)m, d);
+        }
         for (fkm_index_t r = 0; r < m; ++r) {
             const double *x;
             if (sizeof(FKM_REAL) == sizeof(double)) {
@@ -483,11 +491,12 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
                 x = xr;
             }
             const double wi = w ? w[i + r] : 1.0;
-            double dd = FKM_NAME(accumulate)(sums, wsums, x, 1, d, best[r], wi,
-                                             w != NULL, centers, mind != NULL);
+            (void)FKM_NAME(accumulate)(sums, wsums, x, 1, d, best[r], wi, w != NULL,
+                                       centers, 0);
             nchg += labels[i + r] != (int32_t)best[r];
-        labels[i + r] = (int32_t)best[r];
+            labels[i + r] = (int32_t)best[r];
             if (mind) {
+                const double dd = dd4[r];
                 mind[i + r] = dd;
                 inert += wi * dd;
             }
