@@ -479,3 +479,46 @@ def test_a_client_refuses_a_small_order_round_key_in_a_bundle(monkeypatch):
                             tuple(i[0] for i in items), tuple(i[1] for i in items))
     with pytest.raises(ProtocolError, match="low-order"):
         clients[0].receive_key_batch(wire(bundle))
+
+
+def test_a_batch_round_leaves_no_share_of_its_secrets_with_a_client_once_over(monkeypatch):
+    # as a round shared on its own (whose held shares go with the round),
+    # the shares a client holds of its neighbours' round keys of a batch
+    # round are gone once the round is over (answered, or passed over),
+    # while those of the batch's later rounds are still found (the search
+    # works).  Oracle: the shares as the sharing step splits them
+    from _helpers.msa import server_bytes
+    calls = []
+    real = _shamir.split
+
+    def split(secrets, t, xs):
+        rows = real(secrets, t, xs)
+        calls.append((list(xs), rows))
+        return rows
+    monkeypatch.setattr(_shamir, "split", split)
+    n, count = 4, 3
+    server, clients = setup_msa(n, 2)
+    calls.clear()
+    msa_key_batch(server, clients, count)
+    monkeypatch.setattr(_shamir, "split", real)
+    assert len(calls) == n                        # one split per client, in order
+    # client 0's shares of its neighbours' round keys, per round (SHARE_PLAIN's
+    # order: the round key's share follows the self seed's)
+    held = {r: [] for r in range(1, count + 1)}
+    for owner, (xs, rows) in enumerate(calls):
+        if owner != 0 and 1 in xs:
+            row = rows[xs.index(1)]
+            for r in held:
+                held[r].append(_shamir.share_to_bytes(row[2 * (r - 1) + 1]))
+    assert len(held[1]) == n - 1
+
+    def found(r):
+        data = server_bytes(clients[0], strict=False)
+        return [any(s in d for d in data) for s in held[r]]
+    assert all(found(1)) and all(found(2)) and all(found(3))
+    msa_round(server, clients, vectors(n, 1))
+    assert not any(found(1)), "round 1 is over: its shares must be gone"
+    assert all(found(2)) and all(found(3))
+    # round 3 opens, passing over round 2: round 2's shares go too
+    clients[0].enter_round(RoundMessage(clients[0]._run_id, 3, tuple(range(n))))
+    assert not any(found(2))
