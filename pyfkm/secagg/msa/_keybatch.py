@@ -77,6 +77,13 @@ def _batch_nonce(first, owner):
     return struct.pack("<QI", _BATCH_NONCE | first, owner)
 
 
+def _by_round(plain, count):
+    """The shares of a batch plaintext, per round (each round's two shares
+    in SHARE_PLAIN's order), so that a round's can be dropped alone."""
+    w, at = 2 * _shamir.SHARE_BYTES, BATCH_PLAIN.size
+    return [plain[at + w * j:at + w * (j + 1)] for j in range(count)]
+
+
 def _batch_ad(digest, first, count, owner, holder, pks):
     return (b"pyfkm/secagg/key-batch/v1" + digest + struct.pack("<QIII", first, count, owner,
                                                                    holder) + b"".join(pks))
@@ -140,8 +147,8 @@ def share_batch(m, first, count, participants):
     m._last = last
     m._round = None
     m._batch = {"first": first, "count": count, "next": first, "participants": parts,
-                   "sks": sks, "bs": bs, "pks": pks, "held": {me: own}, "peer_pks": None,
-                   "u2": None}
+                   "sks": sks, "bs": bs, "pks": pks, "held": {me: _by_round(own, count)},
+                   "peer_pks": None, "u2": None}
     return pks, commits, out
 
 def receive_batch(m, first, survivors, items):
@@ -188,7 +195,7 @@ def receive_batch(m, first, survivors, items):
     if len(expect | {me}) < m.n_share:
         raise ProtocolError(f"round {first}: too few holders survive")
     # everything checked: commit
-    bt["held"].update((owner, plain) for owner, (_, plain) in got.items())
+    bt["held"].update((owner, _by_round(plain, count)) for owner, (_, plain) in got.items())
     bt["peer_pks"] = {owner: pks for owner, (pks, _) in got.items()}
     bt["u2"] = u2
 
@@ -223,14 +230,15 @@ def open_batch_round(m, round_, participants):
         secret = exchange(sk, peer[owner][i], f"client {owner}'s round key")
         keys[owner] = pair_mask_key(secret, m.digest, round_, me, owner)
     # everything checked: commit (this round's and the passed-over
-    # rounds' keys are dropped)
+    # rounds' keys and held shares leave the batch: this round's live in
+    # its round state, dropped with it as a round shared on its own)
     b, pk = bt["bs"][i], bt["pks"][i]
+    held = {o: SHARE_PLAIN.pack(o, me, round_) + bt["held"][o][i] for o in nbrs | {me}}
     for j in range(bt["next"] - first, i + 1):
         bt["sks"][j] = bt["bs"][j] = None
+        for rounds in bt["held"].values():
+            rounds[j] = None
     bt["next"] = round_ + 1
-    at = BATCH_PLAIN.size + 2 * _shamir.SHARE_BYTES * i
-    held = {o: SHARE_PLAIN.pack(o, me, round_)
-            + bt["held"][o][at:at + 2 * _shamir.SHARE_BYTES] for o in nbrs | {me}}
     st = m._round = {"round": round_, "participants": None, "sk": None, "b": b,
                         "pk": pk, "held": held, "keys": keys, "u2": u, "done": False}
     order = tuple(sorted(held))

@@ -189,7 +189,10 @@ class MsaServer(RoundSteps):
         An unfinished round is abandoned.  A round of a key batch
         (:meth:`start_key_batch`) skips steps 1-2: its participants, by
         default the batch's sharers, must have shared the batch, and the
-        clients open it with :meth:`MsaClient.enter_round`.
+        clients open it with :meth:`MsaClient.enter_round`.  A batch that
+        never closed and has fewer than ``threshold`` sharers is abandoned
+        too: the round then follows the batch's rounds and shares its own
+        keys.
 
         Parameters
         ----------
@@ -214,6 +217,12 @@ class MsaServer(RoundSteps):
         """
         r = self._round + 1
         b = self._batch
+        if b is not None and b["bt"]["u2"] is None and len(b["bt"]["pks"]) < self._m.threshold:
+            # a batch that never closed and cannot (too few sharers) is
+            # abandoned as an unfinished round is: this round shares its
+            # own keys, after the batch's rounds (its sharers refuse those)
+            r = max(r, b["bt"]["first"] + b["bt"]["count"])
+            b = None
         bt = b["bt"] if b is not None and b["bt"]["first"] <= r < b["bt"]["first"] \
             + b["bt"]["count"] else None
         if b is not None and bt is not None:

@@ -396,8 +396,9 @@ class _Batches:
         return self.fn(self.args[k]) if self._claim(k, "pool") else None
 
     def submit(self, arg: Any) -> None:
-        """Queue one batch (after a failed submission, the calling thread
-        runs it in :meth:`finish`)."""
+        """Queue one batch.  After a failed submission no batch is
+        submitted any more and none runs in the calling thread:
+        :meth:`finish` raises the submission's error once no task runs."""
         k = len(self.args)
         self.args.append(arg)
         self.owner.append("")

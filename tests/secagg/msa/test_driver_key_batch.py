@@ -19,7 +19,8 @@ from pyfkm.secagg._masking import B_SHARE, SK_SHARE
 from pyfkm.secagg.msa._keybatch import batch_ct_bytes
 from pyfkm.secagg._messages import InputRequest, RoundMessage, UnmaskMessage, UnmaskRequest
 from pyfkm.secagg.msa import (AggregateMessage, KeyBatchBundle, KeyBatchMessage,
-                              MaskedVectorMessage, msa_key_batch, msa_round, setup_msa)
+                              MaskedVectorMessage, MsaClient, msa_key_batch, msa_round,
+                              setup_msa)
 
 
 def wire(msg):
@@ -479,3 +480,73 @@ def test_a_client_refuses_a_small_order_round_key_in_a_bundle(monkeypatch):
                             tuple(i[0] for i in items), tuple(i[1] for i in items))
     with pytest.raises(ProtocolError, match="low-order"):
         clients[0].receive_key_batch(wire(bundle))
+
+
+def test_a_batch_round_leaves_no_share_of_its_secrets_with_a_client_once_over(monkeypatch):
+    # as a round shared on its own (whose held shares go with the round),
+    # the shares a client holds of its neighbours' round keys of a batch
+    # round are gone once the round is over (answered, or passed over),
+    # while those of the batch's later rounds are still found (the search
+    # works).  Oracle: the shares as the sharing step splits them
+    from _helpers.msa import server_bytes
+    calls = []
+    real = _shamir.split
+
+    def split(secrets, t, xs):
+        rows = real(secrets, t, xs)
+        calls.append((list(xs), rows))
+        return rows
+    monkeypatch.setattr(_shamir, "split", split)
+    n, count = 4, 3
+    server, clients = setup_msa(n, 2)
+    calls.clear()
+    msa_key_batch(server, clients, count)
+    monkeypatch.setattr(_shamir, "split", real)
+    assert len(calls) == n                        # one split per client, in order
+    # client 0's shares of its neighbours' round keys, per round (SHARE_PLAIN's
+    # order: the round key's share follows the self seed's)
+    held = {r: [] for r in range(1, count + 1)}
+    for owner, (xs, rows) in enumerate(calls):
+        if owner != 0 and 1 in xs:
+            row = rows[xs.index(1)]
+            for r in held:
+                held[r].append(_shamir.share_to_bytes(row[2 * (r - 1) + 1]))
+    assert len(held[1]) == n - 1
+
+    def found(r):
+        data = server_bytes(clients[0], strict=False)
+        return [any(s in d for d in data) for s in held[r]]
+    assert all(found(1)) and all(found(2)) and all(found(3))
+    msa_round(server, clients, vectors(n, 1))
+    assert not any(found(1)), "round 1 is over: its shares must be gone"
+    assert all(found(2)) and all(found(3))
+    # round 3 opens, passing over round 2: round 2's shares go too
+    clients[0].enter_round(RoundMessage(clients[0]._run_id, 3, tuple(range(n))))
+    assert not any(found(2))
+
+
+def test_a_batch_that_cannot_close_is_abandoned_by_the_next_round(monkeypatch):
+    # n = 5, t = 3: two clients share a batch of 3 rounds, below the
+    # threshold, so it never closes; as an unfinished round is, it is
+    # abandoned by the next start_round, which opens round 4 (after the
+    # batch's rounds, which the two sharers refuse) with its own key shares
+    n = 5
+    server, clients = setup_msa(n, 2)
+    rm = wire(server.start_key_batch(3))
+    for c in clients[:2]:
+        server.receive_key_batch(wire(c.share_key_batch(rm, 3)))
+    with pytest.raises(ProtocolError, match="below the threshold"):
+        server.key_batch_bundle(0)
+    vecs = vectors(n, 4)
+    total, survivors = msa_round(server, clients, vecs)
+    assert total.tolist() == expected(vecs, range(n)) and survivors == tuple(range(n))
+    assert not server.in_key_batch() and [c._last_round for c in clients] == [4] * n
+    # a batch with enough sharers is not abandoned: its rounds (5 and 6) run
+    # without key shares of their own
+    msa_key_batch(server, clients, 2)
+    shared = []
+    monkeypatch.setattr(MsaClient, "share_keys", lambda self, rm: shared.append(rm))
+    for r in (5, 6):
+        total, _ = msa_round(server, clients, vectors(n, r))
+        assert total.tolist() == expected(vectors(n, r), range(n))
+    assert shared == [] and [c._last_round for c in clients] == [6] * n
