@@ -44,14 +44,16 @@ def batch_ct_bytes(count):
     return BATCH_PLAIN.size + 2 * _shamir.SHARE_BYTES * count + 16
 
 
-def max_batch_rounds(n_holders):
+def max_batch_rounds(n_holders: int) -> int:
     """The most rounds one key batch may cover.
 
     A client's batch message carries, per round, its round public key and
     seed commitment and two Shamir shares for each of the other
-    ``n_holders - 1`` holders; the count is the largest that keeps the
-    message within 64 MiB (``MAX_BATCH_BYTES``), at most 1024 rounds and at
-    least 1.  A fit with more rounds shares the rest in later batches.
+    ``n_holders - 1`` holders; the bundle a client receives carries, per
+    round and other holder, that holder's round key and its two shares for
+    the recipient.  The count is the largest that keeps both within 64 MiB
+    (``MAX_BATCH_BYTES``), at most 1024 rounds and at least 1.  A fit with
+    more rounds shares the rest in later batches.
 
     Parameters
     ----------
@@ -67,10 +69,15 @@ def max_batch_rounds(n_holders):
     --------
     >>> from pyfkm.secagg import max_batch_rounds
     >>> max_batch_rounds(2), max_batch_rounds(1000)
-    (1024, 1015)
+    (1024, 684)
     """
-    per_round = 64 + max(n_holders - 1, 0) * 2 * _shamir.SHARE_BYTES
-    return max(1, min(MAX_BATCH, (MAX_BATCH_BYTES - 64 * max(n_holders, 1)) // per_round))
+    # per round: the sender's key and commitment, and per other holder two
+    # shares (message) or a round key and two shares (bundle); per holder
+    # its id, sharer id, ciphertext framing and tag; 4 KiB for the headers
+    others = max(n_holders - 1, 0)
+    per_round = 64 + others * (2 * _shamir.SHARE_BYTES + 32)
+    fixed = 4096 + 64 * max(n_holders, 1)
+    return max(1, min(MAX_BATCH, (MAX_BATCH_BYTES - fixed) // per_round))
 
 
 def _batch_nonce(first, owner):

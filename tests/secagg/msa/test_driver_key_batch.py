@@ -399,10 +399,17 @@ def test_key_batch_size_is_capped():
     # commitments, holder count, per other holder its id and ciphertext, tag)
     def size(holders, c):
         return 44 + 4 + 64 * c + 4 + (holders - 1) * (4 + batch_ct_bytes(c)) + 16
+
+    # and of the bundle a holder receives (header 44, count, recipient,
+    # sharer count and ids, owner count, per other holder its id, round keys
+    # and ciphertext), which is the larger of the two
+    def bundle_size(holders, c):
+        return 44 + 12 + 4 * holders + 4 + (holders - 1) * (4 + 32 * c + batch_ct_bytes(c))
     for holders in (1_000, 10_000, 100_000):
         cap = max_batch_rounds(holders)
         assert 1 <= cap < MAX_BATCH
-        assert size(holders, cap) <= 1 << 26 < size(holders, cap + 2)
+        assert size(holders, cap) <= bundle_size(holders, cap) <= 1 << 26
+        assert 1 << 26 < bundle_size(holders, cap + 2)
     server, clients = setup_msa(3, 2)
     rm = wire(server.start_key_batch(2))
     with pytest.raises(ProtocolError):
