@@ -293,6 +293,32 @@ class RoundMessage:
 SHARE_CT_BYTES = 16 + 2 * 33 + 16      # (owner, holder, round) + 2 shares + AEAD tag
 
 
+def _holder_ciphertexts(sender: int, holders: Any, ciphertexts: Any, size: int
+                        ) -> tuple[tuple, tuple]:
+    """Checked ``(holders, ciphertexts)``: strictly increasing holder ids (may
+    be empty), one ``size``-byte ciphertext per holder, the sender not among
+    them; raises :class:`InvalidInputError` otherwise."""
+    h = _ids_tuple(holders, "holder", allow_empty=True)
+    cts = tuple(_bytes_field(c, size, "ciphertext") for c in ciphertexts)
+    if len(cts) != len(h) or sender in h:
+        raise InvalidInputError("one ciphertext per holder, the sender not among them")
+    return h, cts
+
+
+def _unpack_id_blobs(data: bytes, off: int, n: int, size: int, tail: int
+                     ) -> tuple[tuple, tuple]:
+    """``n`` entries of (u32 id, ``size``-byte blob) from ``off`` of a whole
+    message that ends ``tail`` bytes after them; the length is checked
+    (:class:`MessageFormatError`) before anything is sliced."""
+    _expect_len(data, off + n * (4 + size) + tail)
+    ids, blobs = [], []
+    for _ in range(n):
+        ids.append(struct.unpack_from("<I", data, off)[0])
+        blobs.append(data[off + 4:off + 4 + size])
+        off += 4 + size
+    return tuple(ids), tuple(blobs)
+
+
 @dataclass(frozen=True)
 class ShareMessage:
     """Client -> server (step 1): the client's round key, the commitment to
@@ -361,10 +387,7 @@ class ShareMessage:
         object.__setattr__(self, "sender", _check_id(self.sender, "sender"))
         object.__setattr__(self, "round_key", _bytes_field(self.round_key, 32, "round_key"))
         object.__setattr__(self, "commitment", _bytes_field(self.commitment, 32, "commitment"))
-        h = _ids_tuple(self.holders, "holder", allow_empty=True)
-        cts = tuple(_bytes_field(c, SHARE_CT_BYTES, "ciphertext") for c in self.ciphertexts)
-        if len(cts) != len(h) or self.sender in h:
-            raise InvalidInputError("one ciphertext per holder, the sender not among them")
+        h, cts = _holder_ciphertexts(self.sender, self.holders, self.ciphertexts, SHARE_CT_BYTES)
         object.__setattr__(self, "holders", h)
         object.__setattr__(self, "ciphertexts", cts)
         _check_tag(self)
@@ -422,17 +445,11 @@ class ShareMessage:
         if len(data) < off + 4 or sender == SERVER_ID or modulus != 0:
             raise MessageFormatError("truncated share message, or not from a client")
         (n,) = struct.unpack_from("<I", data, off)
-        off += 4
-        _expect_len(data, off + n * (4 + SHARE_CT_BYTES) + TAG_BYTES)
-        hs, cts = [], []
-        for _ in range(n):
-            hs.append(struct.unpack_from("<I", data, off)[0])
-            cts.append(data[off + 4: off + 4 + SHARE_CT_BYTES])
-            off += 4 + SHARE_CT_BYTES
+        hs, cts = _unpack_id_blobs(data, off + 4, n, SHARE_CT_BYTES, TAG_BYTES)
         return _parsed(cls, "share message", run_id=run_id, round=round_, sender=sender,
                        round_key=data[HEADER_BYTES:HEADER_BYTES + 32],
                        commitment=data[HEADER_BYTES + 32:HEADER_BYTES + 64],
-                       holders=tuple(hs), ciphertexts=tuple(cts), tag=data[-TAG_BYTES:])
+                       holders=hs, ciphertexts=cts, tag=data[-TAG_BYTES:])
 
 
 @dataclass(frozen=True)

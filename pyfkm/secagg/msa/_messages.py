@@ -20,6 +20,7 @@ from .._framing import (_AGGREGATE, _GROUP_KEY, _KEY_BATCH, _KEY_BATCH_BUNDLE, _
                         _check_roster_clients, _check_roster_extras, _check_run_id, _check_tag,
                         _counted, _expect_len, _ids_tuple, _pack_header, _parsed, _round_field,
                         _unpack_header, _unpack_ids)
+from .._messages import _holder_ciphertexts, _unpack_id_blobs
 from ._keybatch import MAX_BATCH, batch_ct_bytes
 
 MAX_WORDS = 1 << 23           # 64 MiB messages: clients refuse longer vectors
@@ -616,11 +617,8 @@ class KeyBatchMessage:
         object.__setattr__(self, "round_keys", _keys_field(self.round_keys, count, "round_keys"))
         object.__setattr__(self, "commitments",
                            _keys_field(self.commitments, count, "commitments"))
-        h = _ids_tuple(self.holders, "holder", allow_empty=True)
-        n = batch_ct_bytes(count)
-        cts = tuple(_bytes_field(c, n, "ciphertext") for c in self.ciphertexts)
-        if len(cts) != len(h) or self.sender in h:
-            raise InvalidInputError("one ciphertext per holder, the sender not among them")
+        h, cts = _holder_ciphertexts(self.sender, self.holders, self.ciphertexts,
+                                     batch_ct_bytes(count))
         object.__setattr__(self, "holders", h)
         object.__setattr__(self, "ciphertexts", cts)
         _check_tag(self)
@@ -680,17 +678,10 @@ class KeyBatchMessage:
         keys = tuple(data[o:o + 32] for o in range(off, off + 32 * count, 32))
         commits = tuple(data[o:o + 32] for o in range(off + 32 * count, keys_end, 32))
         (n,) = struct.unpack_from("<I", data, keys_end)
-        off = keys_end + 4
-        ct = batch_ct_bytes(count)
-        _expect_len(data, off + n * (4 + ct) + TAG_BYTES)
-        hs, cts = [], []
-        for _ in range(n):
-            hs.append(struct.unpack_from("<I", data, off)[0])
-            cts.append(data[off + 4:off + 4 + ct])
-            off += 4 + ct
+        hs, cts = _unpack_id_blobs(data, keys_end + 4, n, batch_ct_bytes(count), TAG_BYTES)
         return _parsed(cls, "key batch", run_id=run_id, round=round_, sender=sender,
-                       count=count, round_keys=keys, commitments=commits, holders=tuple(hs),
-                       ciphertexts=tuple(cts), tag=data[-TAG_BYTES:])
+                       count=count, round_keys=keys, commitments=commits, holders=hs,
+                       ciphertexts=cts, tag=data[-TAG_BYTES:])
 
 
 @dataclass(frozen=True)
@@ -806,17 +797,9 @@ class KeyBatchBundle:
         if len(data) < off + 4:
             raise MessageFormatError("truncated key batch bundle")
         (n,) = struct.unpack_from("<I", data, off)
-        off += 4
-        item = 4 + 32 * count + batch_ct_bytes(count)
-        _expect_len(data, off + n * item)
-        owners, keys, cts = [], [], []
-        for _ in range(n):
-            owners.append(struct.unpack_from("<I", data, off)[0])
-            o = off + 4
-            keys.append(tuple(data[p:p + 32] for p in range(o, o + 32 * count, 32)))
-            o += 32 * count
-            cts.append(data[o:off + item])
-            off += item
+        k = 32 * count
+        owners, blobs = _unpack_id_blobs(data, off + 4, n, k + batch_ct_bytes(count), 0)
+        keys = tuple(tuple(b[p:p + 32] for p in range(0, k, 32)) for b in blobs)
         return _parsed(cls, "key batch bundle", run_id=run_id, round=round_, count=count,
-                       recipient=recipient, sharers=tuple(sharers), owners=tuple(owners),
-                       round_keys=tuple(keys), ciphertexts=tuple(cts))
+                       recipient=recipient, sharers=tuple(sharers), owners=owners,
+                       round_keys=keys, ciphertexts=tuple(b[k:] for b in blobs))
