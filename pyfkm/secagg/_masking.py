@@ -175,6 +175,32 @@ class MaskingClient:
         return self._data_mac.digest(part)
 
     # -- step 1: share keys
+    def _share_holders(self, first, last, participants):
+        """The holders of this client's shares for rounds ``first .. last``
+        (one round, or a key batch), after the refusals every key sharing
+        makes: rounds after the last one and below MAX_ROUND, this client
+        among the participants, all in the roster, at least the threshold
+        of them and enough holders."""
+        me = self.client_id
+        parts = frozenset(participants)
+        if first <= self._last:
+            raise ProtocolError(f"round {first} is not after the last round {self._last}: "
+                                "mask streams are never reused")
+        if last >= MAX_ROUND:
+            raise ProtocolError(f"round {last} exceeds the largest round {MAX_ROUND - 1}")
+        if me not in parts:
+            raise ProtocolError(f"client {me} is not a participant of round {first}")
+        if not parts <= self._id_set:
+            raise ProtocolError("participants outside the roster")
+        if len(parts) < self.threshold:
+            raise ProtocolError(f"round {first} has {len(parts)} participants, below the "
+                                f"threshold {self.threshold}: refused")
+        holders = sorted((self._neighbours & parts) | {me})
+        if len(holders) < self.n_share:
+            raise ProtocolError(f"round {first}: {len(holders)} holders for this client's "
+                                f"shares, {self.n_share} are needed")
+        return holders
+
     def share(self, round_, participants):
         """``(mask public key, [(holder, ciphertext)])`` for round ``round_``
         over ``participants``; the client refuses rounds below the threshold,
@@ -184,22 +210,7 @@ class MaskingClient:
             raise ProtocolError("receive the roster first")
         me = self.client_id
         parts = frozenset(participants)
-        if round_ <= self._last:
-            raise ProtocolError(f"round {round_} is not after the last round {self._last}: "
-                                "mask streams are never reused")
-        if round_ >= MAX_ROUND:
-            raise ProtocolError(f"round {round_} exceeds the largest round {MAX_ROUND - 1}")
-        if me not in parts:
-            raise ProtocolError(f"client {me} is not a participant of round {round_}")
-        if not parts <= self._id_set:
-            raise ProtocolError("participants outside the roster")
-        if len(parts) < self.threshold:
-            raise ProtocolError(f"round {round_} has {len(parts)} participants, below the "
-                                f"threshold {self.threshold}: refused")
-        holders = sorted((self._neighbours & parts) | {me})
-        if len(holders) < self.n_share:
-            raise ProtocolError(f"round {round_}: {len(holders)} holders for this client's "
-                                f"shares, {self.n_share} are needed")
+        holders = self._share_holders(round_, round_, parts)
         sk, b = new_key(), os.urandom(32)
         pk = raw_public(sk)
         commit = self_commitment(b)

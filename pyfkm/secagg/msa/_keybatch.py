@@ -28,7 +28,7 @@ from ...exceptions import ProtocolError
 from .. import _shamir
 from .._keys import (exchange, is_small_order, new_key, pair_mask_key, raw_private, raw_public,
                      round_view, self_commitment)
-from .._masking import B_SHARE, MAX_ROUND, SHARE_PLAIN, MaskingClient
+from .._masking import B_SHARE, SHARE_PLAIN, MaskingClient
 
 # the plaintext for one holder is (owner, holder, first round, rounds) and then,
 # per round, the two shares in SHARE_PLAIN's order (self seed, round key)
@@ -113,22 +113,7 @@ def share_batch(m, first, count, participants):
     me = m.client_id
     parts = frozenset(participants)
     last = first + count - 1
-    if first <= m._last:
-        raise ProtocolError(f"round {first} is not after the last round {m._last}: "
-                            "mask streams are never reused")
-    if last >= MAX_ROUND:
-        raise ProtocolError(f"round {last} exceeds the largest round {MAX_ROUND - 1}")
-    if me not in parts:
-        raise ProtocolError(f"client {me} is not a participant of round {first}")
-    if not parts <= m._id_set:
-        raise ProtocolError("participants outside the roster")
-    if len(parts) < m.threshold:
-        raise ProtocolError(f"round {first} has {len(parts)} participants, below the "
-                            f"threshold {m.threshold}: refused")
-    holders = sorted((m._neighbours & parts) | {me})
-    if len(holders) < m.n_share:
-        raise ProtocolError(f"round {first}: {len(holders)} holders for this client's "
-                            f"shares, {m.n_share} are needed")
+    holders = m._share_holders(first, last, parts)
     if count > max_batch_rounds(len(holders)):
         raise ProtocolError(f"a key batch of {count} rounds to {len(holders) - 1} holders "
                             f"exceeds {MAX_BATCH_BYTES} bytes; at most "
