@@ -95,4 +95,27 @@ int fkm_seeding_run_ex_f32(fkm_rng_t *rng, fkm_index_t *centers, double *mind,
                            fkm_index_t d, fkm_index_t k, fkm_index_t n_prefix,
                            int warm, int pack);
 
+/* fkm_seeding_check_mind_{f64,f32}: the distance check of a saved state.
+ *
+ * For every point i with removed[i] == 0: labels[i] must lie in [0, k),
+ * centers[labels[i]] in [0, n), and |mind[i] - D| <= rtol * D + atol, D the
+ * squared distance of row i to row centers[labels[i]] (computed as the
+ * seeding computes it).  Every index is checked before use.
+ * bad   OUT: -1 when all of that holds, else the first point that fails
+ * Returns FKM_OK (whatever the verdict), or FKM_EDOM (bad NULL, n < 0,
+ * d < 1, k < 1, or a NULL array with n > 0).  Touches nothing but *bad.
+ */
+int fkm_seeding_check_mind_f64(fkm_index_t *bad, const double *mind,
+                               const int32_t *labels,
+                               const fkm_index_t *centers, const double *X,
+                               const uint8_t *removed, fkm_index_t n,
+                               fkm_index_t d, fkm_index_t k, double rtol,
+                               double atol);
+int fkm_seeding_check_mind_f32(fkm_index_t *bad, const double *mind,
+                               const int32_t *labels,
+                               const fkm_index_t *centers, const float *X,
+                               const uint8_t *removed, fkm_index_t n,
+                               fkm_index_t d, fkm_index_t k, double rtol,
+                               double atol);
+
 #endif /* FKM_SEEDING_H */

@@ -523,6 +523,37 @@ int FKM_NAME(fkm_seeding_run_ex)(fkm_rng_t *rng, fkm_index_t *centers,
                                   pack < 0 ? -1 : pack != 0);
 }
 
+int FKM_NAME(fkm_seeding_check_mind)(fkm_index_t *bad, const double *mind,
+                                     const int32_t *labels,
+                                     const fkm_index_t *centers,
+                                     const FKM_REAL *X, const uint8_t *removed,
+                                     fkm_index_t n, fkm_index_t d,
+                                     fkm_index_t k, double rtol, double atol)
+{
+    if (!bad || n < 0 || d < 1 || k < 1 ||
+        (n > 0 && (!mind || !labels || !centers || !X || !removed)))
+        return FKM_EDOM;
+    *bad = -1;
+    for (fkm_index_t i = 0; i < n; ++i) {
+        if (removed[i])
+            continue;
+        int32_t l = labels[i];
+        fkm_index_t c = (l >= 0 && (fkm_index_t)l < k) ? centers[l] : -1;
+        if (c < 0 || c >= n) {
+            *bad = i;
+            return FKM_OK;
+        }
+        double ref = FKM_NAME(dist2)(X + i * d, X + c * d, d);
+        double m = mind[i];
+        /* written so that NaN in mind or ref fails the check */
+        if (!(fabs(m - ref) <= rtol * ref + atol)) {
+            *bad = i;
+            return FKM_OK;
+        }
+    }
+    return FKM_OK;
+}
+
 #undef FKM_NAME
 #undef FKM_CAT
 #undef FKM_CAT_

@@ -31,6 +31,41 @@ cdef extern from "fkm_seeding.h" nogil:
                                int32_t *labels, const float *X, const double *w,
                                const uint8_t *removed, fkm_index_t n, fkm_index_t d,
                                fkm_index_t k, fkm_index_t n_prefix, int warm, int pack)
+    int fkm_seeding_check_mind_f64(fkm_index_t *bad, const double *mind,
+                                   const int32_t *labels, const fkm_index_t *centers,
+                                   const double *X, const uint8_t *removed, fkm_index_t n,
+                                   fkm_index_t d, fkm_index_t k, double rtol, double atol)
+    int fkm_seeding_check_mind_f32(fkm_index_t *bad, const double *mind,
+                                   const int32_t *labels, const fkm_index_t *centers,
+                                   const float *X, const uint8_t *removed, fkm_index_t n,
+                                   fkm_index_t d, fkm_index_t k, double rtol, double atol)
+
+
+cdef fkm_index_t _check_mind(object X, double[::1] mind, int32_t[::1] labels,
+                             fkm_index_t[::1] centers, uint8_t[::1] removed,
+                             fkm_index_t k) except -2:
+    # the first active point whose mind is not its distance to its labelled
+    # center (1e-9 relative), or -1; labels and centers are checked in C too
+    cdef const double[:, ::1] X64
+    cdef const float[:, ::1] X32
+    cdef fkm_index_t n = X.shape[0], d = X.shape[1], bad = -1
+    cdef int status = 0
+    if n == 0:
+        return -1
+    if X.dtype == np.float64:
+        X64 = X
+        with nogil:
+            status = fkm_seeding_check_mind_f64(&bad, &mind[0], &labels[0], &centers[0],
+                                                &X64[0, 0], &removed[0], n, d, k,
+                                                1e-9, 1e-290)
+    else:
+        X32 = X
+        with nogil:
+            status = fkm_seeding_check_mind_f32(&bad, &mind[0], &labels[0], &centers[0],
+                                                &X32[0, 0], &removed[0], n, d, k,
+                                                1e-9, 1e-290)
+    check_status(status, "seeding state check")
+    return bad
 
 
 cdef int _run(object generator, fkm_index_t[::1] centers, double[::1] mind,
@@ -309,9 +344,7 @@ cdef class SeedingState:
         if gone[centers].any():
             raise ValueError("seeding state: a center is a removed point")
         active = ~gone
-        X64 = np.asarray(X[active], dtype=np.float64)
-        ref = ((X64 - np.asarray(X[centers[lab[active]]], dtype=np.float64)) ** 2).sum(axis=1)
-        if not (np.abs(mind[active] - ref) <= 1e-9 * ref + 1e-290).all():
+        if _check_mind(X, mind, lab, centers, rm, k) >= 0:
             raise ValueError("seeding state: mind differs from the distances to the "
                              "labelled centers")
         if (mind[centers] != 0).any() or (lab[centers] > np.arange(k)).any():

@@ -934,3 +934,49 @@ def test_non_finite_input_is_detected_for_every_seed(X, k):
             kmeans_plusplus(X, k, random_state=s)
         with pytest.raises(InvalidInputError, match="NaN or infinity"):
             RemovableSeeding(X, k, random_state=s)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [3, 21])
+def test_from_state_distance_check_agrees_with_a_numpy_twin(dtype, d):
+    """``from_state`` refuses a state whose ``mind`` is not, within 1e-9
+    relative, each active point's squared distance to its labelled center
+    (the check runs in C since issue 22); the verdict on perturbed states
+    matches a numpy twin of the rule, at both distance paths (d <= 16 and
+    d > 16) and both input types, with removed points present."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(300, d)).astype(dtype)
+    s = RemovableSeeding(X, 6, random_state=3)
+    centers = s.center_ids_
+    victims = [i for i in range(300) if i not in set(centers.tolist())][:20]
+    s.remove(victims[:10])
+    good = s.export_state()
+    Xs = s._state.X
+    lab, cen = good["labels"], good["centers"]
+    active = np.flatnonzero(good["removed"] == 0)
+    X64 = np.asarray(Xs, dtype=np.float64)
+
+    def twin_ok(mind):
+        ref = ((X64[active] - X64[cen[lab[active]]]) ** 2).sum(axis=1)
+        return bool((np.abs(mind[active] - ref) <= 1e-9 * ref + 1e-290).all())
+
+    def accepted(st):
+        try:
+            RemovableSeeding.from_state(Xs.copy(), 6, np.random.default_rng(0), st)
+        except ValueError as e:
+            assert "mind differs" in str(e)
+            return False
+        return True
+
+    assert twin_ok(good["mind"]) and accepted(good)
+    non_centers = np.setdiff1d(active, cen)
+    for step, rel in enumerate([1e-6, 2e-9, 5e-10, 1e-12, -1e-6, -5e-10]):
+        for i in (int(non_centers[0]), int(non_centers[-1]), int(non_centers[step * 7])):
+            st = {k: (a.copy() if isinstance(a, np.ndarray) else a) for k, a in good.items()}
+            st["mind"][i] *= 1 + rel
+            assert accepted(st) == twin_ok(st["mind"]), (rel, i)
+            assert accepted(st) == (abs(rel) < 1e-9), (rel, i)
+    # a removed point's mind is not compared (it must be 0: another check)
+    st = {k: (a.copy() if isinstance(a, np.ndarray) else a) for k, a in good.items()}
+    st["mind"][victims[0]] = 0.0
+    assert accepted(st)
