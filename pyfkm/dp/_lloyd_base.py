@@ -28,6 +28,7 @@ from .._validation import (check_array, check_bounds, check_clients, check_n_clu
                            clients_feature_names, set_feature_names)
 from ..exceptions import CapacityError, InvalidInputError
 from ..core.base import CenterModelMixin
+from ..core.kernels import lloyd as _lloyd
 from ..core.kmeans import LloydWorkspace
 from ..rng import SeedLike, as_generator
 from ..secagg import msa_round, setup_msa
@@ -52,26 +53,52 @@ class _LocalData:
     def stats(self, centers, eta, relative):
         """Per-cluster sums (relative to the centers if ``relative``) and
         counts of the points within ``eta`` of their nearest center (all
-        points if ``eta`` is None), flattened as ``[sums (k*d), counts (k)]``."""
+        points if ``eta`` is None), flattened as ``[sums (k*d), counts (k)]``.
+
+        One assignment kernel call over the workspace's fixed parts (the
+        plain path of :meth:`LloydWorkspace.step`, without its bookkeeping:
+        these steps never use distance bounds), the parts' sums merged in
+        order, the far points' share removed and the relative sums written
+        into the flat output directly."""
         k, d = centers.shape
         X = self.X
+        kd = k * d
+        out = np.zeros(kd + k)
         if X.shape[0] == 0:
-            return np.zeros(k * d + k)
-        if self._ws is None or self._ws.k != k:
-            self._ws = LloydWorkspace(X, None, k, 1, pack=X.shape[0] >= 64)
+            return out
         ws = self._ws
-        sums, counts, _ = ws.step(centers, distances=eta is not None)
+        if ws is None or ws.k != k:
+            ws = self._ws = LloydWorkspace(X, None, k, 1, pack=X.shape[0] >= 64)
+        centers = np.ascontiguousarray(centers, dtype=np.float64)
+        # the workspace's shift (its step's): the centers' mean to 16 bits
+        m, e = np.frexp(np.add.reduce(centers, axis=0) / k)
+        shift = np.ldexp(np.round(np.ldexp(m, 16)), e - 16)
+        ct, hn = _lloyd.pack_centers(centers, shift)
+        P = len(ws.bounds) - 1
+        mind = ws.mind if eta is not None else None
+        _lloyd.assign_parts(X, ws.P, ws.w, ct, hn, centers, ws.bounds, 0, P, ws.labels, mind,
+                            ws.part_sums, ws.part_wsums, ws.part_inertia, ws.part_changed)
+        sums, counts = out[:kd].reshape(k, d), out[kd:]
+        if P == 1:
+            sums[...] = ws.part_sums[0]
+            counts[...] = ws.part_wsums[0]
+        else:
+            s, c, _ = _lloyd.merge(ws.part_sums, ws.part_wsums, ws.part_inertia)
+            sums[...] = s
+            counts[...] = c
         if eta is not None:
-            far = ws.mind > eta * eta      # exact squared distances from the kernel
-            n_far = int(np.count_nonzero(far))
-            if n_far:                      # remove the dropped points' share
-                onehot = np.zeros((n_far, k))
-                onehot[np.arange(n_far), ws.labels[far]] = 1.0
+            # exact squared distances from the kernel; the dropped points'
+            # share removed (per cluster: their sum and their number)
+            far = np.flatnonzero(mind > eta * eta)
+            if far.size:
+                lab = ws.labels[far]
+                onehot = np.zeros((far.size, k))
+                onehot[np.arange(far.size), lab] = 1.0
                 sums -= onehot.T @ X[far]
-                counts -= onehot.sum(0)
+                counts -= np.bincount(lab, minlength=k)
         if relative:
             sums -= counts[:, None] * centers
-        return np.concatenate([sums.ravel(), counts])
+        return out
 
 _Lloyd = TypeVar("_Lloyd", bound="_FederatedLloydBase")
 

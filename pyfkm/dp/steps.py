@@ -144,8 +144,14 @@ def fold_into_bounds(C: ArrayLike, bounds: tuple[float, float] = (-1.0, 1.0)) ->
     """
     lo, hi = float(bounds[0]), float(bounds[1])
     w = hi - lo
-    v = np.mod(np.asarray(C, dtype=np.float64) - lo, 2 * w)
-    return lo + np.where(v > w, 2 * w - v, v)
+    # lo + (2 w - v where v > w, else v) for v = (C - lo) mod 2 w, the same
+    # operations in place on one fresh array
+    v = np.array(C, dtype=np.float64)
+    np.subtract(v, lo, out=v)
+    np.mod(v, 2 * w, out=v)
+    np.subtract(2 * w, v, out=v, where=v > w)
+    v += lo
+    return v if v.ndim else v[()]
 
 
 def _update_centers(mu: NDArray[np.float64], R: NDArray[np.float64], C: NDArray[np.float64],
@@ -157,8 +163,8 @@ def _update_centers(mu: NDArray[np.float64], R: NDArray[np.float64], C: NDArray[
     if eta is not None:
         diff = new - mu
         dist = np.sqrt((diff * diff).sum(1))
-        far = dist > eta
-        if far.any():
+        far = np.flatnonzero(dist > eta)
+        if far.size:
             new[far] = mu[far] + diff[far] * (eta / dist[far])[:, None]
     if postprocess == "fold":
         new = fold_into_bounds(new, bounds)

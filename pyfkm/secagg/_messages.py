@@ -242,10 +242,10 @@ class RoundMessage:
         bytes
             :meth:`size` ``(len(participants))`` bytes, sent by the server.
         """
-        ids = np.asarray(self.participants, dtype="<u4").tobytes()
+        n = len(self.participants)
         return (_pack_header(_ROUND, self.run_id, self.round, SERVER_ID, 0)
-                + struct.pack("<I", len(self.participants)) + ids
-                + struct.pack("<IQ", self.delta_nonzeros, self.base_round))
+                + struct.pack(f"<I{n}IIQ", n, *self.participants, self.delta_nonzeros,
+                              self.base_round))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> RoundMessage:
@@ -680,8 +680,20 @@ class InputRequest:
         if sender != SERVER_ID or modulus != 0:
             raise MessageFormatError("input request not from the server")
         dn, br = struct.unpack_from("<IQ", data, HEADER_BYTES)
-        return _parsed(cls, "input request", run_id=run_id, round=round_,
-                       delta_nonzeros=dn, base_round=br)
+        # the constructor's checks, in its order and with its words, on
+        # values the wire format already makes ints of the right width
+        what = "invalid input request: "
+        if round_ < 1:
+            raise MessageFormatError(f"{what}round must be an int in [1, 2**64), got {round_!r}")
+        if dn >= SERVER_ID:
+            raise MessageFormatError(f"{what}delta_nonzeros must be an int in [0, 2**32 - 1), "
+                                     f"got {dn!r}")
+        if br >= round_:
+            raise MessageFormatError(f"{what}base_round must be an int in [0, round), got {br!r}")
+        if (dn == 0) != (br == 0):
+            raise MessageFormatError(f"{what}a difference round needs both delta_nonzeros and "
+                                     "base_round")
+        return _built(cls, run_id=run_id, round=round_, delta_nonzeros=dn, base_round=br)
 
 
 @dataclass(frozen=True)
@@ -747,9 +759,9 @@ class UnmaskRequest:
         bytes
             The header (sent by the server), the count and the ids.
         """
+        n = len(self.survivors)
         return (_pack_header(_UNMASK_REQ, self.run_id, self.round, SERVER_ID, 0)
-                + struct.pack("<I", len(self.survivors))
-                + np.asarray(self.survivors, dtype="<u4").tobytes())
+                + struct.pack(f"<I{n}I", n, *self.survivors))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> UnmaskRequest:
@@ -777,7 +789,14 @@ class UnmaskRequest:
             raise MessageFormatError("unmask request not from the server")
         ids, off = _unpack_ids(data, HEADER_BYTES, "unmask request")
         _expect_len(data, off)
-        return _parsed(cls, "unmask request", run_id=run_id, round=round_, survivors=ids)
+        # the constructor's checks on fields the format typed (a 16-byte run
+        # id, a u64 round, u32 ids)
+        try:
+            round_ = _round_field(round_)
+            ids = _ids_tuple(ids, "survivor")
+        except InvalidInputError as e:
+            raise MessageFormatError(f"invalid unmask request: {e}") from None
+        return _built(cls, run_id=run_id, round=round_, survivors=ids)
 
 
 _UNMASK_ITEM = struct.Struct("<IB33s")

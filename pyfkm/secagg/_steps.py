@@ -208,8 +208,18 @@ class RoundSteps:
             or an answer with unexpected or missing shares.
         """
         o = self._need("unmask")
-        self._check_sender(msg, UnmaskMessage, o["st"])
-        self._m.add_unmask(o["st"], msg.sender, list(zip(msg.owners, msg.kinds, msg.shares)))
+        st = o["st"]
+        self._check_sender(msg, UnmaskMessage, st)
+        m, sender = self._m, msg.sender
+        u3 = st.get("u3set")
+        # the usual answer (a survivor's first, exactly the owners and kinds
+        # it owes) is taken as the message's columns; anything else goes
+        # through add_unmask, which names what is wrong
+        if u3 is not None and sender in u3 and sender not in st["answered"] \
+                and (msg.owners, msg.kinds) == m.expected_unmask(st, sender):
+            m.add_unmask_checked(st, sender, msg.shares)
+        else:
+            m.add_unmask(st, sender, list(zip(msg.owners, msg.kinds, msg.shares)))
 
     def receive_unmask_many(self, datas: Iterable[bytes]) -> None:
         """Step 4: many survivors' unmask answers, as wire bytes.

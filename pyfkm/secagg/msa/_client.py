@@ -447,17 +447,16 @@ class MsaClient:
         signed pairs, output) in one kernel call."""
         b, keys = self._m.mask_keys(round_)
         me = self.client_id
-        ks, tags, signs = [b], [SELF_TAG], [PLUS]
-        for other, key in keys.items():
-            ks.append(key)
-            tags.append(MSA_TAG)
-            signs.append(PLUS if me < other else MINUS)
-        if me in self._bearers:
-            ks.append(self._output_key(me))
-            tags.append(OUTPUT_TAG)
-            signs.append(PLUS)
         r = struct.pack("<Q", round_)
-        return add_streams(acc, b"".join(ks), b"".join([r + t for t in tags]), b"".join(signs))
+        # streams in order: self, the pairs (in the keys' order), the output
+        ks = b + b"".join(keys.values())
+        nonces = r + SELF_TAG + (r + MSA_TAG) * len(keys)
+        signs = PLUS + b"".join([PLUS if me < other else MINUS for other in keys])
+        if me in self._bearers:
+            ks += self._output_key(me)
+            nonces += r + OUTPUT_TAG
+            signs += PLUS
+        return add_streams(acc, ks, nonces, signs)
 
     def _output_key(self, client_id: int) -> bytes:
         """The key of bearer ``client_id``'s output masks, ``H(group key,

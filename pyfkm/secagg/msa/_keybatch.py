@@ -28,7 +28,7 @@ from ...exceptions import ProtocolError
 from .. import _shamir
 from .._keys import (exchange, is_small_order, new_key, pair_mask_key, raw_private, raw_public,
                      round_view, self_commitment)
-from .._masking import B_SHARE, SHARE_PLAIN, MaskingClient
+from .._masking import B_SHARE, SHARE_PLAIN
 
 # the plaintext for one holder is (owner, holder, first round, rounds) and then,
 # per round, the two shares in SHARE_PLAIN's order (self seed, round key)
@@ -225,18 +225,23 @@ def open_batch_round(m, round_, participants):
     # rounds' keys and held shares leave the batch: this round's live in
     # its round state, dropped with it as a round shared on its own)
     b, pk = bt["bs"][i], bt["pks"][i]
-    held = {o: SHARE_PLAIN.pack(o, me, round_) + bt["held"][o][i] for o in nbrs | {me}}
+    order = tuple(sorted(nbrs | {me}))
+    bheld = bt["held"]
+    # each owner's shares of this round (self seed first, SHARE_PLAIN's
+    # order), laid out as receive_shares lays out a round's plaintexts; the
+    # answer when every owner survives holds the self-seed shares
+    own = [bheld[o][i] for o in order]
+    held = {o: SHARE_PLAIN.pack(o, me, round_) + c for o, c in zip(order, own)}
     for j in range(bt["next"] - first, i + 1):
         bt["sks"][j] = bt["bs"][j] = None
-        for rounds in bt["held"].values():
+        for rounds in bheld.values():
             rounds[j] = None
     bt["next"] = round_ + 1
     st = m._round = {"round": round_, "participants": None, "sk": None, "b": b,
                         "pk": pk, "held": held, "keys": keys, "u2": u, "done": False}
-    order = tuple(sorted(held))
     st["reveal"] = order
     st["reveal_all"] = (order, (B_SHARE,) * len(order),
-                        tuple(MaskingClient._held_share(st, o, B_SHARE) for o in order))
+                        tuple([c[:_shamir.SHARE_BYTES] for c in own]))
     st["view"] = round_view(round_, u)
     return keys
 

@@ -7,6 +7,7 @@ shares with SCMA (keys, rounds, shares, unmasking) are
 """
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -16,10 +17,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from ...exceptions import InvalidInputError, MessageFormatError
 from .._framing import (_AGGREGATE, _GROUP_KEY, _KEY_BATCH, _KEY_BATCH_BUNDLE, _MASKED,
-                        _MSA_ROSTER, HEADER_BYTES, SERVER_ID, TAG_BYTES, _bytes_field, _check_id,
-                        _check_roster_clients, _check_roster_extras, _check_run_id, _check_tag,
-                        _counted, _expect_len, _ids_tuple, _pack_header, _parsed, _round_field,
-                        _unpack_header, _unpack_ids)
+                        _MSA_ROSTER, HEADER_BYTES, SERVER_ID, TAG_BYTES, _built, _bytes_field,
+                        _check_id, _check_roster_clients, _check_roster_extras, _check_run_id,
+                        _check_tag, _counted, _expect_len, _ids_tuple, _pack_header, _parsed,
+                        _round_field, _unpack_header, _unpack_ids)
 from .._messages import _holder_ciphertexts, _unpack_id_blobs
 from ._keybatch import MAX_BATCH, batch_ct_bytes
 
@@ -39,6 +40,9 @@ def _check_words(payload: ArrayLike, name: str = "payload") -> NDArray[np.uint64
     return w
 
 
+_WORDS = np.dtype("<u8")
+
+
 def _check_round(r: object) -> int:
     if not isinstance(r, (int, np.integer)) or isinstance(r, bool) or not 1 <= int(r) < 1 << 64:
         raise InvalidInputError(f"round must be an int in [1, 2**64), got {r!r}")
@@ -46,12 +50,36 @@ def _check_round(r: object) -> int:
 
 
 def _words_body(payload: NDArray[np.uint64]) -> bytes:
-    return struct.pack("<I", payload.size) + payload.astype("<u8").tobytes()
+    words = payload if payload.dtype == _WORDS else payload.astype(_WORDS)
+    return struct.pack("<I", payload.size) + words.tobytes()
+
+
+def _words_view(data: bytes, n: int, offset: int) -> NDArray[np.uint64]:
+    """``n`` little-endian u64 words of ``data`` (immutable bytes whose length
+    the caller checked) from ``offset``, as a read-only uint64 array: a view
+    of the message's bytes on a little-endian host (no copy; bytes cannot
+    change and numpy refuses to make the view writable), a read-only copy
+    elsewhere."""
+    w = np.frombuffer(data, dtype=_WORDS, count=n, offset=offset)
+    if w.dtype != np.uint64:                      # pragma: no cover - big-endian hosts
+        w = w.astype(np.uint64)
+        w.setflags(write=False)
+    return w
 
 
 def _parse_words(data: bytes, what: str, trailer: int = 0) -> NDArray[np.uint64]:
     n = _counted(data, f"{what} message", 8, trailer)
-    return np.frombuffer(data, dtype="<u8", count=n, offset=HEADER_BYTES + 4).astype(np.uint64)
+    return _words_view(data, n, HEADER_BYTES + 4)
+
+
+def _round_ok(round_: int, what: str) -> int:
+    """A parsed round (a u64 of the header) as the constructors' check
+    (``_check_round``) takes it: at least 1; MessageFormatError naming
+    ``what`` otherwise, with the constructor's text."""
+    if round_ < 1:
+        raise MessageFormatError(f"invalid {what}: round must be an int in [1, 2**64), "
+                                 f"got {round_!r}")
+    return round_
 
 
 class _WordsEq:
@@ -423,10 +451,16 @@ class MaskedVectorMessage(_WordsEq):
         payload = _parse_words(data, "masked vector", TAG_BYTES)
         if sender == SERVER_ID or modulus != 0:
             raise MessageFormatError("masked vector from the server id or with a modulus")
-        try:
-            return cls(run_id, round_, sender, payload, data[-TAG_BYTES:])
-        except InvalidInputError as e:
-            raise MessageFormatError(f"invalid masked vector message: {e}") from None
+        # the constructor's checks on fields the format already typed (a
+        # 16-byte run id, a u32 sender below the server's id, 1-D uint64
+        # words, a 16-byte tag): only the round's range is left; the words
+        # stay a read-only view of the message's bytes, which are kept as
+        # the signed bytes (the format is canonical: exactly what
+        # signed_bytes would write from the fields)
+        msg = _built(cls, run_id=run_id, round=_round_ok(round_, "masked vector message"),
+                     sender=sender, payload=payload, tag=data[-TAG_BYTES:])
+        msg.__dict__["_signed"] = data[:-TAG_BYTES]
+        return msg
 
 
 @dataclass(frozen=True, eq=False)
@@ -492,8 +526,7 @@ class AggregateMessage(_WordsEq):
             The header (sent by the server), the survivors and the words.
         """
         return (_pack_header(_AGGREGATE, self.run_id, self.round, SERVER_ID, 0)
-                + struct.pack("<I", len(self.survivors))
-                + np.asarray(self.survivors, dtype="<u4").tobytes()
+                + struct.pack(f"<I{len(self.survivors)}I", len(self.survivors), *self.survivors)
                 + _words_body(self.payload))
 
     @classmethod
@@ -527,11 +560,27 @@ class AggregateMessage(_WordsEq):
         if len(data) < off:
             raise MessageFormatError("truncated aggregate message")
         ids = struct.unpack_from(f"<{n}I", data, HEADER_BYTES + 4)
-        payload = _parse_words(data[:HEADER_BYTES] + data[off:], "aggregate")
-        try:
-            return cls(run_id, round_, payload, ids)
-        except InvalidInputError as e:
-            raise MessageFormatError(f"invalid aggregate message: {e}") from None
+        # the words' count and length, as if the survivors were cut out
+        # (the errors name those lengths), read in place
+        if len(data) < off + 4:
+            raise MessageFormatError("truncated aggregate message")
+        (m,) = struct.unpack_from("<I", data, off)
+        have, want = len(data) - off + HEADER_BYTES, HEADER_BYTES + 4 + 8 * m
+        if have != want:
+            what = "truncated" if have < want else "oversized"
+            raise MessageFormatError(f"{what} message: {have} bytes, expected {want}")
+        payload = _words_view(data, m, off + 4)
+        # the constructor's checks, in its order, on fields the format typed
+        # (a 16-byte run id, 1-D uint64 words, u32 ids)
+        round_ = _round_ok(round_, "aggregate message")
+        if ids and max(ids) >= SERVER_ID:
+            bad = next(i for i in ids if i >= SERVER_ID)
+            raise MessageFormatError("invalid aggregate message: survivor must be an int in "
+                                     f"[0, 2**32 - 1), got {bad!r}")
+        if not ids or not all(map(operator.lt, ids, ids[1:])):
+            raise MessageFormatError("invalid aggregate message: survivors must be non-empty "
+                                     "and strictly increasing")
+        return _built(cls, run_id=run_id, round=round_, payload=payload, survivors=ids)
 
 
 def _keys_field(v: Any, count: int, name: str) -> tuple[bytes, ...]:

@@ -233,11 +233,17 @@ class MsaServer(RoundSteps):
             st = _kb.batch_round(self._m, bt, r, ids, u2)
             bt["u2"], b["step"] = u2, "closed"
             self._open = {"step": "bundles", "st": st, "got": {}, "req": None, "batch": True}
-        else:
-            ids = self._participants(participants)
-            st = self._m.new_round(r, ids)
-            self._batch = None
-            self._open = {"step": "shares", "st": st, "got": {}, "req": None}
+            self._round = r
+            # built from the server's checked state (a round of the batch,
+            # below MAX_ROUND; the sharers or checked participants: sorted
+            # distinct roster ids, at least the threshold), as the
+            # constructor would build it
+            return _built(RoundMessage, run_id=self.run_id, round=r, participants=ids,
+                          delta_nonzeros=0, base_round=0)
+        ids = self._participants(participants)
+        st = self._m.new_round(r, ids)
+        self._batch = None
+        self._open = {"step": "shares", "st": st, "got": {}, "req": None}
         self._round = r
         return RoundMessage(self.run_id, r, ids)
 
@@ -407,7 +413,8 @@ class MsaServer(RoundSteps):
             raise ProtocolError("no round is ready for inputs")
         if o["step"] == "shares":
             self._m.close_shares(o["st"])
-        req = InputRequest(self.run_id, o["st"]["round"])
+        req = _built(InputRequest, run_id=self.run_id, round=o["st"]["round"], delta_nonzeros=0,
+                     base_round=0)            # a full round of the server's own state
         o["step"], o["req"] = "inputs", req
         return req
 
@@ -525,4 +532,8 @@ class MsaServer(RoundSteps):
             agg += self._noise_words(rnd, segments)
         self._open = None
         self.last_dropped = tuple(dropped)
-        return AggregateMessage(self.run_id, rnd, agg, st["u3"])
+        # the server's own state: a fresh vector (now read-only) and the
+        # survivors, sorted distinct ids (close_inputs)
+        agg.setflags(write=False)
+        return _built(AggregateMessage, run_id=self.run_id, round=rnd, payload=agg,
+                      survivors=st["u3"])
