@@ -93,6 +93,12 @@ class _WordsEq:
 
     __hash__ = None  # type: ignore[assignment]  # unhashable: array fields
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a pickle or a copy is parsed again from the wire form, so its words
+        # stay a read-only view of the bytes a tag covers (a plain pickle
+        # would give back writable words beside the kept signed bytes)
+        return (type(self).from_bytes, (self.to_bytes(),))  # type: ignore[attr-defined]
+
 
 @dataclass(frozen=True)
 class MsaRosterMessage:

@@ -126,3 +126,28 @@ def test_server_built_messages_equal_the_checked_constructors():
     assert agg == AggregateMessage(agg.run_id, agg.round, agg.payload, agg.survivors)
     assert not agg.payload.flags.writeable
     assert clients[1].unmask(AggregateMessage.from_bytes(agg.to_bytes())).tolist() == [9.0, 12.0]
+
+
+# ---------------------------------------------------------------- copies
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "copy"])
+def test_copies_keep_read_only_words_that_agree_with_the_signed_bytes(how):
+    """A parsed masked vector keeps the bytes its tag covers beside a view
+    of its words: a pickle or copy must not give back words that can change
+    under those kept bytes (review of issue 22's fifth round)."""
+    import copy
+    import pickle
+    data = header(13, 3, 7) + words([1, 2, 3]) + bytes(range(16))
+    parsed = MaskedVectorMessage.from_bytes(data)
+    agg = AggregateMessage(RUN, 2, [5, 6], (0, 4))
+    for msg in (parsed, agg):
+        dup = {"pickle": lambda m: pickle.loads(pickle.dumps(m)),
+               "deepcopy": copy.deepcopy, "copy": copy.copy}[how](msg)
+        assert dup == msg and dup.to_bytes() == msg.to_bytes()
+        assert not dup.payload.flags.writeable
+        with pytest.raises(ValueError):
+            dup.payload[0] = 999
+    # the kept signed bytes are what the fields serialize to
+    dup = pickle.loads(pickle.dumps(parsed))
+    fresh = MaskedVectorMessage(dup.run_id, dup.round, dup.sender, dup.payload.copy(), dup.tag)
+    assert dup.signed_bytes() == fresh.signed_bytes() == data[:-16]
