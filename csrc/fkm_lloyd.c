@@ -49,8 +49,7 @@ typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
 /* Prefetch the bytes [p, p + size) into the caches (a hint: no effect on
  * results; p..p + size lies inside one array).  fkm_lloyd_prefetch_l2:
  * the same into L2 only (prefetcht1), for the groups of 8 rows of the row
- * path, whose bursts of 50 L1 prefetches at d = 50 stalled on the L1 miss
- * buffers (a third of the time in perf at (1e5, 50, 10)). */
+ * path (score_rows8), spread in quarters over a group's work. */
 static inline __attribute__((always_inline)) void fkm_lloyd_prefetch(const void *p, size_t size)
 {
     const char *c = (const char *)p;
