@@ -42,8 +42,8 @@ typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
 
 /* Largest d for which the row path (unpacked points) scores groups of 8 rows
  * through two panels built on the fly (score_rows8): lanes over points, so
- * the argmin is vertical and the center chunks exact (issue 22: 0.75-0.85x
- * the time per step at d = 50, k = 10 and 64; 0.7x at d = 24, k = 9).  Up to
+ * the argmin is vertical and the center chunks exact (issue 22: 0.75-0.9x
+ * the time per iteration at d = 50, k = 10 and 64; 0.7x at d = 24, k = 9).  Up to
  * here the two panels (8 d doubles) stay in L1; longer rows keep the tiles
  * over centers (tile4): at d = 784, k = 10 the two were level within the
  * noise of the measurement (48-66 ms both), so nothing was changed there. */
