@@ -40,13 +40,43 @@ typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
  * slower at d = 784, k = 10; 25-30% faster at d = 50, k = 10..64). */
 #define FKM_LLOYD_PREFETCH 2
 
+/* Largest d for which the row path (unpacked points) scores groups of 8 rows
+ * through two panels built on the fly (score_rows8): lanes over points, so
+ * the argmin is vertical and the center chunks exact (issue 22: 0.75-0.9x
+ * the time per iteration at d = 50, k = 10 and 64; 0.7x at d = 24, k = 9).  Up to
+ * here the two panels (8 d doubles) stay in L1; longer rows keep the tiles
+ * over centers (tile4): at d = 784, k = 10 the two were level within the
+ * noise of the measurement (48-66 ms both), so nothing was changed there. */
+#define FKM_LLOYD_ROWS8_MAX_D FKM_LLOYD_JBLOCK
+
 /* Prefetch the bytes [p, p + size) into the caches (a hint: no effect on
- * results; p..p + size lies inside one array). */
+ * results; p..p + size lies inside one array).  fkm_lloyd_prefetch_l2:
+ * the same into L2 only (prefetcht1), for the groups of 8 rows of the row
+ * path (score_rows8), spread in quarters over a group's work. */
 static inline __attribute__((always_inline)) void fkm_lloyd_prefetch(const void *p, size_t size)
 {
     const char *c = (const char *)p;
     for (size_t o = 0; o < size; o += 64)
         __builtin_prefetch(c + o);
+}
+
+static inline __attribute__((always_inline)) void fkm_lloyd_prefetch_l2(const void *p, size_t size)
+{
+    const char *c = (const char *)p;
+    for (size_t o = 0; o < size; o += 64)
+        __builtin_prefetch(c + o, 0, 2);
+}
+
+/* Width of the next chunk of centers in panel8x when R >= 4 centers are left
+ * and k >= 8: chunks of 4, 5 and 6 add up to every R >= 8 exactly, so no
+ * padding lane is scored (k = 10: 4 + 6; k = 62: 14 x 4 + 6). */
+static inline int fkm_lloyd_chunk_w(fkm_index_t R)
+{
+    if (R <= 6)
+        return (int)R;
+    if (R == 11)
+        return 5; /* 5 + 6 */
+    return 4;     /* R >= 8, R != 11: R - 4 >= 4 and never 7 */
 }
 
 void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,

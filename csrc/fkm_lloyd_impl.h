@@ -207,6 +207,48 @@ static inline __attribute__((always_inline)) double FKM_NAME(accumulate)(
     return dd;
 }
 
+/* Scores of the W centers c..c+W-1 for the 8 points of two 4-point panels
+ * pa, pb (each broadcast center coordinate feeds two FMAs: 2 W independent
+ * chains), merged into the running argmin (bva, bia for pa; bvb, bib for
+ * pb).  Per point and center the score is hnorm[c] - <x, c'>, the inner
+ * product one fused multiply-add chain in coordinate order from 0, as in
+ * panel4 and tile4; strict < in increasing center order keeps the lowest
+ * index on ties.  Centers at or above k must be padding lanes of ct.
+ * deliberate specialization: W (4, 5 or 6) is a constant at every call, so
+ * the accumulators stay in registers (12 of them at W = 6). */
+static inline __attribute__((always_inline)) void FKM_NAME(chunk8)(
+    fkm_v4d *bva, fkm_v4i *bia, fkm_v4d *bvb, fkm_v4i *bib,
+    const double *restrict pa, const double *restrict pb, fkm_index_t d,
+    const double *restrict ct, const double *restrict hnorm, fkm_index_t c, int W)
+{
+    const double *pc[6];
+    fkm_v4d a[6], b[6];
+    for (int t = 0; t < W; ++t) {
+        pc[t] = ct + ((c + t) / FKM_LLOYD_PANEL) * d * FKM_LLOYD_PANEL +
+                (c + t) % FKM_LLOYD_PANEL;
+        a[t] = (fkm_v4d){0, 0, 0, 0};
+        b[t] = a[t];
+    }
+    for (fkm_index_t j = 0; j < d; ++j) {
+        const fkm_v4d xa = LOAD4(pa + 4 * j), xb = LOAD4(pb + 4 * j);
+        for (int t = 0; t < W; ++t) {
+            const double cv = pc[t][j * FKM_LLOYD_PANEL];
+            a[t] += xa * cv;
+            b[t] += xb * cv;
+        }
+    }
+    for (int t = 0; t < W; ++t) {
+        const fkm_v4d sa = hnorm[c + t] - a[t], sb = hnorm[c + t] - b[t];
+        const fkm_v4i cv = {c + t, c + t, c + t, c + t};
+        fkm_v4i lt = sa < *bva;
+        *bva = (fkm_v4d)(((fkm_v4i)sa & lt) | ((fkm_v4i)*bva & ~lt));
+        *bia = (cv & lt) | (*bia & ~lt);
+        lt = sb < *bvb;
+        *bvb = (fkm_v4d)(((fkm_v4i)sb & lt) | ((fkm_v4i)*bvb & ~lt));
+        *bib = (cv & lt) | (*bib & ~lt);
+    }
+}
+
 /* panel4 for two consecutive panels (8 points): each broadcast center
  * coordinate feeds two FMAs.  Same scores and tie rule as panel4.
  * deliberate specialization: the 8-wide register tile of panel4 (see there). */
@@ -247,6 +289,40 @@ static inline __attribute__((always_inline)) void FKM_NAME(panel8)(
             lt = sb[t] < bvb;
             bvb = (fkm_v4d)(((fkm_v4i)sb[t] & lt) | ((fkm_v4i)bvb & ~lt));
             bib = (cv & lt) | (bib & ~lt);
+        }
+    }
+    for (int r = 0; r < 4; ++r) {
+        best[r] = bia[r];
+        best[4 + r] = bib[r];
+    }
+}
+
+/* panel8 by chunks of centers (chunk8), for the 8 rows of score_rows8.
+ * Same scores and tie rule as panel4 and panel8.  For k >= 8 the chunks
+ * cover the k centers exactly (fkm_lloyd_chunk_w); below, chunks of 4 with
+ * the padding lanes of the packed centers (score +inf, never chosen).
+ * deliberate specialization: panel8 keeps chunks of 4 with padding lanes on
+ * the packed path, where it was measured faster (d <= 16, k = 62 and 256). */
+static inline __attribute__((always_inline)) void FKM_NAME(panel8x)(
+    fkm_index_t *best, const double *restrict pa, const double *restrict pb,
+    fkm_index_t d, const double *restrict ct, const double *restrict hnorm,
+    fkm_index_t k)
+{
+    fkm_v4d bva = {HUGE_VAL, HUGE_VAL, HUGE_VAL, HUGE_VAL}, bvb = bva;
+    fkm_v4i bia = {0, 0, 0, 0}, bib = bia;
+    if (k < 8) {
+        for (fkm_index_t c = 0; c < k; c += 4)
+            FKM_NAME(chunk8)(&bva, &bia, &bvb, &bib, pa, pb, d, ct, hnorm, c, 4);
+    } else {
+        for (fkm_index_t c = 0; c < k;) {
+            const int W = fkm_lloyd_chunk_w(k - c);
+            if (W == 4)
+                FKM_NAME(chunk8)(&bva, &bia, &bvb, &bib, pa, pb, d, ct, hnorm, c, 4);
+            else if (W == 5)
+                FKM_NAME(chunk8)(&bva, &bia, &bvb, &bib, pa, pb, d, ct, hnorm, c, 5);
+            else
+                FKM_NAME(chunk8)(&bva, &bia, &bvb, &bib, pa, pb, d, ct, hnorm, c, 6);
+            c += W;
         }
     }
     for (int r = 0; r < 4; ++r) {
@@ -347,6 +423,121 @@ static inline __attribute__((always_inline)) int FKM_NAME(any_need)(
     return any;
 }
 
+/* The 4 rows r[0..3] (d values each, converted to double) as one panel of
+ * 4 points, coordinate major: T[4 j + l] = r[l][j] (the layout of
+ * fkm_lloyd_pack_points). */
+static inline __attribute__((always_inline)) void FKM_NAME(pack_rows4)(
+    double *restrict T, const FKM_REAL *const *r, fkm_index_t d)
+{
+    fkm_index_t j = 0;
+#if FKM_HAVE_SHUFFLE
+    if (sizeof(FKM_REAL) == sizeof(double)) {
+        /* 4 x 4 blocks transposed in registers */
+        const double *r0 = (const double *)r[0], *r1 = (const double *)r[1];
+        const double *r2 = (const double *)r[2], *r3 = (const double *)r[3];
+        for (; j + 4 <= d; j += 4) {
+            const fkm_v4d a = LOAD4(r0 + j), b = LOAD4(r1 + j);
+            const fkm_v4d c = LOAD4(r2 + j), e = LOAD4(r3 + j);
+            const fkm_v4d t0 = __builtin_shufflevector(a, b, 0, 4, 2, 6);
+            const fkm_v4d t1 = __builtin_shufflevector(a, b, 1, 5, 3, 7);
+            const fkm_v4d t2 = __builtin_shufflevector(c, e, 0, 4, 2, 6);
+            const fkm_v4d t3 = __builtin_shufflevector(c, e, 1, 5, 3, 7);
+            STORE4(T + 4 * j, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+            STORE4(T + 4 * j + 4, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+            STORE4(T + 4 * j + 8, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+            STORE4(T + 4 * j + 12, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+        }
+    }
+#endif
+    for (; j < d; ++j)
+        for (int l = 0; l < 4; ++l)
+            T[4 * j + l] = (double)r[l][j];
+}
+
+/* Labels best[0..8) of the 8 rows r[0..8) (points i..i+7): both halves
+ * scored at once through the panels T (8 d doubles of scratch) and panel8x,
+ * the same scores and labels as tile4 on each half; with need, a half of 4
+ * with no flagged point keeps its labels, and a group with one flagged half
+ * scores that half alone (tile4), so the groups of the mask stay the rows'
+ * fours. */
+static inline __attribute__((always_inline)) void FKM_NAME(score_rows8)(
+    fkm_index_t *best, const FKM_REAL *const *r, double *restrict T,
+    const int32_t *labels, fkm_index_t i, fkm_index_t d, const double *ct,
+    const double *hnorm, fkm_index_t k, fkm_v4d *accbuf, const unsigned char *need,
+    const char *pf, size_t pq)
+{
+    const int fa = !need || FKM_NAME(any_need)(need + i, 4);
+    const int fb = !need || FKM_NAME(any_need)(need + i + 4, 4);
+    if (fa && fb) {
+        /* the prefetches of a later group spread over the work (pf NULL: none) */
+        if (pf)
+            fkm_lloyd_prefetch_l2(pf, pq);
+        FKM_NAME(pack_rows4)(T, r, d);
+        if (pf)
+            fkm_lloyd_prefetch_l2(pf + pq, pq);
+        FKM_NAME(pack_rows4)(T + 4 * d, r + 4, d);
+        FKM_NAME(panel8x)(best, T, T + 4 * d, d, ct, hnorm, k);
+        if (pf)
+            fkm_lloyd_prefetch_l2(pf + 2 * pq, pq);
+        return;
+    }
+    for (int h = 0; h < 8; h += 4) {
+        if (h == 0 ? fa : fb) {
+            FKM_NAME(tile4)(best + h, r[h], r[h + 1], r[h + 2], r[h + 3], d, ct, hnorm, k,
+                            accbuf);
+        } else {
+            for (int t = 0; t < 4; ++t)
+                best[h + t] = labels[i + h + t];
+        }
+    }
+}
+
+/* Accumulation of the m <= 4 rows r[0..m) (points i..), labels best[0..m):
+ * sums, weights, labels and changes; with mind, their distances (rule of
+ * fkm_lloyd_acc.h, fkm_lloyd_rowdist4) and inertia.  *xr: a row converted
+ * to double (float32 input; allocated on first use).  Returns FKM_OK or
+ * FKM_ENOMEM (nothing accumulated). */
+static inline __attribute__((always_inline)) int FKM_NAME(accum_rows)(
+    int32_t *labels, fkm_index_t *nchg, double *mind, double *sums, double *wsums,
+    double *inert, const FKM_REAL *const *rows, fkm_index_t m, const fkm_index_t *best,
+    const double *w, fkm_index_t i, fkm_index_t d, const double *centers, double **xr)
+{
+    if (sizeof(FKM_REAL) != sizeof(double) && !*xr) {
+        *xr = malloc((size_t)(d > 0 ? d : 1) * sizeof(double));
+        if (!*xr)
+            return FKM_ENOMEM;
+    }
+    double dd4[4] = {0.0, 0.0, 0.0, 0.0};
+    if (mind) {
+        /* the rows' distances, four chains at once (fkm_lloyd_acc.h) */
+        const double *cs[4];
+        for (int r = 0; r < 4; ++r)
+            cs[r] = centers + best[r < m ? r : 0] * d;
+        FKM_NAME(fkm_lloyd_rowdist4)(dd4, rows, cs, (int)m, d);
+    }
+    for (fkm_index_t r = 0; r < m; ++r) {
+        const double *x;
+        if (sizeof(FKM_REAL) == sizeof(double)) {
+            x = (const double *)rows[r];
+        } else {
+            for (fkm_index_t j = 0; j < d; ++j)
+                (*xr)[j] = (double)rows[r][j];
+            x = *xr;
+        }
+        const double wi = w ? w[i + r] : 1.0;
+        (void)FKM_NAME(accumulate)(sums, wsums, x, 1, d, best[r], wi, w != NULL,
+                                   centers, 0);
+        *nchg += labels[i + r] != (int32_t)best[r];
+        labels[i + r] = (int32_t)best[r];
+        if (mind) {
+            const double dd = dd4[r];
+            mind[i + r] = dd;
+            *inert += wi * dd;
+        }
+    }
+    return FKM_OK;
+}
+
 /* Scores and accumulation for the 4 packed points starting at point i; with
  * need, a group none of whose points is flagged keeps its labels (no scores).
  * deliberate specialization: group_packed and group_packed8 drive the 4- and
@@ -439,69 +630,76 @@ FKM_HOT int FKM_NAME(fkm_lloyd_assign_masked)(
     }
     double *xr = NULL; /* one row converted to double */
     fkm_v4d *accbuf = NULL;
+    double *T = NULL; /* two panels of 4 rows (score_rows8) */
     if (i < hi) {
         accbuf = malloc((size_t)(8 * ((k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL)) *
                         sizeof(fkm_v4d));
-        if (!accbuf) {
+        if (hi - i >= 8 && d <= FKM_LLOYD_ROWS8_MAX_D)
+            T = malloc((size_t)(8 * d) * sizeof(double));
+        if (!accbuf || (hi - i >= 8 && d <= FKM_LLOYD_ROWS8_MAX_D && !T)) {
+            free(T);
+            free(accbuf);
             free(pad);
             return FKM_ENOMEM;
         }
     }
-    for (; i < hi; i += 4) {
-        const FKM_REAL *rows[4];
-        fkm_index_t m = hi - i < 4 ? hi - i : 4;
-        if (FKM_NAME(row_group)(rows, &pad, X, i, hi, d) != FKM_OK) {
-            free(accbuf);
-            return FKM_ENOMEM;
-        }
-        fkm_index_t best[4];
-        if (!need && d <= FKM_LLOYD_JBLOCK && i + 4 * (FKM_LLOYD_PREFETCH + 1) <= hi)
-            fkm_lloyd_prefetch(X + (i + 4 * FKM_LLOYD_PREFETCH) * d,
-                               (size_t)(4 * d) * sizeof(FKM_REAL));
-        if (!need || FKM_NAME(any_need)(need + i, (int)m)) {
-            FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm,
-                            k, accbuf);
+    while (i < hi) {
+        const FKM_REAL *rows[8];
+        fkm_index_t best[8];
+        fkm_index_t g; /* rows in this group */
+        int status = FKM_OK;
+        if (T && i + 8 <= hi) {
+            /* Groups of 8 rows scored through panels (exact center chunks,
+             * vertical argmin), accumulated in halves of 4 as below. */
+            g = 8;
+            for (int r = 0; r < 8; ++r)
+                rows[r] = X + (i + r) * d;
+            /* The group FKM_LLOYD_PREFETCH ahead, into L2 in quarters
+             * spread over this group's work: one burst of 50 prefetches at
+             * d = 50 stalled on the miss buffers (a quarter to a third of
+             * the time in perf at (1e5, 50, 10)). */
+            const char *pf = NULL;
+            const size_t pq = (size_t)(2 * d) * sizeof(FKM_REAL);
+            if (!need && i + 8 * (FKM_LLOYD_PREFETCH + 1) <= hi)
+                pf = (const char *)(X + (i + 8 * FKM_LLOYD_PREFETCH) * d);
+            FKM_NAME(score_rows8)(best, rows, T, labels, i, d, ct, hnorm, k, accbuf, need,
+                                  pf, pq);
+            status = FKM_NAME(accum_rows)(labels, &nchg, mind, sums, wsums, &inert, rows, 4,
+                                          best, w, i, d, centers, &xr);
+            if (pf)
+                fkm_lloyd_prefetch_l2(pf + 3 * pq, pq);
+            if (status == FKM_OK)
+                status = FKM_NAME(accum_rows)(labels, &nchg, mind, sums, wsums, &inert,
+                                              rows + 4, 4, best + 4, w, i + 4, d, centers,
+                                              &xr);
         } else {
-            for (fkm_index_t r = 0; r < m; ++r)
-                best[r] = labels[i + r];
-        }
-        double dd4[4] = {0.0, 0.0, 0.0, 0.0};
-        if (mind) {
-            /* the rows' distances, four chains at once (fkm_lloyd_acc.h) */
-            const double *cs[4];
-            for (int r = 0; r < 4; ++r)
-                cs[r] = centers + best[r < m ? r : 0] * d;
-            FKM_NAME(fkm_lloyd_rowdist4)(dd4, rows, cs, (int)m, d);
-        }
-        for (fkm_index_t r = 0; r < m; ++r) {
-            const double *x;
-            if (sizeof(FKM_REAL) == sizeof(double)) {
-                x = (const double *)rows[r];
-            } else {
-                if (!xr) {
-                    xr = malloc((size_t)(d > 0 ? d : 1) * sizeof(double));
-                    if (!xr) {
-                        free(pad);
-                        free(accbuf);
-                        return FKM_ENOMEM;
-                    }
+            g = hi - i < 4 ? hi - i : 4;
+            status = FKM_NAME(row_group)(rows, &pad, X, i, hi, d);
+            if (status == FKM_OK) {
+                if (!need && d <= FKM_LLOYD_JBLOCK && i + 4 * (FKM_LLOYD_PREFETCH + 1) <= hi)
+                    fkm_lloyd_prefetch(X + (i + 4 * FKM_LLOYD_PREFETCH) * d,
+                                       (size_t)(4 * d) * sizeof(FKM_REAL));
+                if (!need || FKM_NAME(any_need)(need + i, (int)g)) {
+                    FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm,
+                                    k, accbuf);
+                } else {
+                    for (fkm_index_t r = 0; r < g; ++r)
+                        best[r] = labels[i + r];
                 }
-                for (fkm_index_t j = 0; j < d; ++j)
-                    xr[j] = (double)rows[r][j];
-                x = xr;
-            }
-            const double wi = w ? w[i + r] : 1.0;
-            (void)FKM_NAME(accumulate)(sums, wsums, x, 1, d, best[r], wi, w != NULL,
-                                       centers, 0);
-            nchg += labels[i + r] != (int32_t)best[r];
-            labels[i + r] = (int32_t)best[r];
-            if (mind) {
-                const double dd = dd4[r];
-                mind[i + r] = dd;
-                inert += wi * dd;
+                status = FKM_NAME(accum_rows)(labels, &nchg, mind, sums, wsums, &inert, rows,
+                                              g, best, w, i, d, centers, &xr);
             }
         }
+        if (status != FKM_OK) {
+            free(T);
+            free(xr);
+            free(accbuf);
+            free(pad);
+            return status;
+        }
+        i += g;
     }
+    free(T);
     free(xr);
     free(accbuf);
     free(pad);
@@ -559,11 +757,34 @@ FKM_HOT int FKM_NAME(fkm_lloyd_label)(
     }
     fkm_v4d *accbuf = NULL;
     FKM_REAL *pad = NULL;
+    double *T = NULL; /* two panels of 4 rows (score_rows8) */
     if (i < hi) {
         accbuf = malloc((size_t)(8 * ((k + FKM_LLOYD_PANEL - 1) / FKM_LLOYD_PANEL)) *
                         sizeof(fkm_v4d));
-        if (!accbuf)
+        if (hi - i >= 8 && d <= FKM_LLOYD_ROWS8_MAX_D)
+            T = malloc((size_t)(8 * d) * sizeof(double));
+        if (!accbuf || (hi - i >= 8 && d <= FKM_LLOYD_ROWS8_MAX_D && !T)) {
+            free(T);
+            free(accbuf);
             return FKM_ENOMEM;
+        }
+    }
+    /* Groups of 8 rows through panels, then fours (as fkm_lloyd_assign_masked). */
+    for (; T && i + 8 <= hi; i += 8) {
+        const FKM_REAL *rows[8];
+        if (need && !FKM_NAME(any_need)(need + i, 8))
+            continue;
+        for (int r = 0; r < 8; ++r)
+            rows[r] = X + (i + r) * d;
+        const char *pf = NULL; /* as in fkm_lloyd_assign_masked */
+        const size_t pq = (size_t)(2 * d) * sizeof(FKM_REAL);
+        if (!need && i + 8 * (FKM_LLOYD_PREFETCH + 1) <= hi)
+            pf = (const char *)(X + (i + 8 * FKM_LLOYD_PREFETCH) * d);
+        FKM_NAME(score_rows8)(best, rows, T, labels, i, d, ct, hnorm, k, accbuf, need, pf,
+                              pq);
+        FKM_NAME(set_labels)(labels, &nchg, i, best, 8);
+        if (pf)
+            fkm_lloyd_prefetch_l2(pf + 3 * pq, pq);
     }
     for (; i < hi; i += 4) {
         const FKM_REAL *rows[4];
@@ -574,12 +795,14 @@ FKM_HOT int FKM_NAME(fkm_lloyd_label)(
             fkm_lloyd_prefetch(X + (i + 4 * FKM_LLOYD_PREFETCH) * d,
                                (size_t)(4 * d) * sizeof(FKM_REAL));
         if (FKM_NAME(row_group)(rows, &pad, X, i, hi, d) != FKM_OK) {
+            free(T);
             free(accbuf);
             return FKM_ENOMEM;
         }
         FKM_NAME(tile4)(best, rows[0], rows[1], rows[2], rows[3], d, ct, hnorm, k, accbuf);
         FKM_NAME(set_labels)(labels, &nchg, i, best, (int)m);
     }
+    free(T);
     free(accbuf);
     free(pad);
     *n_changed = nchg;
