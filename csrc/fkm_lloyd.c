@@ -40,7 +40,8 @@ typedef int64_t fkm_v4i __attribute__((vector_size(32), aligned(8)));
  * slower at d = 784, k = 10; 25-30% faster at d = 50, k = 10..64). */
 #define FKM_LLOYD_PREFETCH 2
 
-/* Largest d for which the row path (unpacked points) scores groups of 8 rows
+/* Largest d for which the row path (unpacked points, whatever d: above 16
+ * always, at d <= 16 when the points are not packed) scores groups of 8 rows
  * through two panels built on the fly (score_rows8): lanes over points, so
  * the argmin is vertical and the center chunks exact (issue 22: 0.75-0.9x
  * the time per iteration at d = 50, k = 10 and 64; 0.7x at d = 24, k = 9).  Up to

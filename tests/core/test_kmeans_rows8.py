@@ -1,11 +1,11 @@
-"""The row path of the blocked assignment (points not packed, 16 < d <= 128)
+"""The row path of the blocked assignment (points not packed: d <= 128 there)
 scores groups of 8 rows through two panels built on the fly, with the centers
 in exact chunks of 4, 5 and 6 (csrc/fkm_lloyd_impl.h, score_rows8, panel8x):
 labels are the nearest centers (brute force), the lowest index on exact ties
 wherever the tied centers fall among the chunks, for every k (chunk splits
 4 + 6, 5 + 6, 4 + 5, ...) and for tails of 1-7 rows; with a mask, the groups
 are still the rows' fours (a group of 8 with one flagged half scores that
-half only)."""
+half only); results do not depend on the number of threads."""
 import numpy as np
 import pytest
 
@@ -105,3 +105,24 @@ def test_rows8_one_call_loop_labels_are_nearest(n, d, k):
     ref, gap = _brute(X, C)
     clear = gap > 1e-9 * (1 + np.abs(X).sum(axis=1)) ** 2
     np.testing.assert_array_equal(labels[clear], ref[clear])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d, k", [(5, 9), (16, 10), (17, 8), (50, 10), (128, 13)])
+def test_rows8_results_do_not_depend_on_threads(d, k, dtype):
+    """nearest_center on 1 and 2 threads gives the same labels and distances
+    bit for bit, with unpacked rows at d <= 16 too, integer-valued data
+    (exact ties between duplicated centers) and a tail that is not a
+    multiple of 8; the labels are the brute-force nearest, lowest index on
+    ties."""
+    rng = np.random.default_rng(d * 100 + k)
+    n = 4001                                          # < 4096: rows not packed
+    X = rng.integers(-3, 4, size=(n, d)).astype(dtype)
+    C = X[rng.choice(n, k, replace=False)].astype(np.float64)
+    C[k - 1] = C[1]                                   # a duplicated center: exact ties
+    d1, l1 = nearest_center(X, C, n_threads=1)
+    d2, l2 = nearest_center(X, C, n_threads=2)
+    assert d1.tobytes() == d2.tobytes() and l1.tobytes() == l2.tobytes()
+    D = ((X.astype(np.float64)[:, None, :] - C[None]) ** 2).sum(axis=2)
+    np.testing.assert_array_equal(l1, D.argmin(axis=1))
+    np.testing.assert_array_equal(d1, D.min(axis=1))
