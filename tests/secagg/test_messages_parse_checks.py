@@ -8,25 +8,11 @@ import struct
 
 import pytest
 
-from pyfkm.exceptions import InvalidInputError, MessageFormatError
-from pyfkm.secagg._framing import VERSION
+from pyfkm.exceptions import MessageFormatError
 from pyfkm.secagg._messages import InputRequest, RoundMessage, UnmaskRequest
+from _helpers.wire import RUN, SERVER, constructor_error, header
 
-RUN = bytes(range(16))
-SERVER = 0xFFFFFFFF
 ROUNDS = (0, 1, 5, (1 << 64) - 1)
-
-
-def header(kind, round_):
-    return struct.pack("<4sBBH16sQIQ", b"PFKM", VERSION, kind, 0, RUN, round_, SERVER, 0)
-
-
-def constructor_error(make):
-    try:
-        make()
-    except InvalidInputError as e:
-        return str(e)
-    return None
 
 
 @pytest.mark.parametrize("round_, dn, br", itertools.product(

@@ -10,28 +10,14 @@ import struct
 import numpy as np
 import pytest
 
-from pyfkm.exceptions import InvalidInputError, MessageFormatError
-from pyfkm.secagg._framing import VERSION
+from pyfkm.exceptions import MessageFormatError
 from pyfkm.secagg.msa import AggregateMessage, MaskedVectorMessage
+from _helpers.wire import RUN, SERVER, constructor_error, header
 
-RUN = bytes(range(16))
-SERVER = 0xFFFFFFFF
-
-
-def header(kind, round_, sender):
-    return struct.pack("<4sBBH16sQIQ", b"PFKM", VERSION, kind, 0, RUN, round_, sender, 0)
 
 
 def words(w):
     return struct.pack(f"<I{len(w)}Q", len(w), *w)
-
-
-def constructor_error(make):
-    try:
-        make()
-    except InvalidInputError as e:
-        return str(e)
-    return None
 
 
 ROUNDS = (0, 1, 7, (1 << 64) - 1)
