@@ -15,6 +15,10 @@ Usage::
 
 Run it with another ``cryptography`` on ``PYTHONPATH`` to check a newer
 release, e.g. after ``pip install --no-deps --target /tmp/cry cryptography==X``.
+Where PyNaCl is importable (it is not a pyfkm dependency; e.g. ``pip install
+--target /tmp/nacl pynacl`` and ``/tmp/nacl`` on ``PYTHONPATH``), the same
+exchange through libsodium (``nacl.bindings.crypto_scalarmult``, whose cffi
+calls release the GIL) is timed too, as the measured alternative.
 """
 import argparse
 import threading
@@ -55,8 +59,23 @@ def main():
         for _ in range(n):
             aead.decrypt(nonce, ct, None)
 
-    print(f"cryptography {cryptography.__version__}")
-    for name, work in (("X25519 exchange", exchanges), ("AES-GCM decrypt, 64 B", decrypts)):
+    cases = [(f"cryptography {cryptography.__version__}: X25519 exchange", exchanges),
+             ("AES-GCM decrypt, 64 B", decrypts)]
+    try:
+        import nacl
+        from nacl.bindings import crypto_scalarmult
+    except ImportError:
+        print("PyNaCl not importable: libsodium's X25519 not timed")
+    else:
+        sk = key.private_bytes_raw()
+        pks = [p.public_bytes_raw() for p in peers]
+
+        def sodium():
+            for i in range(n):
+                crypto_scalarmult(sk, pks[i & 63])
+
+        cases.append((f"PyNaCl {nacl.__version__} (libsodium): X25519", sodium))
+    for name, work in cases:
         t1 = throughput(work, 1)
         t2 = throughput(work, 2)
         print(f"  {name}: {t1 / n * 1e6:.1f} us per call on one thread; "
