@@ -70,14 +70,19 @@ static inline __attribute__((always_inline)) void fkm_lloyd_prefetch_l2(const vo
 
 /* Width of the next chunk of centers in panel8x when R >= 4 centers are left
  * and k >= 8: chunks of 4, 5 and 6 add up to every R >= 8 exactly, so no
- * padding lane is scored (k = 10: 4 + 6; k = 62: 14 x 4 + 6). */
+ * padding lane is scored (k = 10: 6 + 4; k = 62: 9 x 6 + 2 x 4; k = 64:
+ * 10 x 6 + 4).  Chunks of 6 first: 12 accumulators hide the FMA latency (4
+ * cycles on 2 pipes: the 8 chains of a chunk of 4 leave no slack; issue 22,
+ * sixth round).  The sums that chunks of 4, 5 and 6 can make are 4, 5, 6
+ * and every R >= 8, so 6 is taken whenever what it leaves is one of those
+ * or nothing; the widths never change a score or a label. */
 static inline int fkm_lloyd_chunk_w(fkm_index_t R)
 {
     if (R <= 6)
         return (int)R;
-    if (R == 11)
-        return 5; /* 5 + 6 */
-    return 4;     /* R >= 8, R != 11: R - 4 >= 4 and never 7 */
+    if (R == 10 || R == 11 || R == 12 || R >= 14)
+        return 6; /* R - 6 in {4, 5, 6} or >= 8 */
+    return 4;     /* R in {8, 9, 13}: R - 4 in {4, 5, 9} */
 }
 
 void fkm_lloyd_pack_centers(double *ct, double *hnorm, const double *centers,

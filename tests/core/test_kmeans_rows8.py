@@ -3,7 +3,7 @@ scores groups of 8 rows through two panels built on the fly, with the centers
 in exact chunks of 4, 5 and 6 (csrc/fkm_lloyd_impl.h, score_rows8, panel8x):
 labels are the nearest centers (brute force), the lowest index on exact ties
 wherever the tied centers fall among the chunks, for every k (chunk splits
-4 + 6, 5 + 6, 4 + 5, ...) and for tails of 1-7 rows; with a mask, the groups
+6 + 4, 6 + 5, 4 + 5, ...) and for tails of 1-7 rows; with a mask, the groups
 are still the rows' fours (a group of 8 with one flagged half scores that
 half only); results do not depend on the number of threads."""
 import numpy as np
@@ -126,3 +126,40 @@ def test_rows8_results_do_not_depend_on_threads(d, k, dtype):
     D = ((X.astype(np.float64)[:, None, :] - C[None]) ** 2).sum(axis=2)
     np.testing.assert_array_equal(l1, D.argmin(axis=1))
     np.testing.assert_array_equal(d1, D.min(axis=1))
+
+
+def _chunks(k):
+    """Pure-Python twin of the center chunks of panel8x for k >= 8
+    (fkm_lloyd_chunk_w: widths 4, 5 and 6, 6 first), for the test below."""
+    out, c = [], 0
+    while c < k:
+        r = k - c
+        w = r if r <= 6 else 6 if r in (10, 11, 12) or r >= 14 else 4
+        out.append((c, w))
+        c += w
+    return out
+
+
+@pytest.mark.parametrize("k", list(range(8, 31)) + [62, 64, 65, 67])
+def test_rows8_every_chunk_split_with_ties_at_its_edges(k):
+    """Every k from 8 to 30 and beyond (each split of k into chunks of 6, 5
+    and 4: 13 = 4 + 4 + 5, 14 = 6 + 4 + 4, 64 = 10 x 6 + 4, ...): labels
+    are the brute-force nearest centers, and a center duplicated at the
+    first lane of each later chunk loses its ties to the last lane of the
+    chunk before (the lowest index), on 1 and 2 threads alike."""
+    chunks = _chunks(k)
+    assert sum(w for _, w in chunks) == k and all(w in (4, 5, 6) for _, w in chunks)
+    rng = np.random.default_rng(k)
+    n, d = 4001, 20                                   # < 4096: rows not packed
+    C = rng.integers(-6, 7, size=(k, d)).astype(np.float64)
+    for (c, _), (c2, _) in zip(chunks, chunks[1:]):
+        C[c2] = C[c2 - 1]                             # equal across the edge
+    X = C[rng.integers(0, k, size=n)] + rng.integers(-1, 2, size=(n, d))
+    D = ((X[:, None, :] - C[None]) ** 2).sum(axis=2)  # exact: small integers
+    d1, l1 = nearest_center(X, C, n_threads=1)
+    d2, l2 = nearest_center(X, C, n_threads=2)
+    assert l1.tobytes() == l2.tobytes() and d1.tobytes() == d2.tobytes()
+    np.testing.assert_array_equal(l1, D.argmin(axis=1))  # first minimum
+    np.testing.assert_array_equal(d1, D.min(axis=1))
+    dups = [c2 for _, (c2, _) in zip(chunks, chunks[1:])]
+    assert not np.isin(l1, dups).any() and np.isin(l1, [c - 1 for c in dups]).any()
